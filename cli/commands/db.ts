@@ -1,0 +1,42 @@
+import type { Command } from 'commander';
+import { dialectOf, openOrm } from '../../src/db/orm.js';
+import { cliConfig, globalOptions, note, output, table } from '../runtime.js';
+
+export function registerDbCommands(program: Command): void {
+  const db = program.command('db').description('database migrations');
+
+  db.command('migrate')
+    .description('apply pending migrations')
+    .action(async (_opts, cmd: Command) => {
+      const config = cliConfig();
+      const orm = await openOrm(config.databaseUrl);
+      try {
+        const applied = (await orm.getMigrator().up()).map((m) => m.name);
+        output(globalOptions(cmd), { dialect: dialectOf(config.databaseUrl), applied }, () =>
+          applied.length ? `Applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}` : 'Nothing to apply; the database is up to date.',
+        );
+      } finally {
+        await orm.close(true);
+      }
+    });
+
+  db.command('status')
+    .description('list applied and pending migrations')
+    .action(async (_opts, cmd: Command) => {
+      const config = cliConfig();
+      const orm = await openOrm(config.databaseUrl);
+      try {
+        const migrator = orm.getMigrator();
+        const executed = await migrator.getExecutedMigrations();
+        const pending = await migrator.getPendingMigrations();
+        const rows = [
+          ...executed.map((m) => ({ name: m.name, status: 'applied', applied_at: m.executed_at?.toISOString?.() ?? String(m.executed_at) })),
+          ...pending.map((m) => ({ name: m.name, status: 'pending', applied_at: null })),
+        ];
+        output(globalOptions(cmd), { dialect: dialectOf(config.databaseUrl), migrations: rows }, () => table(rows, ['name', 'status', 'applied_at']));
+        if (pending.length > 0) note(`${pending.length} migration(s) pending: run billing-admin db migrate`);
+      } finally {
+        await orm.close(true);
+      }
+    });
+}

@@ -1,0 +1,52 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import { serializePlan } from '../../src/http/serializers.js';
+import { archivePlan, listAllPlans } from '../../src/services/plans/archive-plan.js';
+import { seedPlans } from '../../src/services/plans/seed-plans.js';
+import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
+
+function readPlansFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliFailure(`cannot read ${file}: ${(err as Error).message}`, EXIT.usage);
+  }
+  try {
+    return /\.json$/i.test(file) ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new CliFailure(`${file} is not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(err as Error).message}`, EXIT.usage);
+  }
+}
+
+export function registerPlanCommands(program: Command): void {
+  const plans = program.command('plans').description('the plan catalogue');
+
+  plans
+    .command('seed <file>')
+    .description('create or update plans by slug from a JSON or YAML array (running it twice changes nothing)')
+    .action(async (file: string, _opts, cmd: Command) => {
+      const seeds = readPlansFile(file);
+      const result = await withServices((s) => seedPlans(s, seeds));
+      output(globalOptions(cmd), result, () =>
+        `Plans: ${result.created.length} created, ${result.updated.length} updated, ${result.unchanged.length} unchanged.`,
+      );
+    });
+
+  plans
+    .command('list')
+    .description('list every plan, whatever its status')
+    .action(async (_opts, cmd: Command) => {
+      const rows = (await withServices((s) => listAllPlans(s))).map(serializePlan);
+      output(globalOptions(cmd), rows, () => table(rows, ['slug', 'name', 'price', 'currency', 'interval', 'interval_unit', 'status']));
+    });
+
+  plans
+    .command('archive <slug>')
+    .description('take a plan out of the catalogue (existing subscriptions keep it)')
+    .action(async (slug: string, _opts, cmd: Command) => {
+      const plan = await withServices((s) => archivePlan(s, slug));
+      output(globalOptions(cmd), serializePlan(plan), () => `Archived ${plan.slug}.`);
+    });
+}

@@ -1,0 +1,29 @@
+import { Command } from 'commander';
+import { registerDbCommands } from './commands/db.js';
+import { registerPlanCommands } from './commands/plans.js';
+import { registerSimulateCommands } from './commands/simulate.js';
+import { registerUserCommands } from './commands/users.js';
+import { exitCodeFor } from './runtime.js';
+
+const program = new Command('billing-admin')
+  .description('Operator commands for the billing service (same configuration as the server).')
+  .option('--json', 'print one JSON document on stdout (human output and progress go to stderr)')
+  .showHelpAfterError()
+  .exitOverride();
+
+registerDbCommands(program);
+registerUserCommands(program);
+registerPlanCommands(program);
+registerSimulateCommands(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  const e = err as { code?: string; exitCode?: number };
+  if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
+    process.exit(e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? 0 : 2);
+  }
+  const { code, message } = exitCodeFor(err);
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(code);
+}

@@ -1,0 +1,95 @@
+import type { Command } from 'commander';
+import { loadConfig, loadDotEnv, type Config } from '../src/config.js';
+import { openOrm, type Orm } from '../src/db/orm.js';
+import { systemClock } from '../src/domain/clock.js';
+import { DomainError } from '../src/domain/errors.js';
+import { GatewayError } from '../src/gateway/errors.js';
+import { MidtransClient } from '../src/gateway/midtrans-client.js';
+import { API_ROOT } from '../src/http/api.js';
+import type { ServiceContext } from '../src/services/context.js';
+
+/** Exit statuses: 0 success, 1 a check found a problem, 2 bad input, 3 conflict/state, 4 not found, 5 gateway or database. */
+export const EXIT = { ok: 0, checkFailed: 1, usage: 2, conflict: 3, notFound: 4, unavailable: 5, internal: 70 } as const;
+
+export class CliFailure extends Error {
+  constructor(message: string, readonly exitCode: number) {
+    super(message);
+  }
+}
+
+/** The one mapping from failures to exit statuses and messages (the CLI twin of src/http/problem.ts). */
+export function exitCodeFor(err: unknown): { code: number; message: string } {
+  if (err instanceof CliFailure) return { code: err.exitCode, message: err.message };
+  if (err instanceof DomainError) {
+    const details = err.errors.map((e) => `\n  ${e.field || '(input)'}: ${e.message}`).join('');
+    const code =
+      err.code === 'validation_error' ? EXIT.usage
+      : err.code === 'not_found' ? EXIT.notFound
+      : err.code.startsWith('gateway') || err.code === 'service_unavailable' ? EXIT.unavailable
+      : EXIT.conflict;
+    return { code, message: `${err.code}: ${err.message}${details}` };
+  }
+  if (err instanceof GatewayError) return { code: EXIT.unavailable, message: `gateway ${err.kind}: ${err.message}` };
+  return { code: EXIT.internal, message: err instanceof Error ? err.message : String(err) };
+}
+
+export interface GlobalOptions {
+  json?: boolean;
+}
+
+/** Prints a result: JSON on stdout with --json, otherwise the human form on stdout. */
+export function output(opts: GlobalOptions, json: unknown, human: () => string): void {
+  if (opts.json) process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  else process.stdout.write(`${human()}\n`);
+}
+
+/** Progress and notes: stderr, so that --json output on stdout stays one clean document. */
+export function note(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+export function table(rows: Record<string, unknown>[], columns: string[]): string {
+  if (rows.length === 0) return '(none)';
+  const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '' : String(r[c]))));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
+  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
+  return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}
+
+export function globalOptions(cmd: Command): GlobalOptions {
+  return cmd.optsWithGlobals() as GlobalOptions;
+}
+
+export function cliConfig(): Config {
+  loadDotEnv();
+  return loadConfig();
+}
+
+/** Base URL of the running server (for commands that talk to it, like `simulate`). */
+export function serverUrl(config: Config): string {
+  return process.env.BILLING_URL?.replace(/\/+$/, '') ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+}
+
+export function gatewayFor(config: Config): MidtransClient {
+  return new MidtransClient({
+    baseUrl: config.gateway.baseUrl ?? `${serverUrl(config)}/_simulator`,
+    serverKey: config.gateway.serverKey,
+    timeoutMs: config.gateway.timeoutMs,
+  });
+}
+
+/**
+ * Runs a command body with an open database and a forked entity manager, closing it afterwards.
+ * Failures are printed and turned into the exit status.
+ */
+export async function withServices<T>(run: (services: ServiceContext, orm: Orm) => Promise<T>): Promise<T> {
+  const config = cliConfig();
+  const orm = await openOrm(config.databaseUrl);
+  try {
+    return await run({ em: orm.em.fork(), config, gateway: gatewayFor(config), clock: systemClock }, orm);
+  } finally {
+    await orm.close(true);
+  }
+}
+
+export { API_ROOT };

@@ -1,0 +1,140 @@
+import { RequestContext } from '@mikro-orm/core';
+import Koa from 'koa';
+import session from 'koa-session';
+import type { Config } from './config.js';
+import { migrateUp, openOrm, type Orm } from './db/orm.js';
+import { systemClock, type Clock } from './domain/clock.js';
+import { MidtransClient } from './gateway/midtrans-client.js';
+import type { PaymentGateway } from './gateway/types.js';
+import { subscriptionAccessMiddleware } from './http/access-middleware.js';
+import { API_ROOT, createApiMiddleware } from './http/api.js';
+import { authenticationMiddleware } from './http/auth/authenticate.js';
+import { VerifiedCredentialCache } from './http/auth/basic-auth.js';
+import { LoginThrottler } from './http/auth/login-throttle.js';
+import { databaseSessionStore } from './http/auth/session-store.js';
+import { docsMiddleware } from './http/docs.js';
+import { errorBoundary, requestLogger } from './http/error-boundary.js';
+import { allHandlers } from './http/handlers/index.js';
+import { consoleLogger, quietLogger, type Logger } from './logger.js';
+import { hasAccessGrantingSubscription } from './services/subscriptions/has-access.js';
+import { createSimulator, type Simulator } from './simulator/index.js';
+
+export interface AppOptions {
+  /** This server's own base URL (for the simulator and derived URLs); default http://HOST:PORT. */
+  selfUrl?: string;
+  clock?: Clock;
+  /** An already open ORM (tests, host applications); otherwise opened from config.databaseUrl. */
+  orm?: Orm;
+  gateway?: PaymentGateway;
+  logger?: Logger;
+  /** Check every response against openapi.yaml (on in tests). */
+  validateResponses?: boolean;
+}
+
+export interface BillingApp {
+  app: Koa;
+  orm: Orm;
+  gateway: PaymentGateway;
+  simulator: Simulator | null;
+  clock: Clock;
+  config: Config;
+  logger: Logger;
+  /** The webhook URL the gateway is told to notify. */
+  notificationUrl: string;
+  close(): Promise<void>;
+}
+
+export const SESSION_COOKIE = 'billing.sid';
+
+/**
+ * Builds the billing service as a Koa application from one typed configuration, so tests and
+ * host applications can embed it. It does not listen; see src/server.ts.
+ */
+export async function createApp(config: Config, options: AppOptions = {}): Promise<BillingApp> {
+  const logger = options.logger ?? (config.logRequests ? consoleLogger : quietLogger);
+  const clock = options.clock ?? systemClock;
+  const ownsOrm = !options.orm;
+  const orm = options.orm ?? (await openOrm(config.databaseUrl));
+  if (ownsOrm && config.migrateOnStart) await migrateUp(orm);
+
+  const selfUrl = (options.selfUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
+  const notificationUrl = config.gateway.notificationUrl ?? `${selfUrl}${API_ROOT}/webhook/notification/`;
+
+  // The simulator is mounted only when no gateway URL is configured, never in production.
+  const simulator =
+    config.gateway.baseUrl === null && config.env !== 'production'
+      ? createSimulator({
+          serverKey: config.gateway.serverKey,
+          notificationUrl: () => notificationUrl,
+          publicBaseUrl: () => selfUrl,
+        })
+      : null;
+  const gateway =
+    options.gateway ??
+    new MidtransClient({
+      baseUrl: config.gateway.baseUrl ?? `${selfUrl}/_simulator`,
+      serverKey: config.gateway.serverKey,
+      timeoutMs: config.gateway.timeoutMs,
+    });
+
+  const throttler = new LoginThrottler(orm, config.loginThrottleLimit, config.loginThrottleWindowSeconds * 1000);
+  const credentialCache = new VerifiedCredentialCache(config.basicAuthCacheSeconds * 1000);
+
+  const app = new Koa({ proxy: config.trustProxy, keys: config.sessionSecrets });
+  app.silent = true;
+
+  app.use(errorBoundary(logger));
+  if (config.logRequests) app.use(requestLogger(logger));
+  if (simulator) app.use(simulator.middleware);
+  app.use(docsMiddleware());
+  app.use(
+    session(
+      {
+        key: SESSION_COOKIE,
+        maxAge: 7 * 24 * 60 * 60 * 1000,
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: config.secureCookies,
+        signed: true,
+        rolling: false,
+        renew: true,
+        store: databaseSessionStore(orm),
+      },
+      app,
+    ),
+  );
+  app.use(authenticationMiddleware(orm, credentialCache, throttler));
+  app.use(
+    subscriptionAccessMiddleware({
+      settings: config.subscriptionSettings,
+      getUser: (ctx) => ctx.state.user ?? null,
+      hasAccess: (user) => hasAccessGrantingSubscription({ em: orm.em.fork() }, user.id),
+    }),
+  );
+  app.use((_ctx, next) => RequestContext.create(orm.em, next));
+  app.use(
+    await createApiMiddleware({
+      config,
+      orm,
+      gateway,
+      clock,
+      handlers: allHandlers({ throttler }),
+      validateResponses: options.validateResponses ?? config.env === 'test',
+    }),
+  );
+
+  return {
+    app,
+    orm,
+    gateway,
+    simulator,
+    clock,
+    config,
+    logger,
+    notificationUrl,
+    async close() {
+      simulator?.close();
+      if (ownsOrm) await orm.close(true);
+    },
+  };
+}

@@ -1,0 +1,188 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** The one typed configuration object; `loadConfig()` builds it from the environment. */
+export interface Config {
+  env: 'development' | 'test' | 'production';
+  host: string;
+  port: number;
+  /** `sqlite:PATH`, `sqlite::memory:` or `postgres://…` */
+  databaseUrl: string;
+  /** Apply pending migrations when the server starts (default on SQLite only). */
+  migrateOnStart: boolean;
+  gateway: {
+    /** null means the built-in simulator mounted on this server. */
+    baseUrl: string | null;
+    serverKey: string;
+    /** null means derived from the server's own address once it listens. */
+    notificationUrl: string | null;
+    timeoutMs: number;
+  };
+  subscriptionSettings: {
+    PROTECTED_PATHS: string[];
+    SUBSCRIPTION_REQUIRED_REDIRECT: string;
+  };
+  /** First key signs; the rest still verify (rotation). */
+  sessionSecrets: string[];
+  /** Set the `Secure` flag on the session cookie (behind TLS). */
+  secureCookies: boolean;
+  trustProxy: boolean;
+  topupMinAmount: string;
+  topupMaxAmount: string;
+  walletCurrency: string;
+  renewalDueDays: number;
+  dunningRetryDays: number[];
+  billingSchedulerIntervalSeconds: number;
+  deliveryIntervalSeconds: number;
+  smtpUrl: string | null;
+  mailFrom: string;
+  outboundWebhookUrl: string | null;
+  outboundWebhookSecret: string | null;
+  /** Failed logins allowed per username or IP within `loginThrottleWindowSeconds`. */
+  loginThrottleLimit: number;
+  loginThrottleWindowSeconds: number;
+  /** Seconds a verified Basic credential stays cached (0 = verify every request). */
+  basicAuthCacheSeconds: number;
+  maxBodyBytes: number;
+  logRequests: boolean;
+}
+
+/** The development key the simulator and the service share when no key is configured. */
+export const DEVELOPMENT_SERVER_KEY = 'SB-Mid-server-LOCAL-SIMULATOR-KEY';
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function list(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+function integer(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  return Number(raw);
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function amount(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+(\.\d{1,2})?$/.test(raw)) throw new ConfigError(`${name} must be a decimal amount, got "${raw}"`);
+  return raw;
+}
+
+/**
+ * A development session secret that survives restarts, so that logins outlive a restart
+ * without anyone having to configure one. Kept beside the SQLite file it belongs with.
+ */
+function developmentSessionSecret(databaseUrl: string): string {
+  const path = databaseUrl.startsWith('sqlite:') && !databaseUrl.includes(':memory:')
+    ? join(dirname(databaseUrl.slice('sqlite:'.length)), '.session-secret')
+    : null;
+  if (path && existsSync(path)) return readFileSync(path, 'utf8').trim();
+  const secret = randomBytes(32).toString('hex');
+  if (path) {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, secret, { mode: 0o600 });
+  }
+  return secret;
+}
+
+/** Reads `.env` (when present) into `process.env` without overriding what is already set. */
+export function loadDotEnv(path = '.env'): void {
+  if (!existsSync(path)) return;
+  for (const line of readFileSync(path, 'utf8').split(/\r?\n/)) {
+    const match = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!match || line.trimStart().startsWith('#')) continue;
+    const [, key, rawValue] = match;
+    const value = rawValue.replace(/^(['"])(.*)\1$/, '$2');
+    if (process.env[key] === undefined) process.env[key] = value;
+  }
+}
+
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
+  const databaseUrl = env.DATABASE_URL || 'sqlite:./data/billing.sqlite';
+  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with sqlite: or postgres://');
+  }
+  const gatewayBaseUrl = env.GATEWAY_BASE_URL ? env.GATEWAY_BASE_URL.replace(/\/+$/, '') : null;
+  const serverKey = env.GATEWAY_SERVER_KEY || '';
+  const sessionSecrets = list(env.SESSION_SECRET);
+
+  if (nodeEnv === 'production') {
+    if (!serverKey) throw new ConfigError('GATEWAY_SERVER_KEY is required in production');
+    if (sessionSecrets.length === 0) throw new ConfigError('SESSION_SECRET is required in production');
+    if (!gatewayBaseUrl) throw new ConfigError('GATEWAY_BASE_URL is required in production (the simulator is never mounted there)');
+  }
+  if (gatewayBaseUrl && !serverKey) {
+    throw new ConfigError('GATEWAY_SERVER_KEY is required when GATEWAY_BASE_URL is set');
+  }
+
+  const dunning = list(env.DUNNING_RETRY_DAYS ?? '1,3,7').map((d) => {
+    if (!/^\d+$/.test(d)) throw new ConfigError(`DUNNING_RETRY_DAYS must be comma-separated whole days, got "${d}"`);
+    return Number(d);
+  });
+
+  const config: Config = {
+    env: nodeEnv,
+    host: env.HOST || '127.0.0.1',
+    port: integer(env, 'PORT', 3000),
+    databaseUrl,
+    migrateOnStart: bool(env, 'MIGRATE_ON_START', databaseUrl.startsWith('sqlite:')),
+    gateway: {
+      baseUrl: gatewayBaseUrl,
+      serverKey: serverKey || DEVELOPMENT_SERVER_KEY,
+      notificationUrl: env.GATEWAY_NOTIFICATION_URL || null,
+      timeoutMs: integer(env, 'GATEWAY_TIMEOUT_MS', 10_000),
+    },
+    subscriptionSettings: {
+      PROTECTED_PATHS: list(env.SUBSCRIPTION_PROTECTED_PATHS),
+      SUBSCRIPTION_REQUIRED_REDIRECT: env.SUBSCRIPTION_REQUIRED_REDIRECT || '/subscribe/',
+    },
+    sessionSecrets: sessionSecrets.length > 0 ? sessionSecrets : [developmentSessionSecret(databaseUrl)],
+    secureCookies: bool(env, 'SECURE_COOKIES', false),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    topupMinAmount: amount(env, 'TOPUP_MIN_AMOUNT', '10000'),
+    topupMaxAmount: amount(env, 'TOPUP_MAX_AMOUNT', '50000000'),
+    walletCurrency: (env.WALLET_CURRENCY || 'IDR').toUpperCase(),
+    renewalDueDays: integer(env, 'RENEWAL_DUE_DAYS', 3),
+    dunningRetryDays: dunning,
+    billingSchedulerIntervalSeconds: integer(env, 'BILLING_SCHEDULER_INTERVAL', 0),
+    deliveryIntervalSeconds: integer(env, 'DELIVERY_INTERVAL_SECONDS', 10),
+    smtpUrl: env.SMTP_URL || null,
+    mailFrom: env.MAIL_FROM || 'billing@localhost',
+    outboundWebhookUrl: env.OUTBOUND_WEBHOOK_URL || null,
+    outboundWebhookSecret: env.OUTBOUND_WEBHOOK_SECRET || null,
+    loginThrottleLimit: integer(env, 'LOGIN_THROTTLE_LIMIT', 5),
+    loginThrottleWindowSeconds: integer(env, 'LOGIN_THROTTLE_WINDOW_SECONDS', 300),
+    basicAuthCacheSeconds: integer(env, 'BASIC_AUTH_CACHE_SECONDS', 60),
+    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576),
+    logRequests: bool(env, 'LOG_REQUESTS', nodeEnv !== 'test'),
+    ...overrides,
+  };
+  return config;
+}
+
+/** What `npm start` prints and logs may show: the configuration with every secret removed. */
+export function describeConfig(config: Config): Record<string, unknown> {
+  return {
+    env: config.env,
+    listen: `${config.host}:${config.port}`,
+    database: config.databaseUrl.replace(/\/\/([^:@/]+)(:[^@/]*)?@/, '//$1:***@'),
+    gateway: config.gateway.baseUrl ?? 'built-in simulator',
+  };
+}

@@ -1,0 +1,40 @@
+export * from './user.js';
+export * from './plan.js';
+export * from './subscription.js';
+export * from './invoice.js';
+export * from './payment.js';
+export * from './wallet.js';
+export * from './topup.js';
+export * from './notification.js';
+export * from './webhook-log.js';
+export * from './infrastructure.js';
+
+import { CounterSchema, InvoiceLineSchema, InvoiceSchema } from './invoice.js';
+import { IdempotencyRecordSchema, LoginThrottleSchema, SessionSchema } from './infrastructure.js';
+import { NotificationSchema } from './notification.js';
+import { PaymentSchema, RefundSchema } from './payment.js';
+import { PlanSchema } from './plan.js';
+import { SubscriptionSchema } from './subscription.js';
+import { TopupSchema } from './topup.js';
+import { UserSchema } from './user.js';
+import { WalletSchema, WalletTransactionSchema } from './wallet.js';
+import { WebhookLogSchema } from './webhook-log.js';
+
+export const allEntities = [
+  UserSchema,
+  PlanSchema,
+  SubscriptionSchema,
+  InvoiceSchema,
+  InvoiceLineSchema,
+  CounterSchema,
+  PaymentSchema,
+  RefundSchema,
+  WalletSchema,
+  WalletTransactionSchema,
+  TopupSchema,
+  NotificationSchema,
+  WebhookLogSchema,
+  IdempotencyRecordSchema,
+  SessionSchema,
+  LoginThrottleSchema,
+];

@@ -1,0 +1,105 @@
+import { Collection, EntitySchema } from '@mikro-orm/core';
+import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty, zeroMoneyProperty } from './common.js';
+import { Subscription } from './subscription.js';
+import { User } from './user.js';
+
+export type InvoiceStatus = 'open' | 'paid' | 'void' | 'uncollectible';
+export type InvoiceLineKind = 'subscription' | 'proration' | 'credit';
+
+export class Invoice {
+  id!: string;
+  /** Sequential and gap-free per year, e.g. INV-2026-000042 (src/services/invoices/next-invoice-number.ts). */
+  number!: string;
+  user!: User;
+  subscription: Subscription | null = null;
+  status: InvoiceStatus = 'open';
+  currency!: string;
+  /** YYYY-MM-DD */
+  issueDate!: string;
+  /** YYYY-MM-DD */
+  dueDate!: string;
+  paidAt: Date | null = null;
+  subtotal!: string;
+  totalAmount!: string;
+  amountRefunded!: string;
+  periodStart: Date | null = null;
+  periodEnd: Date | null = null;
+  /** Dunning: how many collection attempts were made after the due date. */
+  retryCount = 0;
+  nextRetryAt: Date | null = null;
+  lines = new Collection<InvoiceLine>(this);
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export class InvoiceLine {
+  id!: string;
+  invoice!: Invoice;
+  position = 0;
+  description!: string;
+  kind: InvoiceLineKind = 'subscription';
+  quantity = 1;
+  unitAmount!: string;
+  amount!: string;
+  periodStart: Date | null = null;
+  periodEnd: Date | null = null;
+}
+
+export const InvoiceSchema = new EntitySchema<Invoice>({
+  class: Invoice,
+  tableName: 'invoices',
+  indexes: [{ properties: ['user', 'issueDate'] }, { properties: ['status', 'dueDate'] }],
+  properties: {
+    id: idProperty,
+    number: { type: 'string', length: 30, unique: true },
+    user: { kind: 'm:1', entity: () => User },
+    subscription: { kind: 'm:1', entity: () => Subscription, nullable: true },
+    status: { type: 'string', length: 20 },
+    currency: { type: 'string', length: 3 },
+    issueDate: { type: 'string', length: 10 },
+    dueDate: { type: 'string', length: 10 },
+    paidAt: { type: 'datetime', nullable: true },
+    subtotal: moneyProperty,
+    totalAmount: moneyProperty,
+    amountRefunded: zeroMoneyProperty,
+    periodStart: { type: 'datetime', nullable: true },
+    periodEnd: { type: 'datetime', nullable: true },
+    retryCount: { type: 'integer', default: 0 },
+    nextRetryAt: { type: 'datetime', nullable: true },
+    lines: { kind: '1:m', entity: () => InvoiceLine, mappedBy: 'invoice', orderBy: { position: 'asc' } },
+    createdAt: createdAtProperty,
+    updatedAt: updatedAtProperty,
+  },
+});
+
+export const InvoiceLineSchema = new EntitySchema<InvoiceLine>({
+  class: InvoiceLine,
+  tableName: 'invoice_lines',
+  properties: {
+    id: idProperty,
+    invoice: { kind: 'm:1', entity: () => Invoice },
+    position: { type: 'integer' },
+    description: { type: 'string', length: 500 },
+    kind: { type: 'string', length: 20 },
+    quantity: { type: 'integer' },
+    unitAmount: moneyProperty,
+    amount: moneyProperty,
+    periodStart: { type: 'datetime', nullable: true },
+    periodEnd: { type: 'datetime', nullable: true },
+  },
+});
+
+/** Named counters incremented inside a transaction (gap-free invoice numbers). */
+export class Counter {
+  name!: string;
+  value = 0;
+}
+
+export const CounterSchema = new EntitySchema<Counter>({
+  class: Counter,
+  tableName: 'counters',
+  properties: {
+    name: { type: 'string', length: 50, primary: true },
+    value: { type: 'integer' },
+  },
+});

@@ -1,0 +1,92 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty, zeroMoneyProperty } from './common.js';
+import { Invoice } from './invoice.js';
+import { Subscription, type PaymentType } from './subscription.js';
+import { User } from './user.js';
+
+export type PaymentStatus = 'pending' | 'settled' | 'failed' | 'canceled' | 'expired' | 'refunded' | 'partially_refunded';
+
+export class Payment {
+  id!: string;
+  /** SUB-<opaque suffix>, at most 50 characters. */
+  orderId!: string;
+  user!: User;
+  subscription: Subscription | null = null;
+  invoice: Invoice | null = null;
+  status: PaymentStatus = 'pending';
+  paymentType!: PaymentType;
+  grossAmount!: string;
+  currency!: string;
+  /** Sum of the payment's succeeded refunds (kept in step by src/services/payments). */
+  refundedAmount!: string;
+  transactionId: string | null = null;
+  fraudStatus: string | null = null;
+  /** The last transaction_status the gateway reported, verbatim. */
+  gatewayStatus: string | null = null;
+  paymentDetails: Record<string, unknown> = {};
+  /** The charge request timed out: the gateway may or may not have it; reconciliation decides. */
+  outcomeUnknown = false;
+  paidAt: Date | null = null;
+  expiresAt: Date | null = null;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export type RefundStatus = 'pending' | 'succeeded' | 'failed';
+export type RefundDestination = 'gateway' | 'wallet';
+
+export class Refund {
+  id!: string;
+  payment!: Payment;
+  /** Our idempotency key at the gateway; the later refund notification is matched on it. */
+  refundKey!: string;
+  amount!: string;
+  status: RefundStatus = 'pending';
+  destination!: RefundDestination;
+  direct = false;
+  reason: string | null = null;
+  createdAt!: Date;
+}
+
+export const PaymentSchema = new EntitySchema<Payment>({
+  class: Payment,
+  tableName: 'payments',
+  indexes: [{ properties: ['user', 'createdAt'] }, { properties: ['status'] }, { properties: ['invoice'] }],
+  properties: {
+    id: idProperty,
+    orderId: { type: 'string', length: 50, unique: true },
+    user: { kind: 'm:1', entity: () => User },
+    subscription: { kind: 'm:1', entity: () => Subscription, nullable: true },
+    invoice: { kind: 'm:1', entity: () => Invoice, nullable: true },
+    status: { type: 'string', length: 20 },
+    paymentType: { type: 'string', length: 20 },
+    grossAmount: moneyProperty,
+    currency: { type: 'string', length: 3 },
+    refundedAmount: zeroMoneyProperty,
+    transactionId: { type: 'string', length: 100, nullable: true },
+    fraudStatus: { type: 'string', length: 20, nullable: true },
+    gatewayStatus: { type: 'string', length: 30, nullable: true },
+    paymentDetails: { type: 'json' },
+    outcomeUnknown: { type: 'boolean', default: false },
+    paidAt: { type: 'datetime', nullable: true },
+    expiresAt: { type: 'datetime', nullable: true },
+    createdAt: createdAtProperty,
+    updatedAt: updatedAtProperty,
+  },
+});
+
+export const RefundSchema = new EntitySchema<Refund>({
+  class: Refund,
+  tableName: 'refunds',
+  properties: {
+    id: idProperty,
+    payment: { kind: 'm:1', entity: () => Payment },
+    refundKey: { type: 'string', length: 80, unique: true },
+    amount: moneyProperty,
+    status: { type: 'string', length: 20 },
+    destination: { type: 'string', length: 10 },
+    direct: { type: 'boolean', default: false },
+    reason: { type: 'string', length: 255, nullable: true },
+    createdAt: createdAtProperty,
+  },
+});

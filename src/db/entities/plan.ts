@@ -1,0 +1,47 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty } from './common.js';
+
+export type IntervalUnit = 'day' | 'week' | 'month';
+export type PlanStatus = 'active' | 'inactive' | 'archived';
+
+export class Plan {
+  id!: string;
+  name!: string;
+  slug!: string;
+  description = '';
+  price!: string;
+  currency = 'IDR';
+  interval = 1;
+  intervalUnit: IntervalUnit = 'month';
+  trialPeriodDays = 0;
+  /** Paid cycles after which the subscription expires; 0 = unlimited. */
+  maxCycles = 0;
+  status: PlanStatus = 'active';
+  features: Record<string, unknown> = {};
+  sortOrder = 0;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export const PlanSchema = new EntitySchema<Plan>({
+  class: Plan,
+  tableName: 'plans',
+  indexes: [{ properties: ['status', 'sortOrder'] }],
+  properties: {
+    id: idProperty,
+    name: { type: 'string', length: 200 },
+    slug: { type: 'string', length: 100, unique: true },
+    description: { type: 'text', default: '' },
+    price: moneyProperty,
+    currency: { type: 'string', length: 3 },
+    interval: { type: 'integer' },
+    intervalUnit: { type: 'string', length: 10 },
+    trialPeriodDays: { type: 'integer', default: 0 },
+    maxCycles: { type: 'integer', default: 0 },
+    status: { type: 'string', length: 10 },
+    features: { type: 'json' },
+    sortOrder: { type: 'integer', default: 0 },
+    createdAt: createdAtProperty,
+    updatedAt: updatedAtProperty,
+  },
+});

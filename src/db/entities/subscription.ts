@@ -1,0 +1,76 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { createdAtProperty, idProperty, updatedAtProperty } from './common.js';
+import { Plan } from './plan.js';
+import { User } from './user.js';
+
+export type SubscriptionStatus = 'pending' | 'trialing' | 'active' | 'paused' | 'past_due' | 'canceled' | 'expired';
+export type PaymentType = 'bank_transfer' | 'echannel' | 'gopay' | 'qris' | 'shopeepay' | 'credit_card' | 'wallet';
+
+export class Subscription {
+  id!: string;
+  user!: User;
+  plan!: Plan;
+  /** Written only by src/domain/states (the transition table). */
+  status: SubscriptionStatus = 'pending';
+  /**
+   * The user's id while the subscription is live (pending … past_due), else null. A unique index
+   * on it lets the database refuse a second live subscription even under concurrent requests.
+   */
+  liveUserId: string | null = null;
+  paymentType!: PaymentType;
+  bank: string | null = null;
+  /** Saved card token for merchant-initiated renewals; never serialized. */
+  cardToken: string | null = null;
+  currentPeriodStart: Date | null = null;
+  currentPeriodEnd: Date | null = null;
+  nextBillingDate: Date | null = null;
+  /** The first period's start: renewals are computed from it so month-end dates do not drift. */
+  billingAnchor: Date | null = null;
+  trialEnd: Date | null = null;
+  trialWillEndNotifiedAt: Date | null = null;
+  cancelAtPeriodEnd = false;
+  canceledAt: Date | null = null;
+  cancelReason: string | null = null;
+  pausedAt: Date | null = null;
+  pendingPlan: Plan | null = null;
+  cyclesCompleted = 0;
+  metadata: Record<string, unknown> = {};
+  customerDetails: Record<string, string> = {};
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export const SubscriptionSchema = new EntitySchema<Subscription>({
+  class: Subscription,
+  tableName: 'subscriptions',
+  indexes: [
+    { properties: ['user', 'createdAt'] },
+    { properties: ['status', 'nextBillingDate'] },
+  ],
+  properties: {
+    id: idProperty,
+    user: { kind: 'm:1', entity: () => User },
+    plan: { kind: 'm:1', entity: () => Plan },
+    status: { type: 'string', length: 20 },
+    liveUserId: { type: 'string', length: 36, nullable: true, unique: true },
+    paymentType: { type: 'string', length: 20 },
+    bank: { type: 'string', length: 20, nullable: true },
+    cardToken: { type: 'string', length: 200, nullable: true, hidden: true },
+    currentPeriodStart: { type: 'datetime', nullable: true },
+    currentPeriodEnd: { type: 'datetime', nullable: true },
+    nextBillingDate: { type: 'datetime', nullable: true },
+    billingAnchor: { type: 'datetime', nullable: true },
+    trialEnd: { type: 'datetime', nullable: true },
+    trialWillEndNotifiedAt: { type: 'datetime', nullable: true },
+    cancelAtPeriodEnd: { type: 'boolean', default: false },
+    canceledAt: { type: 'datetime', nullable: true },
+    cancelReason: { type: 'string', length: 500, nullable: true },
+    pausedAt: { type: 'datetime', nullable: true },
+    pendingPlan: { kind: 'm:1', entity: () => Plan, nullable: true },
+    cyclesCompleted: { type: 'integer', default: 0 },
+    metadata: { type: 'json' },
+    customerDetails: { type: 'json' },
+    createdAt: createdAtProperty,
+    updatedAt: updatedAtProperty,
+  },
+});

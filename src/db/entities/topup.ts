@@ -1,0 +1,48 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty } from './common.js';
+import type { PaymentType } from './subscription.js';
+import { User } from './user.js';
+
+export type TopupStatus = 'pending' | 'success' | 'failed' | 'expired';
+
+export class Topup {
+  id!: string;
+  /** TOPUP-<opaque suffix> */
+  orderId!: string;
+  user!: User;
+  amount!: string;
+  currency!: string;
+  status: TopupStatus = 'pending';
+  paymentType!: Exclude<PaymentType, 'wallet'>;
+  bank: string | null = null;
+  paymentDetails: Record<string, unknown> = {};
+  transactionId: string | null = null;
+  outcomeUnknown = false;
+  paidAt: Date | null = null;
+  expiresAt: Date | null = null;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export const TopupSchema = new EntitySchema<Topup>({
+  class: Topup,
+  tableName: 'topups',
+  indexes: [{ properties: ['user', 'createdAt'] }],
+  properties: {
+    id: idProperty,
+    orderId: { type: 'string', length: 50, unique: true },
+    user: { kind: 'm:1', entity: () => User },
+    amount: moneyProperty,
+    currency: { type: 'string', length: 3 },
+    status: { type: 'string', length: 20 },
+    paymentType: { type: 'string', length: 20 },
+    bank: { type: 'string', length: 20, nullable: true },
+    paymentDetails: { type: 'json' },
+    transactionId: { type: 'string', length: 100, nullable: true },
+    outcomeUnknown: { type: 'boolean', default: false },
+    paidAt: { type: 'datetime', nullable: true },
+    expiresAt: { type: 'datetime', nullable: true },
+    createdAt: createdAtProperty,
+    updatedAt: updatedAtProperty,
+  },
+});

@@ -1,0 +1,32 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { createdAtProperty, idProperty, updatedAtProperty } from './common.js';
+
+export class User {
+  id!: string;
+  username!: string;
+  email: string | null = null;
+  passwordHash!: string;
+  isStaff = false;
+  firstName = '';
+  lastName = '';
+  phone: string | null = null;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export const UserSchema = new EntitySchema<User>({
+  class: User,
+  tableName: 'users',
+  properties: {
+    id: idProperty,
+    username: { type: 'string', length: 150, unique: true },
+    email: { type: 'string', length: 254, nullable: true },
+    passwordHash: { type: 'text', hidden: true },
+    isStaff: { type: 'boolean', default: false },
+    firstName: { type: 'string', length: 150, default: '' },
+    lastName: { type: 'string', length: 150, default: '' },
+    phone: { type: 'string', length: 50, nullable: true },
+    createdAt: createdAtProperty,
+    updatedAt: updatedAtProperty,
+  },
+});

@@ -1,0 +1,47 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { createdAtProperty, idProperty, updatedAtProperty } from './common.js';
+
+export type WebhookLogStatus = 'received' | 'invalid' | 'duplicate' | 'processed' | 'failed';
+export type WebhookLogSource = 'gateway' | 'sync' | 'replay' | 'charge';
+
+export class WebhookLog {
+  id!: string;
+  orderId: string | null = null;
+  transactionStatus: string | null = null;
+  /** The raw body exactly as received. */
+  payload!: string;
+  ipAddress: string | null = null;
+  status: WebhookLogStatus = 'received';
+  error: string | null = null;
+  attempts = 0;
+  source: WebhookLogSource = 'gateway';
+  /**
+   * Set when the notification's effects were applied; unique, so the database lets exactly one
+   * log per (order_id, transaction_status[, fraud_status | refund_amount]) be `processed`.
+   */
+  dedupKey: string | null = null;
+  processedAt: Date | null = null;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export const WebhookLogSchema = new EntitySchema<WebhookLog>({
+  class: WebhookLog,
+  tableName: 'webhook_logs',
+  indexes: [{ properties: ['status', 'createdAt'] }, { properties: ['orderId'] }],
+  properties: {
+    id: idProperty,
+    orderId: { type: 'string', length: 100, nullable: true },
+    transactionStatus: { type: 'string', length: 50, nullable: true },
+    payload: { type: 'text' },
+    ipAddress: { type: 'string', length: 64, nullable: true },
+    status: { type: 'string', length: 20 },
+    error: { type: 'text', nullable: true },
+    attempts: { type: 'integer', default: 0 },
+    source: { type: 'string', length: 20 },
+    dedupKey: { type: 'string', length: 250, nullable: true, unique: true },
+    processedAt: { type: 'datetime', nullable: true },
+    createdAt: createdAtProperty,
+    updatedAt: updatedAtProperty,
+  },
+});

@@ -1,0 +1,89 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MikroORM as SqliteORM } from '@mikro-orm/better-sqlite';
+import type { MikroORM, Options } from '@mikro-orm/core';
+import type { AbstractSqlDriver } from '@mikro-orm/knex';
+import { Migrator } from '@mikro-orm/migrations';
+import { MikroORM as PostgresORM } from '@mikro-orm/postgresql';
+import { migrations as postgresqlMigrations } from '../../migrations/postgresql/index.js';
+import { migrations as sqliteMigrations } from '../../migrations/sqlite/index.js';
+import { allEntities } from './entities/index.js';
+
+export type Dialect = 'sqlite' | 'postgresql';
+
+/** The ORM on either dialect; its `em` is the SQL entity manager. */
+export type Orm = MikroORM<AbstractSqlDriver>;
+
+const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export function dialectOf(databaseUrl: string): Dialect {
+  return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql';
+}
+
+export function migrationsPath(dialect: Dialect): string {
+  return resolve(projectRoot, 'migrations', dialect);
+}
+
+export interface OrmOptions {
+  debug?: boolean;
+  /** Connection pool size on PostgreSQL. */
+  poolMax?: number;
+}
+
+function baseOptions(dialect: Dialect, opts: OrmOptions): Options {
+  return {
+    entities: allEntities,
+    discovery: { warnWhenNoEntities: true },
+    // Each request and each job must use its own context (STACK.md, MikroORM §3).
+    allowGlobalContext: false,
+    forceUtcTimezone: true,
+    debug: opts.debug ?? false,
+    extensions: [Migrator],
+    migrations: {
+      path: migrationsPath(dialect),
+      pathTs: migrationsPath(dialect),
+      // A static list: umzug's folder scan cannot import .ts under vitest or from a bundle.
+      migrationsList: dialect === 'sqlite' ? sqliteMigrations : postgresqlMigrations,
+      emit: 'ts',
+      snapshot: true,
+      snapshotName: '.snapshot',
+      silent: true,
+      transactional: true,
+      allOrNothing: true,
+    },
+  };
+}
+
+/** Opens the database named by a `sqlite:PATH`, `sqlite::memory:` or `postgres://` URL. */
+export async function openOrm(databaseUrl: string, opts: OrmOptions = {}): Promise<Orm> {
+  const dialect = dialectOf(databaseUrl);
+  if (dialect === 'sqlite') {
+    const file = databaseUrl.slice('sqlite:'.length) || ':memory:';
+    if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
+    return SqliteORM.init({
+      ...baseOptions(dialect, opts),
+      dbName: file,
+      pool: {
+        afterCreate: (conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
+          // WAL lets readers proceed during a write; the busy timeout makes a second process
+          // wait for the write lock instead of failing at once.
+          if (file !== ':memory:') conn.pragma('journal_mode = WAL');
+          conn.pragma('busy_timeout = 10000');
+          conn.pragma('foreign_keys = ON');
+          done(null, conn);
+        },
+      },
+    }) as unknown as Orm;
+  }
+  return PostgresORM.init({
+    ...baseOptions(dialect, opts),
+    clientUrl: databaseUrl,
+    pool: { min: 0, max: opts.poolMax ?? 10 },
+  }) as unknown as Orm;
+}
+
+export async function migrateUp(orm: Orm): Promise<string[]> {
+  const applied = await orm.getMigrator().up();
+  return applied.map((m) => m.name);
+}

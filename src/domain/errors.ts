@@ -1,0 +1,62 @@
+/**
+ * The closed set of failures a use case can report. Each has a stable snake_case code; the
+ * HTTP layer maps them to problem+json in one place (src/http/problem.ts) and the CLI maps them
+ * to exit codes in one place (cli/output.ts).
+ */
+export type ErrorCode =
+  | 'validation_error'
+  | 'not_authenticated'
+  | 'permission_denied'
+  | 'csrf_failed'
+  | 'not_found'
+  | 'invalid_state'
+  | 'subscription_exists'
+  | 'insufficient_funds'
+  | 'nothing_due'
+  | 'idempotency_key_reused'
+  | 'rate_limited'
+  | 'gateway_error'
+  | 'gateway_unavailable'
+  | 'service_unavailable'
+  | 'not_implemented'
+  | 'method_not_allowed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'conflict';
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly errors: FieldError[] = [],
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+/** Raised when input breaks a rule the contract cannot express. */
+export class ValidationError extends DomainError {
+  constructor(errors: FieldError[], message = 'The request is not valid.') {
+    super('validation_error', message, errors);
+  }
+}
+
+/** Raised when a resource does not exist or belongs to someone else (never 403, DECISIONS §2). */
+export class NotFoundError extends DomainError {
+  constructor(what: string) {
+    super('not_found', `${what} not found.`);
+  }
+}
+
+/** Raised when a state machine forbids the move. */
+export class InvalidStateError extends DomainError {
+  constructor(message: string) {
+    super('invalid_state', message);
+  }
+}

@@ -1,0 +1,102 @@
+import { Decimal } from 'decimal.js';
+import { ValidationError } from './errors.js';
+
+/**
+ * Money is a decimal string with two places ("150000.00") on the wire and in storage, and a
+ * Decimal in arithmetic — never a float. This module is the one home of money arithmetic.
+ */
+export type Money = string;
+
+const MoneyDecimal = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP });
+
+/** Currencies whose gateway amounts are whole units (Midtrans takes IDR as an integer). */
+const WHOLE_UNIT_CURRENCIES = new Set(['IDR', 'JPY', 'KRW', 'VND']);
+
+export function isWholeUnitCurrency(currency: string): boolean {
+  return WHOLE_UNIT_CURRENCIES.has(currency.toUpperCase());
+}
+
+function dec(value: Money | number | Decimal): Decimal {
+  return new MoneyDecimal(value);
+}
+
+export function money(value: Money | number | Decimal): Money {
+  return dec(value).toFixed(2);
+}
+
+export const ZERO: Money = '0.00';
+
+export function add(...values: Money[]): Money {
+  return values.reduce<Decimal>((sum, v) => sum.plus(dec(v)), dec(0)).toFixed(2);
+}
+
+export function subtract(a: Money, b: Money): Money {
+  return dec(a).minus(dec(b)).toFixed(2);
+}
+
+export function compare(a: Money, b: Money): -1 | 0 | 1 {
+  return dec(a).comparedTo(dec(b)) as -1 | 0 | 1;
+}
+
+export function isZero(a: Money): boolean {
+  return dec(a).isZero();
+}
+
+export function isPositive(a: Money): boolean {
+  return dec(a).greaterThan(0);
+}
+
+export function negate(a: Money): Money {
+  return dec(a).negated().toFixed(2);
+}
+
+export function minimum(a: Money, b: Money): Money {
+  return compare(a, b) <= 0 ? money(a) : money(b);
+}
+
+/**
+ * NOTE: proration multiplies a price by a fraction of a period and rounds half up to what the
+ * currency can be charged in (whole rupiah for IDR), so a prorated charge is always payable.
+ */
+export function multiplyAndRound(amount: Money, numerator: number | bigint, denominator: number | bigint, currency: string): Money {
+  const exact = dec(amount).times(String(numerator)).dividedBy(String(denominator));
+  const places = isWholeUnitCurrency(currency) ? 0 : 2;
+  return exact.toDecimalPlaces(places, Decimal.ROUND_HALF_UP).toFixed(2);
+}
+
+/** The integer the gateway expects for a whole-unit currency; throws when it has a fraction. */
+export function toGatewayInteger(amount: Money): number {
+  const d = dec(amount);
+  if (!d.isInteger()) throw new ValidationError([{ field: 'amount', message: 'the gateway takes whole units only' }]);
+  return d.toNumber();
+}
+
+const MAX_INPUT_LENGTH = 20;
+
+/**
+ * Parses an amount from a request body (a JSON number or a decimal string). More than two
+ * decimal places, or any fraction for a whole-unit currency, is a validation error.
+ */
+export function parseAmountInput(value: unknown, currency: string, field = 'amount'): Money {
+  const fail = (message: string): never => {
+    throw new ValidationError([{ field, message }]);
+  };
+  let text: string;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) fail('must be a finite number');
+    // Numbers arrive already parsed by JSON; re-read them through their shortest decimal form.
+    text = String(value);
+    if (/e/i.test(text)) fail('is out of range');
+  } else if (typeof value === 'string') {
+    text = value.trim();
+  } else {
+    return fail('must be a number or a decimal string');
+  }
+  if (text.length > MAX_INPUT_LENGTH) fail('is too long');
+  if (!/^-?\d+(\.\d+)?$/.test(text)) fail('must be a decimal number');
+  const [, fraction = ''] = text.split('.');
+  if (fraction.replace(/0+$/, '').length > 2) fail('may have at most two decimal places');
+  if (isWholeUnitCurrency(currency) && !dec(text).isInteger()) fail(`must be a whole amount for ${currency}`);
+  if (dec(text).lessThanOrEqualTo(0)) fail('must be greater than zero');
+  return money(text);
+}

@@ -1,0 +1,14 @@
+import type { Topup, TopupStatus } from '../../db/entities/topup.js';
+import { StateMachine } from './state-machine.js';
+
+export type TopupEvent = 'succeed' | 'fail' | 'expire';
+
+/**
+ * The specification's top-up table, plus one move it does not show: a settlement that arrives
+ * after a failure or expiry still succeeds, because the money did arrive and must reach the wallet.
+ */
+export const topupStates = new StateMachine<TopupStatus, TopupEvent, Topup>('top-up', {
+  succeed: { from: ['pending', 'failed', 'expired'], to: 'success', stamp: (t, at) => (t.paidAt ??= at) },
+  fail: { from: ['pending'], to: 'failed' },
+  expire: { from: ['pending'], to: 'expired' },
+});

@@ -1,0 +1,72 @@
+export type GatewayErrorKind =
+  | 'validation'
+  | 'duplicate_order'
+  | 'not_found'
+  | 'cannot_modify'
+  | 'refund_rejected'
+  | 'denied_token'
+  | 'unauthorized'
+  | 'unavailable'
+  | 'timeout'
+  | 'bad_response';
+
+export type GatewayOperation = 'charge' | 'status' | 'cancel' | 'expire' | 'refund' | 'direct_refund';
+
+export interface GatewayErrorOptions {
+  operation?: GatewayOperation;
+  /** The body's status_code, when the gateway sent one. */
+  statusCode?: string | null;
+  httpStatus?: number | null;
+  messages?: string[];
+  outcomeUnknown?: boolean;
+  cause?: unknown;
+}
+
+/**
+ * Raised when the gateway did not give a usable answer. Messages carry the gateway's own
+ * status_message / validation_messages, never credentials.
+ */
+export class GatewayError extends Error {
+  readonly kind: GatewayErrorKind;
+  readonly operation: GatewayOperation | null;
+  readonly statusCode: string | null;
+  readonly httpStatus: number | null;
+  readonly messages: string[];
+  /**
+   * True when the request may have reached the gateway and changed something we cannot see
+   * (a timeout or a dropped connection after sending a state-changing call). Callers must
+   * reconcile with status() before assuming it did not happen.
+   */
+  readonly outcomeUnknown: boolean;
+
+  constructor(kind: GatewayErrorKind, message: string, opts: GatewayErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'GatewayError';
+    this.kind = kind;
+    this.operation = opts.operation ?? null;
+    this.statusCode = opts.statusCode ?? null;
+    this.httpStatus = opts.httpStatus ?? null;
+    this.messages = opts.messages ?? [];
+    this.outcomeUnknown = opts.outcomeUnknown ?? false;
+  }
+}
+
+export function isGatewayError(e: unknown): e is GatewayError {
+  return e instanceof GatewayError;
+}
+
+export type GatewayProblemCode = 'gateway_error' | 'gateway_unavailable';
+
+export const GATEWAY_PROBLEM_HTTP_STATUS: Record<GatewayProblemCode, 502 | 503> = {
+  gateway_error: 502,
+  gateway_unavailable: 503,
+};
+
+/** Transient failures are 503 so clients know a retry may work; everything else is 502. */
+export function gatewayErrorToProblemCode(e: GatewayError): GatewayProblemCode {
+  if (e.kind === 'unavailable' || e.kind === 'timeout') return 'gateway_unavailable';
+  if (e.httpStatus !== null && e.httpStatus >= 500) return 'gateway_unavailable';
+  const code = e.statusCode === null ? NaN : Number.parseInt(e.statusCode, 10);
+  if (code >= 500) return 'gateway_unavailable';
+  return 'gateway_error';
+}

@@ -1,0 +1,223 @@
+import { fileURLToPath } from 'node:url';
+import { RequestContext } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
+import addFormatsModule from 'ajv-formats';
+import type { Context as KoaContext, Middleware } from 'koa';
+import { OpenAPIBackend, type Context as OpenApiContext, type Operation } from 'openapi-backend';
+import type { ErrorObject } from 'ajv';
+import type { Config } from '../config.js';
+import type { Orm } from '../db/orm.js';
+import type { Clock } from '../domain/clock.js';
+import { DomainError, type FieldError } from '../domain/errors.js';
+import type { PaymentGateway } from '../gateway/types.js';
+import type { ServiceContext } from '../services/context.js';
+import { parseJsonBody, readRawBody } from './body.js';
+import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
+import type { OperationHandlers, OperationId, OperationRequest } from './operations.js';
+import { problem, sendProblem } from './problem.js';
+
+export const API_ROOT = '/api/subscriptions';
+export const OPENAPI_PATH = fileURLToPath(new URL('../../openapi.yaml', import.meta.url));
+
+/** Operations that read their raw body themselves (the webhook logs whatever arrives). */
+const RAW_BODY_OPERATIONS = new Set<OperationId>(['receiveGatewayNotification']);
+const RAW_BODY_PATHS = new Set([`${API_ROOT}/webhook/notification/`]);
+const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+export interface ApiDependencies {
+  config: Config;
+  orm: Orm;
+  gateway: PaymentGateway;
+  clock: Clock;
+  handlers: OperationHandlers;
+  /** Check every response against the contract (tests), so a handler cannot drift from it. */
+  validateResponses: boolean;
+}
+
+declare module 'koa' {
+  interface DefaultState {
+    rawBody?: string;
+    operationId?: OperationId;
+  }
+}
+
+/** Ajv's error path (`/requestBody/plan_id`, `/query/page`) as the field name a client sent. */
+function fieldErrors(errors: ErrorObject[]): FieldError[] {
+  const seen = new Map<string, string>();
+  for (const e of errors) {
+    let field = e.instancePath.replace(/^\/(requestBody|query|path|header|cookie)/, '').replace(/^\//, '').replace(/\//g, '.');
+    const params = e.params as Record<string, unknown>;
+    if (e.keyword === 'required') field = [field, params.missingProperty].filter(Boolean).join('.');
+    if (e.keyword === 'additionalProperties') field = [field, params.additionalProperty].filter(Boolean).join('.');
+    if (e.instancePath === '' && e.keyword === 'required' && params.missingProperty === 'requestBody') field = 'body';
+    let message = e.message ?? 'is not valid';
+    if (e.keyword === 'enum') message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
+    if (e.keyword === 'additionalProperties') message = 'is not an allowed field';
+    if (!seen.has(field || 'body')) seen.set(field || 'body', message);
+  }
+  return [...seen].map(([field, message]) => ({ field, message }));
+}
+
+function declaresIdempotencyKey(operation: Operation): boolean {
+  return (operation.parameters ?? []).some(
+    (p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key',
+  );
+}
+
+function requiresAuthentication(operation: Operation): boolean {
+  return (operation.security ?? []).length > 0;
+}
+
+/**
+ * Builds the contract-driven API: openapi-backend routes by operationId, authorises by the
+ * contract's security schemes and validates every request before a handler runs. Operations
+ * without a handler answer 501.
+ */
+export async function createApiMiddleware(deps: ApiDependencies): Promise<Middleware> {
+  const api = new OpenAPIBackend({
+    definition: OPENAPI_PATH,
+    apiRoot: API_ROOT,
+    strict: true,
+    validate: (c) => !RAW_BODY_OPERATIONS.has(c.operation.operationId as OperationId),
+    // Paths in the contract keep their trailing slash; requests without one are given one below.
+    ignoreTrailingSlashes: false,
+    coerceTypes: true,
+    ajvOpts: { allErrors: true, strict: false },
+    customizeAjv: (ajv) => {
+      addFormats(ajv, ['date-time', 'date', 'uuid', 'email', 'uri']);
+      return ajv;
+    },
+  });
+
+  api.registerSecurityHandler('basicAuth', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'basic');
+  api.registerSecurityHandler('sessionCookie', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'session');
+
+  api.register({
+    notFound: (_c: OpenApiContext, ctx: KoaContext) => sendProblem(ctx, problem('not_found', `No operation at ${ctx.method} ${ctx.path}.`)),
+    methodNotAllowed: (_c: OpenApiContext, ctx: KoaContext) =>
+      sendProblem(ctx, problem('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`)),
+    unauthorizedHandler: (_c: OpenApiContext, ctx: KoaContext) => {
+      ctx.set('WWW-Authenticate', 'Basic realm="billing"');
+      sendProblem(ctx, problem('not_authenticated', 'Authentication required: HTTP Basic or a session cookie.'));
+    },
+    validationFail: (c: OpenApiContext, ctx: KoaContext) => {
+      const errors = fieldErrors((c.validation.errors ?? []) as ErrorObject[]);
+      sendProblem(ctx, problem('validation_error', `The request has ${errors.length} invalid field${errors.length === 1 ? '' : 's'}.`, errors));
+    },
+    notImplemented: (c: OpenApiContext, ctx: KoaContext) =>
+      sendProblem(ctx, problem('not_implemented', `${c.operation.operationId} is not implemented yet.`)),
+  });
+
+  for (const [operationId, handler] of Object.entries(deps.handlers)) {
+    api.register(operationId, (c: OpenApiContext, ctx: KoaContext) => runOperation(operationId as OperationId, handler as never, c, ctx));
+  }
+
+  await api.init();
+  // openapi-backend rebuilds its operation list on every request (STACK.md); it never changes after init.
+  const operations = api.router.getOperations();
+  api.router.getOperations = () => operations;
+  const byId = new Map(operations.map((op) => [op.operationId, op]));
+  api.router.getOperation = (id: string) => byId.get(id);
+
+  async function runOperation(
+    operationId: OperationId,
+    handler: (req: OperationRequest<OperationId>) => Promise<{ status: number; body: unknown }>,
+    c: OpenApiContext,
+    ctx: KoaContext,
+  ): Promise<void> {
+    const operation = c.operation;
+    ctx.state.operationId = operationId;
+    const user = ctx.state.user;
+
+    if (requiresAuthentication(operation) && ctx.state.authMethod === 'session' && UNSAFE_METHODS.has(ctx.method)) {
+      const expected = ctx.session?.csrfToken;
+      if (typeof expected !== 'string' || ctx.get('x-csrf-token') !== expected) {
+        return sendProblem(ctx, problem('csrf_failed', 'Send the X-CSRF-Token header from the login response with session-authenticated changes.'));
+      }
+    }
+
+    const services: ServiceContext = {
+      em: RequestContext.getEntityManager() as EntityManager,
+      config: deps.config,
+      gateway: deps.gateway,
+      clock: deps.clock,
+    };
+    const request = {
+      koa: ctx,
+      query: (c.request.query ?? {}) as never,
+      path: (c.request.params ?? {}) as never,
+      body: c.request.requestBody as never,
+      user,
+      services,
+    } satisfies OperationRequest<OperationId>;
+
+    const execute = async (): Promise<StoredResponse> => {
+      const result = await handler(request);
+      return { status: result.status, contentType: 'application/json', body: result.body };
+    };
+
+    const idempotencyKey = ctx.get('idempotency-key');
+    const response =
+      idempotencyKey && user && ctx.method === 'POST' && declaresIdempotencyKey(operation)
+        ? await withIdempotency(
+            deps.orm,
+            {
+              userId: user.id,
+              key: idempotencyKey,
+              fingerprint: requestFingerprint(ctx.method, ctx.path.replace(/\/?$/, '/'), ctx.state.rawBody ?? ''),
+              now: deps.clock.now(),
+            },
+            execute,
+          )
+        : await execute();
+
+    if (deps.validateResponses && response.contentType === 'application/json' && response.status !== 204) {
+      const check = api.validateResponse(response.body, operation, response.status);
+      if (check.errors) {
+        throw new Error(`${operationId} answered ${response.status} with a body that breaks the contract: ${JSON.stringify(check.errors)}`);
+      }
+    }
+    ctx.status = response.status;
+    if (response.status !== 204) {
+      ctx.type = response.contentType;
+      ctx.body = response.body;
+    }
+  }
+
+  return async (ctx, next) => {
+    if (ctx.path !== API_ROOT && !ctx.path.startsWith(`${API_ROOT}/`)) return next();
+    // The same path without its trailing slash is served too (DECISIONS §2).
+    const path = ctx.path.endsWith('/') ? ctx.path : `${ctx.path}/`;
+
+    let body: unknown;
+    if (UNSAFE_METHODS.has(ctx.method)) {
+      const raw = await readRawBody(ctx, deps.config.maxBodyBytes);
+      ctx.state.rawBody = raw;
+      if (!RAW_BODY_PATHS.has(path)) {
+        const contentType = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
+        if (raw.trim() !== '' && contentType !== 'application/json' && !contentType.endsWith('+json')) {
+          throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
+        }
+        const parsed = parseJsonBody(raw);
+        if (!parsed.ok) {
+          throw new DomainError('validation_error', 'The body is not valid JSON.', [{ field: 'body', message: parsed.error }]);
+        }
+        body = parsed.value;
+      }
+    }
+
+    const headers = { ...ctx.headers } as Record<string, string | string[]>;
+    // openapi-backend includes the body in validation only for an object or a JSON content type.
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    await api.handleRequest({ method: ctx.method, path, query: ctx.querystring, body, headers }, ctx);
+    if (deps.validateResponses && ctx.state.operationId) {
+      const operation = api.router.getOperation(ctx.state.operationId);
+      const documented = Object.keys(operation?.responses ?? {});
+      if (!documented.includes(String(ctx.status))) {
+        throw new Error(`${ctx.state.operationId} answered ${ctx.status}, which its contract does not document`);
+      }
+    }
+  };
+}

@@ -1,0 +1,70 @@
+import type { Orm } from '../../db/orm.js';
+import type { Context, Next } from 'koa';
+import { User } from '../../db/entities/user.js';
+import { authenticate } from '../../services/users/authenticate.js';
+import { problem, sendProblem } from '../problem.js';
+import { parseBasicAuth, VerifiedCredentialCache } from './basic-auth.js';
+import type { LoginThrottler } from './login-throttle.js';
+
+export type AuthMethod = 'basic' | 'session';
+
+export interface AuthState {
+  user: User | null;
+  authMethod: AuthMethod | null;
+}
+
+declare module 'koa' {
+  interface DefaultState {
+    user: User | null;
+    authMethod: AuthMethod | null;
+  }
+}
+
+/** The client address, honouring X-Forwarded-For only when TRUST_PROXY is set (app.proxy). */
+export function clientIp(ctx: Context): string {
+  return ctx.ip || ctx.socket.remoteAddress || 'unknown';
+}
+
+/**
+ * Resolves the user of a request from HTTP Basic or the session cookie, and sets
+ * `ctx.state.user` / `ctx.state.authMethod`. Wrong Basic credentials answer 401 at once.
+ */
+export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCache, throttler: LoginThrottler) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    ctx.state.user = null;
+    ctx.state.authMethod = null;
+    const credentials = parseBasicAuth(ctx.get('authorization') || undefined);
+    if (credentials === 'malformed') {
+      ctx.set('WWW-Authenticate', 'Basic realm="billing"');
+      return sendProblem(ctx, problem('not_authenticated', 'The Authorization header is not valid Basic credentials.'));
+    }
+    const em = orm.em.fork();
+    if (credentials) {
+      const cachedId = cache.get(credentials);
+      let user = cachedId ? await em.findOne(User, { id: cachedId }) : null;
+      if (!user) {
+        const wait = await throttler.retryAfter(credentials.username, clientIp(ctx));
+        if (wait > 0) {
+          ctx.set('Retry-After', String(wait));
+          return sendProblem(ctx, problem('rate_limited', 'Too many failed logins; try again later.'));
+        }
+        user = await authenticate({ em }, credentials.username, credentials.password);
+        if (!user) {
+          await throttler.recordFailure(credentials.username, clientIp(ctx));
+          ctx.set('WWW-Authenticate', 'Basic realm="billing"');
+          return sendProblem(ctx, problem('not_authenticated', 'Invalid username or password.'));
+        }
+        cache.set(credentials, user.id);
+      }
+      ctx.state.user = user;
+      ctx.state.authMethod = 'basic';
+    } else if (ctx.session && typeof ctx.session.userId === 'string') {
+      const user = await em.findOne(User, { id: ctx.session.userId });
+      if (user) {
+        ctx.state.user = user;
+        ctx.state.authMethod = 'session';
+      }
+    }
+    await next();
+  };
+}

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+
+export interface BasicCredentials {
+  username: string;
+  password: string;
+}
+
+/** Parses `Authorization: Basic …`; null when absent or not Basic, 'malformed' when unreadable. */
+export function parseBasicAuth(header: string | undefined): BasicCredentials | null | 'malformed' {
+  if (!header) return null;
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!match) return /^Basic\b/i.test(header) ? 'malformed' : null;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return 'malformed';
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/**
+ * Verified Basic credentials, remembered for a short time so that a client sending Basic on
+ * every request does not pay for scrypt every time. Keys are SHA-256 digests of the whole
+ * credential, so no password is held in memory; a changed password misses the cache.
+ */
+export class VerifiedCredentialCache {
+  private readonly entries = new Map<string, { userId: string; expiresAt: number }>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  private key(c: BasicCredentials): string {
+    return createHash('sha256').update(`${c.username}\u0000${c.password}`).digest('hex');
+  }
+
+  get(c: BasicCredentials): string | null {
+    if (this.ttlMs <= 0) return null;
+    const key = this.key(c);
+    const hit = this.entries.get(key);
+    if (!hit) return null;
+    if (hit.expiresAt <= Date.now()) {
+      this.entries.delete(key);
+      return null;
+    }
+    return hit.userId;
+  }
+
+  set(c: BasicCredentials, userId: string): void {
+    if (this.ttlMs <= 0) return;
+    if (this.entries.size >= this.maxEntries) {
+      // Maps iterate in insertion order: drop the oldest entry.
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(this.key(c), { userId, expiresAt: Date.now() + this.ttlMs });
+  }
+}

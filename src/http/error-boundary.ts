@@ -1,0 +1,32 @@
+import type { Middleware } from 'koa';
+import type { Logger } from '../logger.js';
+import { problem, sendProblem, toProblem } from './problem.js';
+
+/**
+ * The outermost middleware: every failure becomes problem+json; an unexpected one is logged
+ * with its stack and answered 500 without any detail, so no stack trace or secret reaches a client.
+ */
+export function errorBoundary(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      const p = toProblem(err);
+      if (p) {
+        if (p.status >= 500) logger.warn('request failed', { method: ctx.method, path: ctx.path, status: p.status, error: (err as Error).message });
+        return sendProblem(ctx, p);
+      }
+      logger.error('unexpected error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack : String(err) });
+      sendProblem(ctx, { ...problem('service_unavailable', 'An unexpected error occurred; it has been logged.'), status: 500, title: 'Internal error' });
+    }
+  };
+}
+
+export function requestLogger(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    await next();
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    logger.info('request', { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 });
+  };
+}

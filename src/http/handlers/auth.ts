@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import { DomainError } from '../../domain/errors.js';
+import { authenticate } from '../../services/users/authenticate.js';
+import { clientIp } from '../auth/authenticate.js';
+import type { LoginThrottler } from '../auth/login-throttle.js';
+import { requireUser, type OperationHandlers } from '../operations.js';
+import { serializeUser } from '../serializers.js';
+
+export function authHandlers(throttler: LoginThrottler): OperationHandlers {
+  return {
+    async login({ koa, body, services }) {
+      const ip = clientIp(koa);
+      const wait = await throttler.retryAfter(body.username, ip, services.clock.now());
+      if (wait > 0) {
+        koa.set('Retry-After', String(wait));
+        throw new DomainError('rate_limited', 'Too many failed logins; try again later.');
+      }
+      const user = await authenticate(services, body.username, body.password);
+      if (!user) {
+        await throttler.recordFailure(body.username, ip, services.clock.now());
+        throw new DomainError('not_authenticated', 'Invalid username or password.');
+      }
+      await throttler.recordSuccess(body.username);
+      // A fresh session on login (no fixation); its CSRF token guards session-authenticated changes.
+      await koa.regenerateSession();
+      const csrfToken = randomBytes(24).toString('base64url');
+      koa.session!.userId = user.id;
+      koa.session!.csrfToken = csrfToken;
+      return { status: 200, body: { user: serializeUser(user), csrf_token: csrfToken } };
+    },
+
+    async logout({ koa }) {
+      koa.session = null;
+      return { status: 204, body: undefined };
+    },
+
+    async getCurrentUser(req) {
+      return { status: 200, body: serializeUser(requireUser(req)) };
+    },
+  };
+}

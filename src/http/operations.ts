@@ -1,0 +1,43 @@
+import type { Context } from 'koa';
+import type { User } from '../db/entities/user.js';
+import type { ServiceContext } from '../services/context.js';
+import type { components, operations } from './generated/openapi.js';
+
+export type OperationId = keyof operations;
+export type Schemas = components['schemas'];
+
+type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : undefined;
+type Params<K extends OperationId, Where extends 'query' | 'path'> = operations[K]['parameters'][Where] extends infer P
+  ? P extends never | undefined
+    ? Record<string, never>
+    : NonNullable<P>
+  : never;
+
+export type RequestBody<K extends OperationId> = operations[K] extends { requestBody?: infer R } ? JsonContent<NonNullable<R>> : undefined;
+
+type SuccessStatus = 200 | 201 | 204;
+
+/** What a handler may answer: one of the operation's documented success statuses and its body. */
+export type OperationResult<K extends OperationId> = {
+  [S in keyof operations[K]['responses'] & SuccessStatus]: { status: S; body: JsonContent<operations[K]['responses'][S]> };
+}[keyof operations[K]['responses'] & SuccessStatus];
+
+export interface OperationRequest<K extends OperationId> {
+  koa: Context;
+  query: Params<K, 'query'>;
+  path: Params<K, 'path'>;
+  body: RequestBody<K>;
+  /** The authenticated user; null only on public operations. */
+  user: User | null;
+  services: ServiceContext;
+}
+
+export type OperationHandler<K extends OperationId> = (req: OperationRequest<K>) => Promise<OperationResult<K>>;
+
+export type OperationHandlers = { [K in OperationId]?: OperationHandler<K> };
+
+/** The user of an operation whose contract requires authentication. */
+export function requireUser<K extends OperationId>(req: OperationRequest<K>): User {
+  if (!req.user) throw new Error('an authenticated operation ran without a user');
+  return req.user;
+}

@@ -1,0 +1,81 @@
+import {
+  DriverException,
+  ForeignKeyConstraintViolationException,
+  NotFoundError as OrmNotFoundError,
+  UniqueConstraintViolationException,
+} from '@mikro-orm/core';
+import type { Context } from 'koa';
+import { DomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
+import { GatewayError, gatewayErrorToProblemCode } from '../gateway/errors.js';
+
+/** HTTP status and title of every error code: the one mapping from failures to HTTP. */
+const STATUS: Record<ErrorCode, [number, string]> = {
+  validation_error: [400, 'Validation failed'],
+  not_authenticated: [401, 'Not authenticated'],
+  permission_denied: [403, 'Permission denied'],
+  csrf_failed: [403, 'CSRF check failed'],
+  not_found: [404, 'Not found'],
+  method_not_allowed: [405, 'Method not allowed'],
+  invalid_state: [409, 'Invalid state'],
+  subscription_exists: [409, 'Subscription exists'],
+  insufficient_funds: [409, 'Insufficient funds'],
+  nothing_due: [409, 'Nothing due'],
+  conflict: [409, 'Conflict'],
+  payload_too_large: [413, 'Payload too large'],
+  unsupported_media_type: [415, 'Unsupported media type'],
+  idempotency_key_reused: [422, 'Idempotency key reused'],
+  rate_limited: [429, 'Too many requests'],
+  not_implemented: [501, 'Not implemented'],
+  gateway_error: [502, 'Payment gateway error'],
+  gateway_unavailable: [503, 'Payment gateway unavailable'],
+  service_unavailable: [503, 'Service unavailable'],
+};
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  errors?: FieldError[];
+}
+
+export function problem(code: ErrorCode, detail: string, errors?: FieldError[]): Problem {
+  const [status, title] = STATUS[code];
+  return {
+    type: `https://billing.example/problems/${code.replace(/_/g, '-')}`,
+    title,
+    status,
+    detail,
+    code,
+    ...(errors && errors.length > 0 ? { errors } : {}),
+  };
+}
+
+/**
+ * Turns anything thrown by a use case into a problem. Database constraint violations become
+ * conflicts; unknown errors become null, so the caller logs them and answers a bare 500.
+ */
+export function toProblem(err: unknown): Problem | null {
+  if (err instanceof DomainError) return problem(err.code, err.message, err.errors);
+  if (err instanceof GatewayError) {
+    return problem(gatewayErrorToProblemCode(err), `The payment gateway answered: ${err.message}`);
+  }
+  if (err instanceof OrmNotFoundError) return problem('not_found', 'Not found.');
+  if (err instanceof UniqueConstraintViolationException) {
+    return problem('conflict', 'The request conflicts with a concurrent change; retry it.');
+  }
+  if (err instanceof ForeignKeyConstraintViolationException) {
+    return problem('conflict', 'The request refers to something that no longer exists.');
+  }
+  if (err instanceof DriverException && /ECONNREFUSED|terminat|connection|SQLITE_BUSY|database is locked/i.test(err.message)) {
+    return problem('service_unavailable', 'The database is unavailable; retry later.');
+  }
+  return null;
+}
+
+export function sendProblem(ctx: Context, p: Problem): void {
+  ctx.status = p.status;
+  ctx.type = 'application/problem+json';
+  ctx.body = p;
+}

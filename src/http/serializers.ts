@@ -1,0 +1,214 @@
+import type { Invoice, InvoiceLine } from '../db/entities/invoice.js';
+import type { Notification } from '../db/entities/notification.js';
+import type { Payment, Refund } from '../db/entities/payment.js';
+import type { Plan } from '../db/entities/plan.js';
+import type { Subscription } from '../db/entities/subscription.js';
+import type { Topup } from '../db/entities/topup.js';
+import type { User } from '../db/entities/user.js';
+import type { Wallet, WalletTransaction } from '../db/entities/wallet.js';
+import type { WebhookLog } from '../db/entities/webhook-log.js';
+import type { Schemas } from './operations.js';
+
+/**
+ * The wire shape of every resource, in one place: the API and `billing-admin --json` print
+ * the same field names (DECISIONS §7).
+ */
+
+const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+const isoRequired = (d: Date): string => d.toISOString();
+
+export function serializeUser(u: User): Schemas['User'] {
+  return {
+    id: u.id,
+    username: u.username,
+    email: u.email,
+    first_name: u.firstName,
+    last_name: u.lastName,
+    is_staff: u.isStaff,
+    created_at: isoRequired(u.createdAt),
+  };
+}
+
+export function serializePlan(p: Plan): Schemas['Plan'] {
+  return {
+    id: p.id,
+    name: p.name,
+    slug: p.slug,
+    description: p.description,
+    price: p.price,
+    currency: p.currency,
+    interval: p.interval,
+    interval_unit: p.intervalUnit,
+    trial_period_days: p.trialPeriodDays,
+    max_cycles: p.maxCycles,
+    status: p.status,
+    features: p.features,
+    sort_order: p.sortOrder,
+    created_at: isoRequired(p.createdAt),
+    updated_at: isoRequired(p.updatedAt),
+  };
+}
+
+export function serializePlanSummary(p: Plan): Schemas['PlanSummary'] {
+  return {
+    id: p.id,
+    name: p.name,
+    slug: p.slug,
+    price: p.price,
+    currency: p.currency,
+    interval: p.interval,
+    interval_unit: p.intervalUnit,
+  };
+}
+
+export function serializeSubscription(s: Subscription): Schemas['Subscription'] {
+  return {
+    id: s.id,
+    user_id: s.user.id,
+    plan: serializePlanSummary(s.plan),
+    status: s.status,
+    payment_type: s.paymentType,
+    current_period_start: iso(s.currentPeriodStart),
+    current_period_end: iso(s.currentPeriodEnd),
+    next_billing_date: iso(s.nextBillingDate),
+    trial_end: iso(s.trialEnd),
+    cancel_at_period_end: s.cancelAtPeriodEnd,
+    canceled_at: iso(s.canceledAt),
+    cancel_reason: s.cancelReason,
+    paused_at: iso(s.pausedAt),
+    pending_plan: s.pendingPlan ? serializePlanSummary(s.pendingPlan) : null,
+    cycles_completed: s.cyclesCompleted,
+    metadata: s.metadata,
+    created_at: isoRequired(s.createdAt),
+    updated_at: isoRequired(s.updatedAt),
+  };
+}
+
+export function serializePayment(p: Payment): Schemas['Payment'] {
+  return {
+    id: p.id,
+    order_id: p.orderId,
+    subscription_id: p.subscription?.id ?? null,
+    invoice_id: p.invoice?.id ?? null,
+    status: p.status,
+    payment_type: p.paymentType,
+    gross_amount: p.grossAmount,
+    currency: p.currency,
+    refunded_amount: p.refundedAmount,
+    transaction_id: p.transactionId,
+    fraud_status: p.fraudStatus,
+    payment_details: p.paymentDetails as Schemas['PaymentDetails'],
+    paid_at: iso(p.paidAt),
+    expires_at: iso(p.expiresAt),
+    created_at: isoRequired(p.createdAt),
+    updated_at: isoRequired(p.updatedAt),
+  };
+}
+
+export function serializeRefund(r: Refund) {
+  return { refund_key: r.refundKey, amount: r.amount, status: r.status, destination: r.destination };
+}
+
+export function serializeInvoice(i: Invoice): Schemas['Invoice'] {
+  return {
+    id: i.id,
+    number: i.number,
+    subscription_id: i.subscription?.id ?? null,
+    status: i.status,
+    currency: i.currency,
+    issue_date: i.issueDate,
+    due_date: i.dueDate,
+    paid_at: iso(i.paidAt),
+    subtotal: i.subtotal,
+    total_amount: i.totalAmount,
+    amount_refunded: i.amountRefunded,
+    created_at: isoRequired(i.createdAt),
+  };
+}
+
+export function serializeInvoiceLine(l: InvoiceLine): Schemas['InvoiceLine'] {
+  return {
+    description: l.description,
+    kind: l.kind,
+    quantity: l.quantity,
+    unit_amount: l.unitAmount,
+    amount: l.amount,
+    period_start: iso(l.periodStart),
+    period_end: iso(l.periodEnd),
+  };
+}
+
+/** The detail view: the invoice and its lines (the lines must be loaded). */
+export function serializeInvoiceDetail(i: Invoice): Schemas['InvoiceDetail'] {
+  return { ...serializeInvoice(i), lines: i.lines.getItems().map(serializeInvoiceLine) };
+}
+
+export function serializeNotification(n: Notification): Schemas['Notification'] {
+  return {
+    id: n.id,
+    notification_type: n.notificationType,
+    channel: n.channel,
+    status: n.status,
+    title: n.title,
+    message: n.message,
+    data: n.data,
+    created_at: isoRequired(n.createdAt),
+    read_at: iso(n.readAt),
+  };
+}
+
+export function serializeWallet(w: Wallet): Schemas['Wallet'] {
+  return {
+    id: w.id,
+    balance: w.balance,
+    currency: w.currency,
+    is_active: w.isActive,
+    created_at: isoRequired(w.createdAt),
+    updated_at: isoRequired(w.updatedAt),
+  };
+}
+
+export function serializeWalletTransaction(t: WalletTransaction): Schemas['WalletTransaction'] {
+  return {
+    id: t.id,
+    kind: t.kind,
+    amount: t.amount,
+    balance_after: t.balanceAfter,
+    source: t.source,
+    reference_id: t.referenceId,
+    description: t.description,
+    created_at: isoRequired(t.createdAt),
+  };
+}
+
+export function serializeTopup(t: Topup): Schemas['Topup'] {
+  return {
+    id: t.id,
+    order_id: t.orderId,
+    amount: t.amount,
+    currency: t.currency,
+    status: t.status,
+    payment_type: t.paymentType,
+    payment_details: t.paymentDetails as Schemas['PaymentDetails'],
+    paid_at: iso(t.paidAt),
+    expires_at: iso(t.expiresAt),
+    created_at: isoRequired(t.createdAt),
+  };
+}
+
+/** Webhook logs are not an API resource; this is the CLI's `--json` shape (DECISIONS §3). */
+export function serializeWebhookLog(l: WebhookLog) {
+  return {
+    id: l.id,
+    order_id: l.orderId,
+    transaction_status: l.transactionStatus,
+    payload: l.payload,
+    ip_address: l.ipAddress,
+    status: l.status,
+    error: l.error,
+    attempts: l.attempts,
+    source: l.source,
+    processed_at: iso(l.processedAt),
+    created_at: isoRequired(l.createdAt),
+  };
+}

@@ -1,0 +1,56 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp, type AppOptions, type BillingApp } from './app.js';
+import type { Config } from './config.js';
+import { deleteExpiredSessions } from './http/auth/session-store.js';
+
+export interface RunningServer {
+  billing: BillingApp;
+  server: Server;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Listens first (PORT may be 0), then builds the app with its real address, so the simulator
+ * and the notification URL point at this very server.
+ */
+export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
+  const server = createServer();
+  // The gateway's sender gives up after 15 s; keep-alive longer than typical proxies' 60 s.
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  let billing: BillingApp;
+  try {
+    billing = await createApp({ ...config, port }, { selfUrl: url, ...options });
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  server.on('request', billing.app.callback());
+
+  const sweeper = setInterval(() => {
+    deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: String(err) }));
+  }, 60 * 60 * 1000);
+  sweeper.unref();
+
+  return {
+    billing,
+    server,
+    url,
+    async stop() {
+      clearInterval(sweeper);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await billing.close();
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import { Plan, type IntervalUnit, type PlanStatus } from '../../db/entities/plan.js';
+import { ValidationError, type FieldError } from '../../domain/errors.js';
+import { money, parseAmountInput } from '../../domain/money.js';
+import type { DataContext } from '../context.js';
+
+export interface PlanSeed {
+  slug: string;
+  name: string;
+  description?: string;
+  price: string | number;
+  currency?: string;
+  interval?: number;
+  interval_unit?: IntervalUnit;
+  trial_period_days?: number;
+  max_cycles?: number;
+  status?: PlanStatus;
+  features?: Record<string, unknown>;
+  sort_order?: number;
+}
+
+export interface SeedResult {
+  created: string[];
+  updated: string[];
+  unchanged: string[];
+}
+
+const SLUG = /^[a-z0-9][a-z0-9-]{0,99}$/;
+
+function validate(seed: PlanSeed, index: number): FieldError[] {
+  const at = (field: string) => `[${index}].${field}`;
+  const errors: FieldError[] = [];
+  const intOk = (v: unknown, min: number) => v === undefined || (Number.isInteger(v) && (v as number) >= min);
+  if (typeof seed !== 'object' || seed === null) return [{ field: `[${index}]`, message: 'must be an object' }];
+  if (typeof seed.slug !== 'string' || !SLUG.test(seed.slug)) errors.push({ field: at('slug'), message: 'must be lowercase letters, digits and dashes' });
+  if (typeof seed.name !== 'string' || seed.name.length === 0 || seed.name.length > 200) errors.push({ field: at('name'), message: 'is required (at most 200 characters)' });
+  if (seed.currency !== undefined && !/^[A-Z]{3}$/.test(seed.currency)) errors.push({ field: at('currency'), message: 'must be a 3-letter code' });
+  if (!intOk(seed.interval, 1)) errors.push({ field: at('interval'), message: 'must be a whole number of at least 1' });
+  if (seed.interval_unit !== undefined && !['day', 'week', 'month'].includes(seed.interval_unit)) errors.push({ field: at('interval_unit'), message: 'must be day, week or month' });
+  if (!intOk(seed.trial_period_days, 0)) errors.push({ field: at('trial_period_days'), message: 'must be a whole number of at least 0' });
+  if (!intOk(seed.max_cycles, 0)) errors.push({ field: at('max_cycles'), message: 'must be a whole number of at least 0' });
+  if (seed.status !== undefined && !['active', 'inactive', 'archived'].includes(seed.status)) errors.push({ field: at('status'), message: 'must be active, inactive or archived' });
+  if (seed.sort_order !== undefined && !Number.isInteger(seed.sort_order)) errors.push({ field: at('sort_order'), message: 'must be a whole number' });
+  if (seed.features !== undefined && (typeof seed.features !== 'object' || seed.features === null || Array.isArray(seed.features))) errors.push({ field: at('features'), message: 'must be an object' });
+  try {
+    parseAmountInput(seed.price, seed.currency ?? 'IDR', at('price'));
+  } catch (e) {
+    if (e instanceof ValidationError) errors.push(...e.errors);
+    else throw e;
+  }
+  return errors;
+}
+
+/**
+ * Creates or updates plans by slug from a seed file's array; running it twice changes nothing
+ * the second time. Everything is validated before anything is written.
+ */
+export async function seedPlans(ctx: DataContext, seeds: unknown): Promise<SeedResult> {
+  if (!Array.isArray(seeds)) throw new ValidationError([{ field: '', message: 'the file must hold an array of plans' }]);
+  const errors = seeds.flatMap((s, i) => validate(s as PlanSeed, i));
+  if (errors.length > 0) throw new ValidationError(errors, 'The plans file is not valid.');
+
+  const result: SeedResult = { created: [], updated: [], unchanged: [] };
+  const existing = new Map((await ctx.em.find(Plan, { slug: { $in: seeds.map((s: PlanSeed) => s.slug) } })).map((p) => [p.slug, p]));
+  for (const seed of seeds as PlanSeed[]) {
+    const values = {
+      name: seed.name,
+      description: seed.description ?? '',
+      price: money(parseAmountInput(seed.price, seed.currency ?? 'IDR')),
+      currency: seed.currency ?? 'IDR',
+      interval: seed.interval ?? 1,
+      intervalUnit: seed.interval_unit ?? 'month',
+      trialPeriodDays: seed.trial_period_days ?? 0,
+      maxCycles: seed.max_cycles ?? 0,
+      status: seed.status ?? 'active',
+      features: seed.features ?? {},
+      sortOrder: seed.sort_order ?? 0,
+    } satisfies Partial<Plan>;
+    const plan = existing.get(seed.slug);
+    if (!plan) {
+      ctx.em.create(Plan, { slug: seed.slug, ...values } as Plan);
+      result.created.push(seed.slug);
+      continue;
+    }
+    const changed = (Object.keys(values) as (keyof typeof values)[]).some(
+      (k) => JSON.stringify(plan[k]) !== JSON.stringify(values[k]),
+    );
+    if (changed) {
+      ctx.em.assign(plan, values);
+      result.updated.push(seed.slug);
+    } else {
+      result.unchanged.push(seed.slug);
+    }
+  }
+  await ctx.em.flush();
+  return result;
+}

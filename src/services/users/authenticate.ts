@@ -1,0 +1,10 @@
+import { User } from '../../db/entities/user.js';
+import type { DataContext } from '../context.js';
+import { dummyPasswordHash, verifyPassword } from './passwords.js';
+
+/** Checks a username and password; null when either is wrong (which one is never revealed). */
+export async function authenticate(ctx: Pick<DataContext, 'em'>, username: string, password: string): Promise<User | null> {
+  const user = username.length <= 150 ? await ctx.em.findOne(User, { username }) : null;
+  const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyPasswordHash()));
+  return user && ok ? user : null;
+}

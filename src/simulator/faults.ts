@@ -1,0 +1,48 @@
+import { CORE_OPERATIONS, FAULT_MODES, type CoreOperation, type Fault, type FaultMode } from './types.js';
+
+/** Checks a fault request; returns the fault or a message saying what is wrong. */
+export function parseFault(raw: unknown): Fault | string {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return 'body must be a JSON object';
+  const { mode, count, operations } = raw as Record<string, unknown>;
+  if (typeof mode !== 'string' || !(FAULT_MODES as readonly string[]).includes(mode)) return `mode must be one of ${FAULT_MODES.join(', ')}`;
+  const fault: Fault = { mode: mode as FaultMode };
+  if (count !== undefined && count !== null) {
+    if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) return 'count must be a positive integer';
+    fault.count = count;
+  }
+  if (operations !== undefined && operations !== null) {
+    if (!Array.isArray(operations) || operations.some((o) => !(CORE_OPERATIONS as readonly string[]).includes(o))) {
+      return `operations must be a list of ${CORE_OPERATIONS.join(', ')}`;
+    }
+    fault.operations = operations as CoreOperation[];
+  }
+  return fault;
+}
+
+export class FaultInjector {
+  #mode: FaultMode = 'none';
+  #remaining: number | null = null;
+  #operations: CoreOperation[] | null = null;
+
+  set(fault: Fault): void {
+    this.#mode = fault.mode;
+    this.#remaining = fault.mode === 'none' ? null : (fault.count ?? null);
+    this.#operations = fault.operations ?? null;
+  }
+
+  /** The fault for this call, counting it against `count`. */
+  take(op: CoreOperation): FaultMode {
+    if (this.#mode === 'none') return 'none';
+    if (this.#operations !== null && !this.#operations.includes(op)) return 'none';
+    const mode = this.#mode;
+    if (this.#remaining !== null) {
+      this.#remaining -= 1;
+      if (this.#remaining <= 0) this.set({ mode: 'none' });
+    }
+    return mode;
+  }
+
+  describe(): { mode: FaultMode; remaining: number | null; operations: CoreOperation[] | null } {
+    return { mode: this.#mode, remaining: this.#remaining, operations: this.#operations };
+  }
+}

@@ -1,0 +1,52 @@
+import type Koa from 'koa';
+import { SimulatorCore, type RequestRecord, type SimulatorOptions } from './core.js';
+import { parseFault } from './faults.js';
+import type { DeliveryRecord } from './notifier.js';
+import { buildMiddleware, HeldRequests } from './routes.js';
+import type { ActionOptions, ActionResult, CommandAction, Fault, SimTransaction } from './types.js';
+
+export { BANK_REJECT_REASON, type SimulatorOptions, type RequestRecord } from './core.js';
+export { PREFIX as SIMULATOR_PREFIX } from './routes.js';
+export type { DeliveryRecord } from './notifier.js';
+export * from './types.js';
+
+export interface Simulator {
+  /** Serves everything under /_simulator and passes every other request on. Mount it before any body parser. */
+  middleware: Koa.Middleware;
+  /** The command route, in-process: move the transaction and notify (first attempt awaited). */
+  act(orderId: string, action: CommandAction, opts?: ActionOptions): Promise<ActionResult>;
+  setFault(fault: Fault): void;
+  /** The stored record (latest for an order_id), or undefined. */
+  transaction(id: string): SimTransaction | undefined;
+  /** Core API calls received, faulted ones included. */
+  requests(): readonly RequestRecord[];
+  /** Every notification attempt, retries included. */
+  deliveries(): readonly DeliveryRecord[];
+  /** Forget all transactions, keys, faults and logs. */
+  reset(): void;
+  /** Cancel pending notification retries and release requests held by the timeout fault. */
+  close(): void;
+}
+
+/** A Midtrans Core API stand-in for development and tests (DECISIONS.md §6). */
+export function createSimulator(opts: SimulatorOptions): Simulator {
+  const core = new SimulatorCore(opts);
+  const held = new HeldRequests();
+  return {
+    middleware: buildMiddleware(core, held),
+    act: (orderId, action, actOpts) => core.act(orderId, action, actOpts),
+    setFault: (fault) => {
+      const checked = parseFault(fault);
+      if (typeof checked === 'string') throw new TypeError(checked);
+      core.faults.set(checked);
+    },
+    transaction: (id) => core.lookup(id),
+    requests: () => core.requests,
+    deliveries: () => core.notifier.log,
+    reset: () => core.reset(),
+    close: () => {
+      core.notifier.close();
+      held.releaseAll();
+    },
+  };
+}

@@ -1,0 +1,166 @@
+import type { Body } from './payload.js';
+import type { DeliveryOutcome } from './types.js';
+
+/** Midtrans' sender gives up after 15 s (MIDTRANS.md §7.1). */
+const SEND_TIMEOUT_MS = 15_000;
+const MAX_REDIRECTS = 5;
+
+/** Retries Midtrans allows after a given answer (MIDTRANS.md §7.8); null = a network failure. */
+function retriesAfter(httpStatus: number | null): number {
+  if (httpStatus === null) return 5;
+  if (httpStatus >= 200 && httpStatus < 300) return 0;
+  if (httpStatus === 500) return 1;
+  if (httpStatus === 503) return 4;
+  if (httpStatus === 400 || httpStatus === 404) return 2;
+  if (httpStatus >= 300 && httpStatus < 400) return 0;
+  return 5;
+}
+
+export interface DeliveryRecord extends DeliveryOutcome {
+  order_id: string;
+  transaction_status: unknown;
+  status_code: unknown;
+  attempt: number;
+  at: Date;
+  payload: Body;
+}
+
+export interface NotifierOptions {
+  fetch: typeof fetch;
+  retryDelaysMs: number[];
+  now: () => Date;
+}
+
+/**
+ * Posts notifications like Midtrans: JSON, User-Agent Veritrans, retried in the background
+ * per answer code, at most as many times as there are retry delays.
+ */
+export class Notifier {
+  readonly log: DeliveryRecord[] = [];
+  readonly #opts: NotifierOptions;
+  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #abort = new AbortController();
+  /** Tail of each transaction's first attempts, so its notifications leave in the order they happened. */
+  readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #scheduled = new Map<string, { timer: NodeJS.Timeout; send: () => void }[]>();
+
+  constructor(opts: NotifierOptions) {
+    this.#opts = opts;
+  }
+
+  /** Resolves when the first attempt to every URL has finished; `key` orders one transaction's notifications. */
+  deliver(key: string, urls: string[], payload: Body): Promise<DeliveryOutcome[]> {
+    this.#flush(key);
+    return this.#enqueue(key, urls, payload);
+  }
+
+  /** Like deliver(), without waiting; used where Midtrans notifies on its own time. */
+  deliverLater(key: string, urls: string[], payload: Body, delayMs: number): void {
+    if (this.closed) return;
+    const entry = {
+      timer: setTimeout(() => {
+        this.#timers.delete(entry.timer);
+        this.#unschedule(key, entry);
+        entry.send();
+      }, delayMs),
+      send: () => void this.#enqueue(key, urls, payload),
+    };
+    entry.timer.unref();
+    this.#timers.add(entry.timer);
+    this.#scheduled.set(key, [...(this.#scheduled.get(key) ?? []), entry]);
+  }
+
+  close(): void {
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    this.#scheduled.clear();
+    this.#abort.abort();
+  }
+
+  get closed(): boolean {
+    return this.#abort.signal.aborted;
+  }
+
+  /** A notification still waiting for its delay goes out now, ahead of the newer one. */
+  #flush(key: string): void {
+    const entries = this.#scheduled.get(key) ?? [];
+    this.#scheduled.delete(key);
+    for (const entry of entries) {
+      clearTimeout(entry.timer);
+      this.#timers.delete(entry.timer);
+      entry.send();
+    }
+  }
+
+  #unschedule(key: string, entry: { timer: NodeJS.Timeout }): void {
+    const rest = (this.#scheduled.get(key) ?? []).filter((e) => e !== entry);
+    if (rest.length > 0) this.#scheduled.set(key, rest);
+    else this.#scheduled.delete(key);
+  }
+
+  #enqueue(key: string, urls: string[], payload: Body): Promise<DeliveryOutcome[]> {
+    const previous = this.#queues.get(key) ?? Promise.resolve();
+    const run = previous.then(() => Promise.all(urls.map((url) => this.#attempt(url, payload, 0))));
+    const tail = run.catch(() => undefined);
+    this.#queues.set(key, tail);
+    void tail.then(() => {
+      if (this.#queues.get(key) === tail) this.#queues.delete(key);
+    });
+    return run;
+  }
+
+  #schedule(ms: number, fn: () => void): void {
+    if (this.closed) return;
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      fn();
+    }, ms);
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  async #attempt(url: string, payload: Body, attempt: number): Promise<DeliveryOutcome> {
+    const outcome = await this.#post(url, payload);
+    this.log.push({
+      ...outcome,
+      order_id: String(payload['order_id']),
+      transaction_status: payload['transaction_status'],
+      status_code: payload['status_code'],
+      attempt,
+      at: this.#opts.now(),
+      payload,
+    });
+    const delays = this.#opts.retryDelaysMs;
+    const allowed = Math.min(retriesAfter(outcome.http_status), delays.length);
+    if (attempt < allowed) this.#schedule(delays[attempt] ?? 0, () => void this.#attempt(url, payload, attempt + 1));
+    return outcome;
+  }
+
+  async #post(url: string, payload: Body): Promise<DeliveryOutcome> {
+    if (url === '') return { url, http_status: null, error: 'no notification URL configured' };
+    let target = url;
+    try {
+      for (let hop = 0; ; hop++) {
+        const res = await this.#opts.fetch(target, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'User-Agent': 'Veritrans' },
+          body: JSON.stringify(payload),
+          // 301/302/303 are not followed by Midtrans; 307/308 are, with the same POST.
+          redirect: 'manual',
+          signal: AbortSignal.any([AbortSignal.timeout(SEND_TIMEOUT_MS), this.#abort.signal]),
+        });
+        await res.arrayBuffer().catch(() => undefined);
+        const location = res.headers.get('location');
+        if ((res.status === 307 || res.status === 308) && location && hop < MAX_REDIRECTS) {
+          target = new URL(location, target).toString();
+          continue;
+        }
+        return { url, http_status: res.status, error: null };
+      }
+    } catch (e) {
+      const err = e as { name?: string; message?: string; cause?: { code?: string } };
+      const detail = err.name === 'TimeoutError' ? 'timed out' : (err.cause?.code ?? err.message ?? String(e));
+      return { url, http_status: null, error: detail };
+    }
+  }
+}

@@ -1,0 +1,179 @@
+import Router from '@koa/router';
+import type Koa from 'koa';
+import type { CoreAnswer, SimulatorCore } from './core.js';
+import { parseFault } from './faults.js';
+import { readJsonBody } from './http-util.js';
+import { isAuthorized } from './http-util.js';
+import { IdempotencyStore } from './idempotency.js';
+import { qrSvg, threeDsPage } from './pages.js';
+import { errorBody } from './payload.js';
+import { COMMAND_ACTIONS, SimulatorError, type CoreOperation } from './types.js';
+
+export const PREFIX = '/_simulator';
+const DEFAULT_BODY_LIMIT = 1024 * 1024;
+const CORE_ACTIONS: Partial<Record<string, CoreOperation>> = { cancel: 'cancel', expire: 'expire', refund: 'refund', approve: 'approve', deny: 'deny' };
+
+type Handler = (ctx: Koa.Context, body: unknown) => CoreAnswer;
+
+/** Requests held open by the timeout fault, released when their client goes away or on close(). */
+export class HeldRequests {
+  readonly #releases = new Set<() => void>();
+
+  hold(ctx: Koa.Context): Promise<void> {
+    ctx.respond = false;
+    return new Promise((resolve) => {
+      const release = (): void => {
+        if (!this.#releases.delete(release)) return;
+        ctx.req.socket.destroy();
+        resolve();
+      };
+      this.#releases.add(release);
+      ctx.res.once('close', release);
+    });
+  }
+
+  releaseAll(): void {
+    for (const release of [...this.#releases]) release();
+  }
+}
+
+function send(ctx: Koa.Context, status: number, body: unknown): void {
+  ctx.status = status;
+  ctx.body = body;
+}
+
+export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Middleware {
+  const limit = core.opts.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
+  const router = new Router({ prefix: PREFIX });
+
+  /** Everything a Core API call goes through: request log, faults, auth, body, idempotency. */
+  const coreApi =
+    (op: CoreOperation, handler: Handler) =>
+    async (ctx: Koa.Context): Promise<void> => {
+      core.requests.push({ operation: op, method: ctx.method, path: ctx.path, at: core.now() });
+      const fault = core.faults.take(op);
+      if (fault === 'timeout') return held.hold(ctx);
+      if (fault === 'http_500') return send(ctx, 500, errorBody('500', 'Sorry, Our system is recovering from unexpected issues. Please retry.'));
+      if (fault === 'malformed') {
+        ctx.status = 200;
+        ctx.type = 'text/html';
+        ctx.body = '<html><body>upstream answered garbage</body></html>';
+        return;
+      }
+      if (!isAuthorized(ctx.get('authorization'), core.opts.serverKey)) {
+        return send(ctx, 401, errorBody('401', 'Access denied due to unauthorized transaction, please check client or server key'));
+      }
+      let body: unknown = null;
+      if (ctx.method !== 'GET') {
+        const read = await readJsonBody(ctx, limit);
+        if (!read.ok && read.reason === 'too_large') return send(ctx, 413, errorBody('413', 'Request body is too large'));
+        if (!read.ok) return send(ctx, 400, errorBody('413', 'The request cannot be processed due to malformed syntax in the request body'));
+        body = read.value;
+      }
+      const permata = op === 'charge' && (body as { payment_type?: unknown } | null)?.payment_type === 'permata';
+      // Midtrans does not support Idempotency-Key for Permata VA (MIDTRANS.md §1.4).
+      const key = ctx.method === 'POST' && !permata ? IdempotencyStore.keyOf(ctx.get('idempotency-key')) : null;
+      const replay = key === null ? null : core.idempotency.replay(key);
+      if (replay) return send(ctx, replay.httpStatus, replay.body);
+      const answer = handler(ctx, body);
+      send(ctx, answer.httpStatus, answer.body);
+      const code = String(answer.body['status_code'] ?? '');
+      if (key !== null && answer.httpStatus === 200 && /^(20[0-2]|407)$/.test(code)) core.idempotency.remember(key, answer);
+      if (answer.notify) core.notifyInBackground(answer.notify);
+    };
+
+  const id = (ctx: Koa.Context): string => String(ctx.params['id']);
+
+  router.post(
+    '/v2/charge',
+    coreApi('charge', (ctx, body) =>
+      core.charge(body, { override: ctx.get('x-override-notification') || undefined, append: ctx.get('x-append-notification') || undefined }),
+    ),
+  );
+  router.get('/v2/:id/status', coreApi('status', (ctx) => core.status(id(ctx))));
+  router.post('/v2/:id/refund/online/direct', coreApi('direct_refund', (ctx, body) => core.refund(id(ctx), body, true)));
+
+  const coreActions: Record<CoreOperation, ReturnType<typeof coreApi> | undefined> = {
+    cancel: coreApi('cancel', (ctx) => core.cancel(id(ctx))),
+    expire: coreApi('expire', (ctx) => core.expire(id(ctx))),
+    refund: coreApi('refund', (ctx, body) => core.refund(id(ctx), body, false)),
+    approve: coreApi('approve', (ctx) => core.approve(id(ctx))),
+    deny: coreApi('deny', (ctx) => core.deny(id(ctx))),
+    charge: undefined,
+    status: undefined,
+    direct_refund: undefined,
+  };
+
+  const command = async (ctx: Koa.Context, action: string): Promise<void> => {
+    let amount: unknown;
+    if (action === 'refund') {
+      const read = await readJsonBody(ctx, limit);
+      if (!read.ok) return send(ctx, read.reason === 'too_large' ? 413 : 400, { error: 'body must be JSON, e.g. {"amount": 50000}' });
+      amount = (read.value as { amount?: unknown } | null)?.amount;
+    }
+    const fraud = ctx.query['fraud_status'];
+    try {
+      const result = await core.act(id(ctx), action, {
+        fraudStatus: typeof fraud === 'string' ? (fraud as 'accept' | 'challenge') : undefined,
+        amount: amount as number | string | undefined,
+      });
+      send(ctx, 200, result);
+    } catch (e) {
+      if (e instanceof SimulatorError) return send(ctx, e.httpStatus, { error: e.message });
+      throw e;
+    }
+  };
+
+  // The Core action paths and the development commands share /v2/:id/:action (DECISIONS.md §6):
+  // a request carrying Authorization is a Core API call, one without is a command.
+  router.post('/v2/:id/:action', async (ctx) => {
+    const action = String(ctx.params['action']);
+    const coreOp = CORE_ACTIONS[action];
+    const isCommand = (COMMAND_ACTIONS as readonly string[]).includes(action);
+    if (coreOp && (ctx.get('authorization') !== '' || !isCommand)) return coreActions[coreOp]!(ctx);
+    if (isCommand) return command(ctx, action);
+    send(ctx, 404, { error: `unknown action ${action}` });
+  });
+
+  router.get('/v2/:kind/:id/qr-code', (ctx) => {
+    const tx = core.store.find(id(ctx));
+    if (!tx || (ctx.params['kind'] !== 'gopay' && ctx.params['kind'] !== 'qris')) return send(ctx, 404, { error: 'no such QR code' });
+    ctx.type = 'image/svg+xml';
+    ctx.body = qrSvg(tx);
+  });
+
+  router.get('/3ds/:id', (ctx) => {
+    const tx = core.store.find(id(ctx));
+    if (!tx || tx.card === null) return send(ctx, 404, { error: 'no such card transaction' });
+    ctx.type = 'text/html';
+    ctx.body = threeDsPage(tx);
+  });
+
+  router.get('/faults', (ctx) => send(ctx, 200, core.faults.describe()));
+  router.post('/faults', async (ctx) => {
+    const read = await readJsonBody(ctx, limit);
+    const fault = read.ok ? parseFault(read.value) : 'body must be JSON';
+    if (typeof fault === 'string') return send(ctx, 400, { error: fault });
+    core.faults.set(fault);
+    send(ctx, 200, core.faults.describe());
+  });
+
+  router.get('/transactions/:id', (ctx) => {
+    const tx = core.lookup(id(ctx));
+    if (!tx) return send(ctx, 404, { error: `no transaction for ${id(ctx)}` });
+    send(ctx, 200, tx);
+  });
+  router.get('/requests', (ctx) => send(ctx, 200, core.requests));
+  router.get('/notifications', (ctx) => send(ctx, 200, core.notifier.log));
+  router.post('/reset', (ctx) => {
+    core.reset();
+    send(ctx, 200, { ok: true });
+  });
+
+  const routes = router.routes();
+  const allowedMethods = router.allowedMethods();
+  return async (ctx, next) => {
+    if (ctx.path !== PREFIX && !ctx.path.startsWith(`${PREFIX}/`)) return next();
+    await routes(ctx as never, () => allowedMethods(ctx as never, async () => send(ctx, 404, { error: 'not found' })));
+  };
+}

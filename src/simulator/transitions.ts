@@ -1,0 +1,88 @@
+import { markCardCaptured, markCardDenied } from './charge.js';
+import type { SimFraudStatus, SimStatus, SimTransaction } from './types.js';
+
+export type Move = { ok: true } | { ok: false; reason: string };
+
+const OK: Move = { ok: true };
+
+function refuse(tx: SimTransaction, what: string): Move {
+  const fraud = tx.fraud_status ? ` (fraud_status ${tx.fraud_status})` : '';
+  return { ok: false, reason: `cannot ${what} a transaction in status ${tx.transaction_status}${fraud}` };
+}
+
+/** The only writer of transaction_status, so every change lands in the history. */
+export function setStatus(tx: SimTransaction, status: SimStatus, fraud: SimFraudStatus | null, now: Date): void {
+  tx.transaction_status = status;
+  tx.fraud_status = fraud;
+  tx.history.push({ transaction_status: status, fraud_status: fraud, at: now });
+}
+
+const isChallenged = (tx: SimTransaction): boolean => tx.transaction_status === 'capture' && tx.fraud_status === 'challenge';
+
+/**
+ * The state machine of MIDTRANS.md §7.3. Each move checks the current state and mutates the
+ * record; callers decide how a refusal is reported (412 on the Core API, 409 on commands).
+ */
+export const moves = {
+  settle(tx: SimTransaction, now: Date): Move {
+    const fromCapture = tx.transaction_status === 'capture' && tx.fraud_status === 'accept';
+    if (tx.transaction_status !== 'pending' && !fromCapture) return refuse(tx, 'settle');
+    if (tx.card && tx.transaction_status === 'pending') markCardCaptured(tx.card, now);
+    tx.settlement_time = now;
+    setStatus(tx, 'settlement', 'accept', now);
+    return OK;
+  },
+
+  capture(tx: SimTransaction, now: Date, fraud: 'accept' | 'challenge'): Move {
+    if (tx.card === null) return { ok: false, reason: `capture applies to credit_card, not ${tx.payment_type}` };
+    if (tx.transaction_status === 'pending') {
+      markCardCaptured(tx.card, now);
+      setStatus(tx, 'capture', fraud, now);
+      return OK;
+    }
+    // Accepting a challenged capture is what the merchant's approve call does.
+    if (isChallenged(tx) && fraud === 'accept') return moves.approve(tx, now);
+    return refuse(tx, 'capture');
+  },
+
+  approve(tx: SimTransaction, now: Date): Move {
+    if (!isChallenged(tx)) return refuse(tx, 'approve');
+    setStatus(tx, 'capture', 'accept', now);
+    return OK;
+  },
+
+  /** The merchant's deny of a challenged card capture (POST /v2/:id/deny). */
+  denyChallenge(tx: SimTransaction, now: Date): Move {
+    if (!isChallenged(tx)) return refuse(tx, 'deny');
+    if (tx.card) markCardDenied(tx.card);
+    setStatus(tx, 'deny', 'deny', now);
+    return OK;
+  },
+
+  /** A denial from the provider: pending, challenged, or a rare reversal of a Permata/Mandiri settlement. */
+  deny(tx: SimTransaction, now: Date): Move {
+    if (isChallenged(tx)) return moves.denyChallenge(tx, now);
+    const reversal = tx.transaction_status === 'settlement' && tx.refunds.length === 0 && (tx.bank === 'permata' || tx.payment_type === 'echannel');
+    if (tx.transaction_status !== 'pending' && !reversal) return refuse(tx, 'deny');
+    if (tx.card) markCardDenied(tx.card);
+    setStatus(tx, 'deny', tx.fraud_status ?? 'accept', now);
+    return OK;
+  },
+
+  cancel(tx: SimTransaction, now: Date): Move {
+    if (tx.transaction_status !== 'pending' && tx.transaction_status !== 'capture') return refuse(tx, 'cancel');
+    setStatus(tx, 'cancel', tx.fraud_status, now);
+    return OK;
+  },
+
+  expire(tx: SimTransaction, now: Date): Move {
+    if (tx.transaction_status !== 'pending') return refuse(tx, 'expire');
+    setStatus(tx, 'expire', tx.fraud_status, now);
+    return OK;
+  },
+};
+
+/** A pending transaction past its expiry_time expires the next time anyone looks at it. */
+export function isDueToExpire(tx: SimTransaction, now: Date): boolean {
+  return tx.transaction_status === 'pending' && tx.expiry_time !== null && tx.expiry_time.getTime() <= now.getTime();
+}

@@ -1,0 +1,133 @@
+export const SIM_PAYMENT_TYPES = ['bank_transfer', 'echannel', 'gopay', 'qris', 'shopeepay', 'credit_card'] as const;
+export type SimPaymentType = (typeof SIM_PAYMENT_TYPES)[number];
+
+export const SIM_BANKS = ['bca', 'bni', 'bri', 'cimb', 'permata'] as const;
+export type SimBank = (typeof SIM_BANKS)[number];
+
+export type SimStatus = 'pending' | 'capture' | 'settlement' | 'deny' | 'cancel' | 'expire' | 'refund' | 'partial_refund';
+export type SimFraudStatus = 'accept' | 'challenge' | 'deny';
+
+export interface SimAction {
+  name: string;
+  method: 'GET' | 'POST';
+  url: string;
+}
+
+export interface SimCard {
+  token_id: string;
+  masked_card: string;
+  card_type: 'credit' | 'debit';
+  bank: string;
+  approval_code: string | null;
+  eci: string;
+  channel_response_code: string;
+  channel_response_message: string;
+  three_ds_version: string;
+  on_us: boolean;
+  redirect_url: string | null;
+  saved_token_id: string | null;
+  saved_token_id_expired_at: Date | null;
+  initiated_by: 'customer' | 'merchant';
+  /** save_token_id was asked for; a pending 3-D Secure charge gets its saved token on capture. */
+  save_token_requested: boolean;
+}
+
+export interface SimRefund {
+  refund_chargeback_id: number;
+  refund_chargeback_uuid: string;
+  /** Integer IDR. */
+  refund_amount: number;
+  created_at: Date;
+  reason: string;
+  refund_key: string;
+  refund_method: 'online';
+  bank_confirmed_at: Date;
+  direct: boolean;
+  /** What the merchant asked for (null = "the rest"), so a replayed refund_key can be compared. */
+  requested_amount: number | null;
+  /** The original answer, replayed verbatim when the same refund_key comes again. */
+  response: Record<string, unknown>;
+}
+
+/** The simulator's own record of one transaction; exposed as-is by GET /_simulator/transactions/:id. */
+export interface SimTransaction {
+  transaction_id: string;
+  order_id: string;
+  merchant_id: string;
+  payment_type: SimPaymentType;
+  /** Integer IDR. */
+  gross_amount: number;
+  currency: 'IDR';
+  transaction_status: SimStatus;
+  fraud_status: SimFraudStatus | null;
+  status_message: string;
+  transaction_time: Date;
+  settlement_time: Date | null;
+  expiry_time: Date | null;
+  bank: SimBank | null;
+  va_number: string | null;
+  bill_key: string | null;
+  biller_code: string | null;
+  qr_string: string | null;
+  acquirer: string | null;
+  actions: SimAction[];
+  card: SimCard | null;
+  refunds: SimRefund[];
+  /** X-Override-Notification: when set, notifications go only here. */
+  override_notification_urls: string[] | null;
+  /** X-Append-Notification: in addition to the default URL. */
+  append_notification_urls: string[];
+  custom_fields: Record<string, string>;
+  metadata: Record<string, unknown> | null;
+  customer_details: Record<string, unknown> | null;
+  item_details: Record<string, unknown>[] | null;
+  history: { transaction_status: SimStatus; fraud_status: SimFraudStatus | null; at: Date }[];
+}
+
+export const COMMAND_ACTIONS = ['settle', 'capture', 'deny', 'cancel', 'expire', 'pending', 'refund'] as const;
+export type CommandAction = (typeof COMMAND_ACTIONS)[number];
+
+export interface ActionOptions {
+  /** capture: accept (default) or challenge. */
+  fraudStatus?: 'accept' | 'challenge';
+  /** refund: integer IDR (number or digit string); the whole remaining amount when absent. */
+  amount?: number | string;
+}
+
+export interface DeliveryOutcome {
+  url: string;
+  http_status: number | null;
+  error: string | null;
+}
+
+export interface ActionResult {
+  order_id: string;
+  transaction_status: SimStatus;
+  /** The first delivery attempt to the first notification URL. */
+  notification: DeliveryOutcome;
+}
+
+export const CORE_OPERATIONS = ['charge', 'status', 'cancel', 'expire', 'refund', 'direct_refund', 'approve', 'deny'] as const;
+export type CoreOperation = (typeof CORE_OPERATIONS)[number];
+
+export const FAULT_MODES = ['none', 'http_500', 'timeout', 'malformed'] as const;
+export type FaultMode = (typeof FAULT_MODES)[number];
+
+export interface Fault {
+  mode: FaultMode;
+  /** How many matching Core API calls are affected; unlimited when absent. */
+  count?: number;
+  /** Which Core API operations; all when absent. */
+  operations?: CoreOperation[];
+}
+
+/** Raised by act() and the command routes; the HTTP status is what the command route answers. */
+export class SimulatorError extends Error {
+  constructor(
+    readonly httpStatus: 400 | 404 | 409,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SimulatorError';
+  }
+}
