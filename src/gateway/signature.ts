@@ -22,7 +22,6 @@ export function verifySignature(payload: SignedPayload | null | undefined, serve
   if (typeof order_id !== 'string' || typeof status_code !== 'string' || typeof gross_amount !== 'string') return false;
   if (typeof signature_key !== 'string' || typeof serverKey !== 'string' || serverKey === '') return false;
   const expected = Buffer.from(computeSignature(order_id, status_code, gross_amount, serverKey), 'utf8');
-  // Upper-case hex would be the same digest, but Midtrans sends lower case; anything else is a forgery.
   const given = Buffer.from(signature_key, 'utf8');
   if (given.length !== expected.length) return false;
   return timingSafeEqual(given, expected);

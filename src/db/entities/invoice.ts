@@ -5,6 +5,12 @@ import { User } from './user.js';
 
 export type InvoiceStatus = 'open' | 'paid' | 'void' | 'uncollectible';
 export type InvoiceLineKind = 'subscription' | 'proration' | 'credit';
+/**
+ * Why the invoice exists (as Stripe's billing_reason): paying a `subscription_create` invoice
+ * starts the first period, a `subscription_cycle` invoice advances to its own period, and a
+ * `subscription_update` (proration) invoice leaves the period alone.
+ */
+export type BillingReason = 'subscription_create' | 'subscription_cycle' | 'subscription_update';
 
 export class Invoice {
   id!: string;
@@ -13,6 +19,7 @@ export class Invoice {
   user!: User;
   subscription: Subscription | null = null;
   status: InvoiceStatus = 'open';
+  billingReason: BillingReason = 'subscription_create';
   currency!: string;
   /** YYYY-MM-DD */
   issueDate!: string;
@@ -55,6 +62,7 @@ export const InvoiceSchema = new EntitySchema<Invoice>({
     user: { kind: 'm:1', entity: () => User },
     subscription: { kind: 'm:1', entity: () => Subscription, nullable: true },
     status: { type: 'string', length: 20 },
+    billingReason: { type: 'string', length: 30 },
     currency: { type: 'string', length: 3 },
     issueDate: { type: 'string', length: 10 },
     dueDate: { type: 'string', length: 10 },

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261122021338 extends Migration {
+export class Migration20261122021700 extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create table "counters" ("name" varchar(50) not null, "value" int not null default 0, constraint "counters_pkey" primary key ("name"));`);
@@ -35,7 +35,7 @@ export class Migration20261122021338 extends Migration {
     this.addSql(`create index "notifications_user_id_channel_status_index" on "notifications" ("user_id", "channel", "status");`);
     this.addSql(`create index "notifications_channel_status_next_attempt_at_index" on "notifications" ("channel", "status", "next_attempt_at");`);
 
-    this.addSql(`create table "invoices" ("id" uuid not null, "number" varchar(30) not null, "user_id" uuid not null, "subscription_id" uuid null, "status" varchar(20) not null default 'open', "currency" varchar(3) not null, "issue_date" varchar(10) not null, "due_date" varchar(10) not null, "paid_at" timestamptz null, "subtotal" numeric(20,2) not null, "total_amount" numeric(20,2) not null, "amount_refunded" numeric(20,2) not null, "period_start" timestamptz null, "period_end" timestamptz null, "retry_count" int not null default 0, "next_retry_at" timestamptz null, "created_at" timestamptz not null, "updated_at" timestamptz not null, constraint "invoices_pkey" primary key ("id"));`);
+    this.addSql(`create table "invoices" ("id" uuid not null, "number" varchar(30) not null, "user_id" uuid not null, "subscription_id" uuid null, "status" varchar(20) not null default 'open', "billing_reason" varchar(30) not null default 'subscription_create', "currency" varchar(3) not null, "issue_date" varchar(10) not null, "due_date" varchar(10) not null, "paid_at" timestamptz null, "subtotal" numeric(20,2) not null, "total_amount" numeric(20,2) not null, "amount_refunded" numeric(20,2) not null, "period_start" timestamptz null, "period_end" timestamptz null, "retry_count" int not null default 0, "next_retry_at" timestamptz null, "created_at" timestamptz not null, "updated_at" timestamptz not null, constraint "invoices_pkey" primary key ("id"));`);
     this.addSql(`alter table "invoices" add constraint "invoices_number_unique" unique ("number");`);
     this.addSql(`create index "invoices_user_id_issue_date_index" on "invoices" ("user_id", "issue_date");`);
     this.addSql(`create index "invoices_status_due_date_index" on "invoices" ("status", "due_date");`);

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261122021338 extends Migration {
+export class Migration20261122021700 extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create table \`counters\` (\`name\` text not null, \`value\` integer not null default 0, primary key (\`name\`));`);
@@ -40,7 +40,7 @@ export class Migration20261122021338 extends Migration {
     this.addSql(`create index \`notifications_user_id_channel_status_index\` on \`notifications\` (\`user_id\`, \`channel\`, \`status\`);`);
     this.addSql(`create index \`notifications_channel_status_next_attempt_at_index\` on \`notifications\` (\`channel\`, \`status\`, \`next_attempt_at\`);`);
 
-    this.addSql(`create table \`invoices\` (\`id\` text not null, \`number\` text not null, \`user_id\` text not null, \`subscription_id\` text null, \`status\` text not null default 'open', \`currency\` text not null, \`issue_date\` text not null, \`due_date\` text not null, \`paid_at\` datetime null, \`subtotal\` integer not null, \`total_amount\` integer not null, \`amount_refunded\` integer not null, \`period_start\` datetime null, \`period_end\` datetime null, \`retry_count\` integer not null default 0, \`next_retry_at\` datetime null, \`created_at\` datetime not null, \`updated_at\` datetime not null, constraint \`invoices_user_id_foreign\` foreign key(\`user_id\`) references \`users\`(\`id\`) on update cascade, constraint \`invoices_subscription_id_foreign\` foreign key(\`subscription_id\`) references \`subscriptions\`(\`id\`) on delete set null on update cascade, primary key (\`id\`));`);
+    this.addSql(`create table \`invoices\` (\`id\` text not null, \`number\` text not null, \`user_id\` text not null, \`subscription_id\` text null, \`status\` text not null default 'open', \`billing_reason\` text not null default 'subscription_create', \`currency\` text not null, \`issue_date\` text not null, \`due_date\` text not null, \`paid_at\` datetime null, \`subtotal\` integer not null, \`total_amount\` integer not null, \`amount_refunded\` integer not null, \`period_start\` datetime null, \`period_end\` datetime null, \`retry_count\` integer not null default 0, \`next_retry_at\` datetime null, \`created_at\` datetime not null, \`updated_at\` datetime not null, constraint \`invoices_user_id_foreign\` foreign key(\`user_id\`) references \`users\`(\`id\`) on update cascade, constraint \`invoices_subscription_id_foreign\` foreign key(\`subscription_id\`) references \`subscriptions\`(\`id\`) on delete set null on update cascade, primary key (\`id\`));`);
     this.addSql(`create unique index \`invoices_number_unique\` on \`invoices\` (\`number\`);`);
     this.addSql(`create index \`invoices_user_id_index\` on \`invoices\` (\`user_id\`);`);
     this.addSql(`create index \`invoices_subscription_id_index\` on \`invoices\` (\`subscription_id\`);`);

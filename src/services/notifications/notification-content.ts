@@ -1,0 +1,32 @@
+import type { NotificationType } from '../../db/entities/notification.js';
+
+type Data = Record<string, unknown>;
+
+const text = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
+
+/** Title and message of each notification type, from the event's data. */
+const CONTENT: Record<NotificationType, (d: Data) => { title: string; message: string }> = {
+  payment_pending: (d) => ({
+    title: 'Payment waiting',
+    message: `Please pay ${text(d.currency)} ${text(d.amount)} for order ${text(d.order_id)}${d.va_number ? ` to virtual account ${text(d.bank)} ${text(d.va_number)}` : ''}${d.bill_key ? ` with bill key ${text(d.bill_key)} (biller ${text(d.biller_code)})` : ''}${d.qr_code_url ? ` by scanning ${text(d.qr_code_url)}` : ''}.`,
+  }),
+  payment_succeeded: (d) => ({ title: 'Payment received', message: `We received ${text(d.currency)} ${text(d.amount)} for order ${text(d.order_id)}. Thank you.` }),
+  payment_failed: (d) => ({ title: 'Payment failed', message: `The payment for order ${text(d.order_id)} did not go through (${text(d.gateway_status)}).` }),
+  payment_refunded: (d) => ({ title: 'Payment refunded', message: `${text(d.currency)} ${text(d.refunded_amount)} of order ${text(d.order_id)} has been refunded.` }),
+  subscription_activated: (d) => ({ title: 'Subscription active', message: `Your ${text(d.plan_name)} subscription is active.` }),
+  subscription_past_due: (d) => ({ title: 'Payment overdue', message: `Your ${text(d.plan_name)} subscription is past due; please complete the payment to keep access.` }),
+  subscription_canceled: (d) => ({ title: 'Subscription canceled', message: `Your ${text(d.plan_name)} subscription has been canceled.` }),
+  subscription_paused: (d) => ({ title: 'Subscription paused', message: `Your ${text(d.plan_name)} subscription is paused.` }),
+  subscription_resumed: (d) => ({ title: 'Subscription resumed', message: `Your ${text(d.plan_name)} subscription is active again.` }),
+  subscription_plan_changed: (d) => ({ title: 'Plan changed', message: `Your subscription moved from ${text(d.old_plan_name)} to ${text(d.plan_name)}.` }),
+  subscription_renewed: (d) => ({ title: 'Subscription renewed', message: `Your ${text(d.plan_name)} subscription renewed until ${text(d.current_period_end)}.` }),
+  subscription_expired: (d) => ({ title: 'Subscription ended', message: `Your ${text(d.plan_name)} subscription reached its last billing cycle.` }),
+  trial_will_end: (d) => ({ title: 'Trial ending soon', message: `Your ${text(d.plan_name)} trial ends on ${text(d.trial_end)}.` }),
+  topup_succeeded: (d) => ({ title: 'Top-up received', message: `${text(d.currency)} ${text(d.amount)} was added to your wallet.` }),
+  topup_failed: (d) => ({ title: 'Top-up failed', message: `The top-up ${text(d.order_id)} did not go through.` }),
+  topup_expired: (d) => ({ title: 'Top-up expired', message: `The top-up ${text(d.order_id)} expired before it was paid.` }),
+};
+
+export function notificationContent(type: NotificationType, data: Data): { title: string; message: string } {
+  return CONTENT[type](data);
+}

@@ -1,0 +1,31 @@
+import { Notification, type NotificationChannel, type NotificationType } from '../../db/entities/notification.js';
+import type { User } from '../../db/entities/user.js';
+import type { DataContext } from '../context.js';
+import { notificationContent } from './notification-content.js';
+
+/**
+ * Records an event for a user: an `in_app` entry always, an `email` entry when SMTP is set up
+ * and the user has an address, a `webhook` entry when an outbound webhook is configured
+ * (DECISIONS §5, §8). Entries are persisted with the caller's transaction and delivered after
+ * it commits, so delivery never blocks or fails the event.
+ */
+export function notify(ctx: DataContext, user: User, type: NotificationType, data: Record<string, unknown>): Notification[] {
+  const channels: NotificationChannel[] = ['in_app'];
+  if (ctx.config.smtpUrl && user.email) channels.push('email');
+  if (ctx.config.outboundWebhookUrl) channels.push('webhook');
+  const { title, message } = notificationContent(type, data);
+  const now = ctx.clock.now();
+  return channels.map((channel) =>
+    ctx.em.create(Notification, {
+      user,
+      notificationType: type,
+      channel,
+      status: 'queued',
+      title,
+      message,
+      data,
+      createdAt: now,
+      nextAttemptAt: channel === 'in_app' ? null : now,
+    } as Notification),
+  );
+}

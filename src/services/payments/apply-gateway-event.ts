@@ -1,0 +1,300 @@
+import { LockMode } from '@mikro-orm/core';
+import { Payment, Refund } from '../../db/entities/payment.js';
+import { Subscription } from '../../db/entities/subscription.js';
+import { Topup } from '../../db/entities/topup.js';
+import { cycleBoundary } from '../../domain/billing-calendar.js';
+import { DomainError } from '../../domain/errors.js';
+import { add, compare, money, subtract, ZERO } from '../../domain/money.js';
+import { invoiceStates } from '../../domain/states/invoice-states.js';
+import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
+import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import { topupStates, type TopupEvent } from '../../domain/states/topup-states.js';
+import type { DataContext } from '../context.js';
+import { notify } from '../notifications/notify.js';
+import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, type GatewayEvent } from './gateway-event.js';
+
+export interface EventOutcome {
+  /** What changed, for the webhook log and the CLI; empty when the event changed nothing. */
+  changes: string[];
+}
+
+/** Raised when an event cannot be applied (unknown order, amount mismatch); the webhook logs it `failed`. */
+export class GatewayEventError extends DomainError {
+  constructor(message: string) {
+    super('conflict', message);
+  }
+}
+
+/**
+ * Applies what the gateway says happened to an order: payment, subscription, invoice, top-up
+ * and wallet, and the notifications. The webhook, `sync`, reconciliation and charge answers all
+ * come through here, so the effects are written once. Must run inside a transaction; the
+ * caller deduplicates and flushes.
+ */
+export async function applyGatewayEvent(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
+  if (event.orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX)) return applyToPayment(ctx, event);
+  if (event.orderId.startsWith(TOPUP_ORDER_PREFIX)) return applyToTopup(ctx, event);
+  throw new GatewayEventError(`Order ${event.orderId || '(none)'} is neither a subscription (SUB-) nor a top-up (TOPUP-) order.`);
+}
+
+function assertAmount(event: GatewayEvent, expected: string): void {
+  if (event.grossAmount === null) return;
+  let received: string;
+  try {
+    received = money(event.grossAmount);
+  } catch {
+    throw new GatewayEventError(`gross_amount "${event.grossAmount}" is not a number.`);
+  }
+  if (compare(received, expected) !== 0) {
+    throw new GatewayEventError(`gross_amount ${event.grossAmount} does not match the local amount ${expected}.`);
+  }
+}
+
+const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'fail', cancel: 'cancel', expire: 'expire' };
+
+async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
+  const payment = await ctx.em.findOne(
+    Payment,
+    { orderId: event.orderId },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['subscription', 'subscription.plan', 'subscription.user', 'invoice', 'user'] },
+  );
+  if (!payment) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
+  const at = ctx.clock.now();
+  const changes: string[] = [];
+  payment.transactionId ??= event.transactionId;
+  payment.gatewayStatus = event.transactionStatus;
+  if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
+  payment.outcomeUnknown = false;
+
+  if (isSuccess(event)) {
+    assertAmount(event, payment.grossAmount);
+    if (paymentStates.applyIfAllowed(payment, 'settle', at)) {
+      changes.push(`payment settled`);
+      changes.push(...(await onPaymentSettled(ctx, payment, at)));
+    }
+  } else if (event.transactionStatus === 'capture') {
+    changes.push(`capture held with fraud status ${event.fraudStatus ?? 'none'}`);
+  } else if (event.transactionStatus === 'pending') {
+    if (payment.status === 'pending') {
+      notify(ctx, payment.user, 'payment_pending', paymentData(payment));
+      changes.push('payment pending notified');
+    }
+  } else if (isFailure(event)) {
+    const move = FAILURE_EVENTS[event.transactionStatus];
+    if (paymentStates.applyIfAllowed(payment, move, at)) {
+      changes.push(`payment ${payment.status}`);
+      changes.push(...(await onPaymentFailed(ctx, payment, at)));
+    }
+  } else if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
+    changes.push(...(await recordGatewayRefunds(ctx, payment, event)));
+  } else {
+    changes.push(`status ${event.transactionStatus} recorded`);
+  }
+  return { changes };
+}
+
+function paymentData(payment: Payment): Record<string, unknown> {
+  return {
+    payment_id: payment.id,
+    order_id: payment.orderId,
+    amount: payment.grossAmount,
+    currency: payment.currency,
+    payment_type: payment.paymentType,
+    ...payment.paymentDetails,
+  };
+}
+
+/** A payment's money arrived: pay its invoice and start, renew or revive its subscription. */
+async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
+  const changes: string[] = [];
+  notify(ctx, payment.user, 'payment_succeeded', paymentData(payment));
+  const invoice = payment.invoice;
+  if (invoice && invoiceStates.applyIfAllowed(invoice, 'pay', at)) changes.push(`invoice ${invoice.number} paid`);
+  const sub = payment.subscription;
+  if (!sub) return changes;
+
+  if (sub.status === 'canceled' || sub.status === 'expired') {
+    const otherLive = await ctx.em.count(Subscription, { liveUserId: sub.user.id, id: { $ne: sub.id } });
+    if (otherLive > 0) {
+      // NOTE: money for a subscription that was replaced must not vanish: it goes to the wallet.
+      await postWalletEntry(ctx, {
+        user: payment.user,
+        kind: 'credit',
+        amount: payment.grossAmount,
+        currency: payment.currency,
+        source: 'refund',
+        referenceId: `late-settlement:${payment.id}`,
+        description: `Late payment ${payment.orderId} for a subscription that was already replaced`,
+      });
+      changes.push('late settlement credited to the wallet');
+      return changes;
+    }
+  }
+
+  const wasStatus = sub.status;
+  const plan = sub.plan;
+  if (invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd) {
+    sub.currentPeriodStart = invoice.periodStart;
+    sub.currentPeriodEnd = invoice.periodEnd;
+    sub.nextBillingDate = invoice.periodEnd;
+    sub.cyclesCompleted += 1;
+  } else if (!invoice || invoice.billingReason === 'subscription_create') {
+    const start = at;
+    sub.billingAnchor = start;
+    sub.currentPeriodStart = start;
+    sub.currentPeriodEnd = cycleBoundary(start, plan.interval, plan.intervalUnit, 1);
+    sub.nextBillingDate = sub.currentPeriodEnd;
+    sub.cyclesCompleted += 1;
+  }
+  if (wasStatus !== 'active') {
+    subscriptionStates.apply(sub, 'activate', at);
+    sub.cancelReason = null;
+    notify(ctx, sub.user, 'subscription_activated', subscriptionData(sub));
+    changes.push(`subscription ${wasStatus} -> active`);
+  } else if (invoice?.billingReason === 'subscription_cycle') {
+    notify(ctx, sub.user, 'subscription_renewed', subscriptionData(sub));
+    changes.push('subscription renewed');
+  }
+  return changes;
+}
+
+export function subscriptionData(sub: Subscription): Record<string, unknown> {
+  return {
+    subscription_id: sub.id,
+    plan_name: sub.plan.name,
+    plan_slug: sub.plan.slug,
+    status: sub.status,
+    current_period_end: sub.currentPeriodEnd?.toISOString() ?? null,
+    trial_end: sub.trialEnd?.toISOString() ?? null,
+  };
+}
+
+/** A payment failed: the subscription falls past due, unless a later payment supersedes it. */
+async function onPaymentFailed(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
+  notify(ctx, payment.user, 'payment_failed', { ...paymentData(payment), gateway_status: payment.gatewayStatus });
+  const sub = payment.subscription;
+  if (!sub) return [];
+  // A newer payment (pending or settled) means this one was superseded (charge/ cancels older
+  // pending payments) or already made good: its failure says nothing about the subscription.
+  const newer = await ctx.em.count(Payment, {
+    subscription: sub,
+    id: { $ne: payment.id },
+    createdAt: { $gte: payment.createdAt },
+    status: { $in: ['pending', 'settled', 'partially_refunded', 'refunded'] },
+  });
+  if (newer > 0) return ['subscription unchanged: a newer payment exists'];
+  const wasStatus = sub.status;
+  if (!subscriptionStates.applyIfAllowed(sub, 'mark_past_due', at)) return [`subscription stays ${sub.status}`];
+  if (wasStatus !== 'past_due') notify(ctx, sub.user, 'subscription_past_due', subscriptionData(sub));
+  return [`subscription ${wasStatus} -> past_due`];
+}
+
+/**
+ * Refund notifications: each refund the gateway lists is recorded once by its refund_key
+ * (ours, from refundPayment, or one made in the gateway's dashboard), and the payment's
+ * refunded amount is the sum of its refunds.
+ */
+async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: GatewayEvent): Promise<string[]> {
+  const changes: string[] = [];
+  const known = await ctx.em.find(Refund, { payment });
+  const listed = event.refunds.length > 0 ? event.refunds : [];
+  for (const r of listed) {
+    const existing = r.refundKey ? known.find((k) => k.refundKey === r.refundKey) : undefined;
+    if (existing) {
+      if (existing.status !== 'succeeded') {
+        existing.status = 'succeeded';
+        changes.push(`refund ${existing.refundKey} confirmed`);
+      }
+      continue;
+    }
+    const key = r.refundKey ?? `${payment.orderId}-gw-${known.length + 1}`;
+    known.push(
+      ctx.em.create(Refund, {
+        payment,
+        refundKey: key,
+        amount: money(r.amount),
+        status: 'succeeded',
+        destination: 'gateway',
+        direct: false,
+        reason: 'refund made at the gateway',
+        createdAt: ctx.clock.now(),
+      } as Refund),
+    );
+    changes.push(`refund ${key} recorded`);
+  }
+  // Without a refunds[] list, the cumulative amount tells what is missing.
+  if (listed.length === 0 && event.refundAmount) {
+    const recorded = known.filter((k) => k.status === 'succeeded').reduce((sum, k) => add(sum, k.amount), ZERO);
+    const missing = subtract(money(event.refundAmount), recorded);
+    if (compare(missing, ZERO) > 0) {
+      const pending = known.find((k) => k.status === 'pending' && compare(k.amount, missing) === 0);
+      if (pending) pending.status = 'succeeded';
+      else
+        known.push(
+          ctx.em.create(Refund, {
+            payment,
+            refundKey: `${payment.orderId}-gw-${money(event.refundAmount)}`,
+            amount: missing,
+            status: 'succeeded',
+            destination: 'gateway',
+            direct: false,
+            reason: 'refund made at the gateway',
+            createdAt: ctx.clock.now(),
+          } as Refund),
+        );
+      changes.push(`refund of ${missing} recorded`);
+    }
+  }
+  changes.push(...settleRefundTotals(ctx, payment, known));
+  return changes;
+}
+
+/**
+ * Sets the payment's refunded amount (and status) from its succeeded refunds: the one place
+ * that derives them, used by refund notifications and by refundPayment.
+ */
+export function settleRefundTotals(ctx: DataContext, payment: Payment, refunds: Refund[]): string[] {
+  const total = refunds.filter((r) => r.status === 'succeeded').reduce((sum, r) => add(sum, r.amount), ZERO);
+  if (compare(total, payment.refundedAmount) === 0) return [];
+  payment.refundedAmount = total;
+  const at = ctx.clock.now();
+  const full = compare(total, payment.grossAmount) >= 0;
+  paymentStates.applyIfAllowed(payment, full ? 'refund_fully' : 'refund_partially', at);
+  if (payment.invoice) payment.invoice.amountRefunded = total;
+  notify(ctx, payment.user, 'payment_refunded', { ...paymentData(payment), refunded_amount: total });
+  return [`payment refunded ${total} (${payment.status})`];
+}
+
+const TOPUP_FAILURES: Record<string, TopupEvent> = { deny: 'fail', failure: 'fail', cancel: 'fail', expire: 'expire' };
+
+async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
+  const topup = await ctx.em.findOne(Topup, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['user'] });
+  if (!topup) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
+  const at = ctx.clock.now();
+  topup.transactionId ??= event.transactionId;
+  topup.outcomeUnknown = false;
+  const data = { topup_id: topup.id, order_id: topup.orderId, amount: topup.amount, currency: topup.currency };
+
+  if (isSuccess(event)) {
+    assertAmount(event, topup.amount);
+    if (!topupStates.applyIfAllowed(topup, 'succeed', at)) return { changes: [] };
+    await postWalletEntry(ctx, {
+      user: topup.user,
+      kind: 'credit',
+      amount: topup.amount,
+      currency: topup.currency,
+      source: 'topup',
+      referenceId: topup.id,
+      description: `Top-up ${topup.orderId}`,
+    });
+    notify(ctx, topup.user, 'topup_succeeded', data);
+    return { changes: ['top-up success', `wallet credited ${topup.amount}`] };
+  }
+  const move = TOPUP_FAILURES[event.transactionStatus];
+  if (move && topupStates.applyIfAllowed(topup, move, at)) {
+    notify(ctx, topup.user, move === 'expire' ? 'topup_expired' : 'topup_failed', data);
+    return { changes: [`top-up ${topup.status}`] };
+  }
+  return { changes: [] };
+}
