@@ -120,7 +120,9 @@ export async function startTestServer(
       await seedPlans({ em: running.billing.orm.em.fork(), config, clock: running.billing.clock }, plans);
     },
     async login(credentials) {
-      const res = await request<{ csrf_token: string }>('POST', `${API_ROOT}/auth/login/`, { body: credentials });
+      const res = await request<{ csrf_token: string }>('POST', `${API_ROOT}/auth/login/`, {
+        body: { username: credentials.username, password: credentials.password },
+      });
       if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
       const cookie = res.headers
         .getSetCookie()

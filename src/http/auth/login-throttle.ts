@@ -3,8 +3,11 @@ import { LoginThrottle } from '../../db/entities/infrastructure.js';
 
 /**
  * Failed logins per username and per IP, kept in the database so every process sees them.
- * After `limit` failures within the window, further attempts answer 429 until it passes.
+ * After `limit` failures for one username (or ten times that from one IP, which may be a
+ * shared office address) within the window, further attempts answer 429 until it passes.
  */
+const IP_LIMIT_FACTOR = 10;
+
 export class LoginThrottler {
   constructor(
     private readonly orm: Orm,
@@ -23,7 +26,8 @@ export class LoginThrottler {
     let wait = 0;
     for (const row of rows) {
       const ends = row.windowStart.getTime() + this.windowMs;
-      if (row.failures >= this.limit && ends > now.getTime()) wait = Math.max(wait, Math.ceil((ends - now.getTime()) / 1000));
+      const limit = row.key.startsWith('ip:') ? this.limit * IP_LIMIT_FACTOR : this.limit;
+      if (row.failures >= limit && ends > now.getTime()) wait = Math.max(wait, Math.ceil((ends - now.getTime()) / 1000));
     }
     return wait;
   }

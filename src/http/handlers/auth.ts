@@ -21,11 +21,12 @@ export function authHandlers(throttler: LoginThrottler): OperationHandlers {
         throw new DomainError('not_authenticated', 'Invalid username or password.');
       }
       await throttler.recordSuccess(body.username);
-      // A fresh session on login (no fixation); its CSRF token guards session-authenticated changes.
-      await koa.regenerateSession();
+      // The CSRF token guards session-authenticated changes; regenerating stores the session
+      // under a fresh id, so an id planted before login is worthless (no fixation).
       const csrfToken = randomBytes(24).toString('base64url');
       koa.session!.userId = user.id;
       koa.session!.csrfToken = csrfToken;
+      await koa.session!.regenerate();
       return { status: 200, body: { user: serializeUser(user), csrf_token: csrfToken } };
     },
 

@@ -1,7 +1,7 @@
 import type { FilterQuery } from '@mikro-orm/core';
 import { Plan, type IntervalUnit, type PlanStatus } from '../../db/entities/plan.js';
 import type { DataContext } from '../context.js';
-import { findPage, likePattern, orderingToOrderBy, type Page, type PageRequest } from '../shared/pagination.js';
+import { containsText, findPage, orderingToOrderBy, type Page, type PageRequest } from '../shared/pagination.js';
 
 export interface PlanFilters {
   status?: PlanStatus;
@@ -27,10 +27,7 @@ export async function listPlans(ctx: Pick<DataContext, 'em'>, viewer: Viewer | n
   if (filters.status) where.status = viewer?.isStaff ? filters.status : filters.status === 'active' ? 'active' : ('__none__' as PlanStatus);
   if (filters.intervalUnit) where.intervalUnit = filters.intervalUnit;
   if (filters.currency) where.currency = filters.currency.toUpperCase();
-  if (filters.search) {
-    const pattern = likePattern(filters.search);
-    where.$or = [{ name: { $ilike: pattern } }, { description: { $ilike: pattern } }];
-  }
+  if (filters.search) Object.assign(where, containsText<Plan>(ctx.em, ['name', 'description'], filters.search));
   const orderBy = orderingToOrderBy(filters.ordering, ORDERING, [{ sortOrder: 'asc' }, { price: 'asc' }, { id: 'asc' }]);
   return findPage(ctx.em, Plan, where, page, { orderBy: orderBy as never });
 }

@@ -1,4 +1,4 @@
-import type { EntityName, FilterQuery, FindOptions } from '@mikro-orm/core';
+import { raw, type EntityName, type FilterQuery, type FindOptions } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 
 export interface PageRequest {
@@ -47,7 +47,14 @@ export function orderingToOrderBy(
   return [{ [property]: desc ? 'desc' : 'asc' }, { id: 'asc' }];
 }
 
-/** Escapes LIKE wildcards in user input. */
-export function likePattern(term: string): string {
-  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+/**
+ * A case-insensitive substring match on any of `columns`, as a filter. It uses instr/strpos
+ * rather than LIKE, so `%` and `_` in the user's text are plain characters on both dialects.
+ */
+export function containsText<T>(em: EntityManager, columns: string[], term: string): FilterQuery<T> {
+  const find = em.getPlatform().constructor.name.includes('Sqlite') ? 'instr' : 'strpos';
+  const needle = term.toLowerCase();
+  return {
+    $or: columns.map((column) => ({ [raw(`${find}(lower(${column}), ?)`, [needle])]: { $gt: 0 } })),
+  } as FilterQuery<T>;
 }
