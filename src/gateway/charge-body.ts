@@ -1,16 +1,17 @@
 import { toGatewayInteger, toJsonInteger } from './amount.js';
-import { GatewayError } from './errors.js';
+import { GatewayError, type GatewayOperation } from './errors.js';
 import { BANKS, GATEWAY_PAYMENT_TYPES, type ChargeRequest } from './types.js';
 
 export const ORDER_ID_PATTERN = /^[A-Za-z0-9_~.-]{1,50}$/;
 
-function invalid(message: string): GatewayError {
-  return new GatewayError('validation', message, { operation: 'charge', messages: [message] });
+function invalid(message: string, operation: GatewayOperation = 'charge'): GatewayError {
+  return new GatewayError('validation', message, { operation, messages: [message] });
 }
 
-export function assertOrderId(orderId: unknown, field = 'orderId'): asserts orderId is string {
+/** Also guards the path segment of status/cancel/expire/refund URLs. */
+export function assertOrderId(orderId: unknown, operation: GatewayOperation = 'charge'): asserts orderId is string {
   if (typeof orderId !== 'string' || !ORDER_ID_PATTERN.test(orderId)) {
-    throw invalid(`${field} must be 1-50 characters of letters, digits, '-', '_', '~' or '.'`);
+    throw invalid(`orderId must be 1-50 characters of letters, digits, '-', '_', '~' or '.'`, operation);
   }
 }
 

@@ -73,7 +73,7 @@ export class MidtransClient implements PaymentGateway {
   }
 
   async status(orderId: string): Promise<GatewayTransaction> {
-    assertOrderId(orderId);
+    assertOrderId(orderId, 'status');
     const path = `/v2/${encodeURIComponent(orderId)}/status`;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -87,13 +87,13 @@ export class MidtransClient implements PaymentGateway {
   }
 
   async cancel(orderId: string): Promise<GatewayTransaction> {
-    assertOrderId(orderId);
+    assertOrderId(orderId, 'cancel');
     // The official client posts a literal null body; Midtrans is known to accept that.
     return toTransaction('cancel', await this.#call('cancel', 'POST', `/v2/${encodeURIComponent(orderId)}/cancel`, null), orderId);
   }
 
   async expire(orderId: string): Promise<GatewayTransaction> {
-    assertOrderId(orderId);
+    assertOrderId(orderId, 'expire');
     return toTransaction('expire', await this.#call('expire', 'POST', `/v2/${encodeURIComponent(orderId)}/expire`, null), orderId);
   }
 
@@ -106,7 +106,7 @@ export class MidtransClient implements PaymentGateway {
   }
 
   async #refund(op: GatewayOperation, req: RefundRequest, suffix: string): Promise<RefundResult> {
-    assertOrderId(req.orderId);
+    assertOrderId(req.orderId, op);
     if (typeof req.refundKey !== 'string' || !REFUND_KEY.test(req.refundKey)) {
       throw new GatewayError('validation', 'refundKey must be letters, digits, "-" or "_"', { operation: op });
     }

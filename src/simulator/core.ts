@@ -54,6 +54,7 @@ export interface RequestRecord {
 }
 
 const REFUND_KEY = /^[A-Za-z0-9_-]{1,100}$/;
+const LOG_LIMIT = 1000;
 /** Test hook: a direct refund with this reason is rejected by the "bank" (status_code 202). */
 export const BANK_REJECT_REASON = 'sim-bank-reject';
 
@@ -88,6 +89,7 @@ export class SimulatorCore {
   readonly requests: RequestRecord[] = [];
   readonly opts: SimulatorOptions;
   readonly now: () => Date;
+  /** refund_key → what was asked (null amount = "the rest") and answered, for replays. */
   readonly #refundKeys = new Map<string, { transactionId: string; requested: number | null; answer: Body }>();
 
   constructor(opts: SimulatorOptions) {
@@ -207,7 +209,6 @@ export class SimulatorCore {
       refund_amount: money(outcome.refund.refund_amount),
       refund_key: refundKey,
     };
-    outcome.refund.response = answer;
     this.#refundKeys.set(refundKey, { transactionId: tx.transaction_id, requested: amount, answer });
     return ok(answer, tx);
   }
@@ -281,6 +282,12 @@ export class SimulatorCore {
   /** The payload is taken now, so a later change does not leak into this notification. */
   notifyInBackground(tx: SimTransaction, delayMs = 0): void {
     this.notifier.deliverLater(tx.transaction_id, this.notificationUrls(tx), notificationPayload(tx, this.opts.serverKey), delayMs);
+  }
+
+  recordRequest(record: RequestRecord): void {
+    this.requests.push(record);
+    // A development server runs for days; the log is for tests and debugging, not an archive.
+    if (this.requests.length > LOG_LIMIT) this.requests.splice(0, this.requests.length - LOG_LIMIT);
   }
 
   reset(): void {

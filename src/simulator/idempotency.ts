@@ -34,7 +34,9 @@ export class IdempotencyStore {
   }
 
   remember(key: string, answer: StoredAnswer): void {
-    this.#entries.set(key, { ...answer, at: this.#now().getTime() });
+    const now = this.#now().getTime();
+    for (const [k, entry] of this.#entries) if (now - entry.at > TTL_MS) this.#entries.delete(k);
+    this.#entries.set(key, { ...answer, at: now });
   }
 
   clear(): void {

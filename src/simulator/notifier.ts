@@ -4,6 +4,7 @@ import type { DeliveryOutcome } from './types.js';
 /** Midtrans' sender gives up after 15 s (MIDTRANS.md §7.1). */
 const SEND_TIMEOUT_MS = 15_000;
 const MAX_REDIRECTS = 5;
+const LOG_LIMIT = 1000;
 
 /** Retries Midtrans allows after a given answer (MIDTRANS.md §7.8); null = a network failure. */
 function retriesAfter(httpStatus: number | null): number {
@@ -121,6 +122,7 @@ export class Notifier {
 
   async #attempt(url: string, payload: Body, attempt: number): Promise<DeliveryOutcome> {
     const outcome = await this.#post(url, payload);
+    if (this.log.length >= LOG_LIMIT) this.log.splice(0, this.log.length - LOG_LIMIT + 1);
     this.log.push({
       ...outcome,
       order_id: String(payload['order_id']),

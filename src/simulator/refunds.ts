@@ -16,8 +16,6 @@ export interface RefundInput {
   direct: boolean;
 }
 
-let chargebackSeq = 0;
-
 /** Records a refund; status becomes refund when nothing is left, partial_refund otherwise. */
 export function applyRefund(tx: SimTransaction, input: RefundInput, now: Date): RefundOutcome {
   if (tx.transaction_status !== 'settlement' && tx.transaction_status !== 'partial_refund') {
@@ -36,7 +34,7 @@ export function applyRefund(tx: SimTransaction, input: RefundInput, now: Date): 
     return { ok: false, statusCode: '414', message: 'ShopeePay supports only full refunds' };
   }
   const refund: SimRefund = {
-    refund_chargeback_id: ++chargebackSeq,
+    refund_chargeback_id: tx.refunds.length + 1,
     refund_chargeback_uuid: newId(),
     refund_amount: amount,
     created_at: now,
@@ -45,8 +43,6 @@ export function applyRefund(tx: SimTransaction, input: RefundInput, now: Date): 
     refund_method: 'online',
     bank_confirmed_at: now,
     direct: input.direct,
-    requested_amount: input.amount,
-    response: {},
   };
   tx.refunds.push(refund);
   setStatus(tx, refundedAmount(tx) === tx.gross_amount ? 'refund' : 'partial_refund', tx.fraud_status, now);

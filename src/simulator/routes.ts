@@ -2,8 +2,7 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import type { CoreAnswer, SimulatorCore } from './core.js';
 import { parseFault } from './faults.js';
-import { readJsonBody } from './http-util.js';
-import { isAuthorized } from './http-util.js';
+import { isAuthorized, readJsonBody } from './http-util.js';
 import { IdempotencyStore } from './idempotency.js';
 import { qrSvg, threeDsPage } from './pages.js';
 import { errorBody } from './payload.js';
@@ -37,6 +36,11 @@ export class HeldRequests {
   }
 }
 
+function isPermataCharge(body: unknown): boolean {
+  const b = body as { payment_type?: unknown; bank_transfer?: { bank?: unknown } } | null;
+  return b?.payment_type === 'permata' || (b?.payment_type === 'bank_transfer' && b.bank_transfer?.bank === 'permata');
+}
+
 function send(ctx: Koa.Context, status: number, body: unknown): void {
   ctx.status = status;
   ctx.body = body;
@@ -50,7 +54,7 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
   const coreApi =
     (op: CoreOperation, handler: Handler) =>
     async (ctx: Koa.Context): Promise<void> => {
-      core.requests.push({ operation: op, method: ctx.method, path: ctx.path, at: core.now() });
+      core.recordRequest({ operation: op, method: ctx.method, path: ctx.path, at: core.now() });
       const fault = core.faults.take(op);
       if (fault === 'timeout') return held.hold(ctx);
       if (fault === 'http_500') return send(ctx, 500, errorBody('500', 'Sorry, Our system is recovering from unexpected issues. Please retry.'));
@@ -70,15 +74,16 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
         if (!read.ok) return send(ctx, 400, errorBody('413', 'The request cannot be processed due to malformed syntax in the request body'));
         body = read.value;
       }
-      const permata = op === 'charge' && (body as { payment_type?: unknown } | null)?.payment_type === 'permata';
       // Midtrans does not support Idempotency-Key for Permata VA (MIDTRANS.md §1.4).
-      const key = ctx.method === 'POST' && !permata ? IdempotencyStore.keyOf(ctx.get('idempotency-key')) : null;
+      const key = ctx.method === 'POST' && !(op === 'charge' && isPermataCharge(body)) ? IdempotencyStore.keyOf(ctx.get('idempotency-key')) : null;
       const replay = key === null ? null : core.idempotency.replay(key);
       if (replay) return send(ctx, replay.httpStatus, replay.body);
       const answer = handler(ctx, body);
       send(ctx, answer.httpStatus, answer.body);
       const code = String(answer.body['status_code'] ?? '');
-      if (key !== null && answer.httpStatus === 200 && /^(20[0-2]|407)$/.test(code)) core.idempotency.remember(key, answer);
+      if (key !== null && answer.httpStatus === 200 && /^(20[0-2]|407)$/.test(code)) {
+        core.idempotency.remember(key, { httpStatus: answer.httpStatus, body: answer.body });
+      }
       if (answer.notify) core.notifyInBackground(answer.notify);
     };
 

@@ -42,11 +42,8 @@ export interface SimRefund {
   refund_key: string;
   refund_method: 'online';
   bank_confirmed_at: Date;
+  /** Made through /refund/online/direct. */
   direct: boolean;
-  /** What the merchant asked for (null = "the rest"), so a replayed refund_key can be compared. */
-  requested_amount: number | null;
-  /** The original answer, replayed verbatim when the same refund_key comes again. */
-  response: Record<string, unknown>;
 }
 
 /** The simulator's own record of one transaction; exposed as-is by GET /_simulator/transactions/:id. */

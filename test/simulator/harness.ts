@@ -148,3 +148,12 @@ export function orderId(prefix = 'T'): string {
   seq += 1;
   return `${prefix}-${Date.now().toString(36)}-${seq}`;
 }
+
+/** Polls until `cond` holds, or fails after `ms`. */
+export async function until(cond: () => boolean, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
