@@ -39,6 +39,8 @@ export interface Config {
   mailFrom: string;
   outboundWebhookUrl: string | null;
   outboundWebhookSecret: string | null;
+  /** How long an outbound webhook receiver has to answer (tests shorten it). */
+  outboundWebhookTimeoutMs: number;
   /** Failed logins allowed per username or IP within `loginThrottleWindowSeconds`. */
   loginThrottleLimit: number;
   loginThrottleWindowSeconds: number;
@@ -167,6 +169,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     mailFrom: env.MAIL_FROM || 'billing@localhost',
     outboundWebhookUrl: env.OUTBOUND_WEBHOOK_URL || null,
     outboundWebhookSecret: env.OUTBOUND_WEBHOOK_SECRET || null,
+    outboundWebhookTimeoutMs: integer(env, 'OUTBOUND_WEBHOOK_TIMEOUT_MS', 10_000),
     loginThrottleLimit: integer(env, 'LOGIN_THROTTLE_LIMIT', 5),
     loginThrottleWindowSeconds: integer(env, 'LOGIN_THROTTLE_WINDOW_SECONDS', 300),
     basicAuthCacheSeconds: integer(env, 'BASIC_AUTH_CACHE_SECONDS', 60),

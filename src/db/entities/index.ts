@@ -9,6 +9,7 @@ export * from './notification.js';
 export * from './webhook-log.js';
 export * from './infrastructure.js';
 
+import { DeliveryAttemptSchema } from './delivery-attempt.js';
 import { CounterSchema, InvoiceLineSchema, InvoiceSchema } from './invoice.js';
 import { IdempotencyRecordSchema, LoginThrottleSchema, SessionSchema } from './infrastructure.js';
 import { NotificationSchema } from './notification.js';
@@ -33,6 +34,7 @@ export const allEntities = [
   WalletTransactionSchema,
   TopupSchema,
   NotificationSchema,
+  DeliveryAttemptSchema,
   WebhookLogSchema,
   IdempotencyRecordSchema,
   SessionSchema,
