@@ -1,23 +1,26 @@
-import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+import { LockMode } from '@mikro-orm/core';
 import type { User } from '../../db/entities/user.js';
 import { Wallet, WalletTransaction, type WalletTransactionKind, type WalletTransactionSource } from '../../db/entities/wallet.js';
 import { DomainError } from '../../domain/errors.js';
-import { add, compare, isPositive, subtract } from '../../domain/money.js';
+import { add, compare, isPositive, subtract, ZERO } from '../../domain/money.js';
 import type { DataContext } from '../context.js';
 
 /** The user's wallet, created on first use in WALLET_CURRENCY. */
 export async function getOrCreateWallet(ctx: DataContext, user: User): Promise<Wallet> {
   const existing = await ctx.em.findOne(Wallet, { user });
   if (existing) return existing;
-  // Created in its own short transaction so that two first uses at once end with one wallet.
-  try {
-    await ctx.em.fork().transactional(async (em) => {
-      em.create(Wallet, { user: user.id, currency: ctx.config.walletCurrency, isActive: true } as unknown as Wallet);
-    });
-  } catch (err) {
-    if (!(err instanceof UniqueConstraintViolationException)) throw err;
-  }
-  return ctx.em.findOneOrFail(Wallet, { user });
+  // NOTE: created with INSERT … ON CONFLICT DO NOTHING on the caller's own connection (and in its
+  // transaction, if any): two first uses at once end with one wallet, and nothing waits for a
+  // second connection, which SQLite's single connection would never hand out mid-transaction.
+  const now = ctx.clock.now();
+  await ctx.em
+    .createQueryBuilder(Wallet)
+    .insert({ id: randomUUID(), user: user.id, balance: ZERO, currency: ctx.config.walletCurrency, isActive: true, createdAt: now, updatedAt: now } as never)
+    .onConflict('user')
+    .ignore()
+    .execute();
+  return ctx.em.findOneOrFail(Wallet, { user }, { refresh: true });
 }
 
 export interface WalletEntryInput {
@@ -40,13 +43,14 @@ export interface WalletEntryInput {
 export async function postWalletEntry(ctx: DataContext, input: WalletEntryInput): Promise<WalletTransaction> {
   if (!ctx.em.isInTransaction()) throw new Error('postWalletEntry must run inside a transaction');
   if (!isPositive(input.amount)) throw new DomainError('validation_error', 'A wallet entry must have a positive amount.');
+  const created = await getOrCreateWallet(ctx, input.user);
+  // PostgreSQL takes FOR UPDATE; on SQLite the one connection already serialises transactions.
+  const wallet = await ctx.em.findOneOrFail(Wallet, { id: created.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
   if (input.referenceId) {
-    const posted = await ctx.em.findOne(WalletTransaction, { source: input.source, referenceId: input.referenceId });
+    // Looked up under the lock: a concurrent posting of the same reference has committed by now.
+    const posted = await ctx.em.findOne(WalletTransaction, { source: input.source, referenceId: input.referenceId }, { refresh: true });
     if (posted) return posted;
   }
-  const created = await getOrCreateWallet(ctx, input.user);
-  // PostgreSQL takes FOR UPDATE; on SQLite the write transaction already serialises writers.
-  const wallet = await ctx.em.findOneOrFail(Wallet, { id: created.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
   if (!wallet.isActive) throw new DomainError('invalid_state', 'The wallet is not active.');
   if (wallet.currency !== input.currency) {
     throw new DomainError('validation_error', `The wallet holds ${wallet.currency}, not ${input.currency}.`);
