@@ -57,7 +57,9 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
   const payment = await ctx.em.findOne(
     Payment,
     { orderId: event.orderId },
-    { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['subscription', 'subscription.plan', 'subscription.user', 'invoice', 'user'] },
+    // select-in: PostgreSQL refuses FOR UPDATE on the nullable side of the outer joins a joined
+    // populate would add (subscription, invoice); this way only the payment row is locked.
+    { lockMode: LockMode.PESSIMISTIC_WRITE, strategy: 'select-in', populate: ['subscription', 'subscription.plan', 'subscription.user', 'invoice', 'user'] },
   );
   if (!payment) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
   const at = ctx.clock.now();

@@ -1,0 +1,45 @@
+import { ValidationError } from '../../domain/errors.js';
+import { receiveNotification, type NotificationOutcome } from '../../services/webhooks/process-notification.js';
+import type { OperationHandlers, OperationResult, Schemas } from '../operations.js';
+
+type Ack = Schemas['WebhookAck'];
+
+// The contract documents 403 and 503 with the acknowledgement body; handler types admit only
+// success statuses, so those two are built here.
+function ack(status: 200 | 403 | 503, body: Ack): OperationResult<'receiveGatewayNotification'> {
+  return { status, body } as unknown as OperationResult<'receiveGatewayNotification'>;
+}
+
+function answer(outcome: NotificationOutcome): OperationResult<'receiveGatewayNotification'> {
+  const id = outcome.log.id;
+  switch (outcome.result) {
+    case 'processed':
+      return ack(200, { status: 'ok', webhook_log_id: id });
+    case 'duplicate':
+      return ack(200, { status: 'duplicate', webhook_log_id: id });
+    case 'invalid':
+      return ack(403, { status: 'invalid', webhook_log_id: id });
+    case 'unreadable':
+      throw new ValidationError([{ field: 'body', message: outcome.error ?? 'not readable' }], `The notification is not readable; it was logged as webhook log ${id}.`);
+    case 'skipped':
+      // A concurrent attempt (a replay) settled this very log first: answer what it became.
+      return outcome.log.status === 'processed' ? ack(200, { status: 'ok', webhook_log_id: id })
+        : outcome.log.status === 'duplicate' ? ack(200, { status: 'duplicate', webhook_log_id: id })
+        : ack(503, { status: 'failed', webhook_log_id: id });
+    case 'failed':
+      return ack(503, { status: 'failed', webhook_log_id: id });
+  }
+}
+
+export const webhookHandlers: OperationHandlers = {
+  async receiveGatewayNotification({ koa, services }) {
+    let outcome: NotificationOutcome;
+    try {
+      outcome = await receiveNotification(services, { rawPayload: koa.state.rawBody ?? '', ip: koa.ip, source: 'gateway' });
+    } catch {
+      // Not even the raw body could be committed: never acknowledge what was not saved.
+      return ack(503, { status: 'failed', webhook_log_id: null });
+    }
+    return answer(outcome);
+  },
+};
