@@ -1,13 +1,10 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
-import { Payment } from '../../db/entities/payment.js';
-import { Topup } from '../../db/entities/topup.js';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
 import { applyGatewayEvent } from '../payments/apply-gateway-event.js';
-import { dedupKey, eventFromPayload, isSuccess, type GatewayEvent } from '../payments/gateway-event.js';
-import { getOrCreateWallet } from '../wallet/wallet-ledger.js';
+import { dedupKey, eventFromPayload, type GatewayEvent } from '../payments/gateway-event.js';
 
 /*
  * The one pipeline behind the webhook, `webhooks replay`, `payments sync` and the
@@ -166,27 +163,11 @@ async function reload(ctx: DataContext, logId: string): Promise<WebhookLog> {
   return ctx.em.fork().findOneOrFail(WebhookLog, logId);
 }
 
-/**
- * Wallet creation commits in a transaction of its own (getOrCreateWallet), which inside the
- * effects transaction would need a second connection: SQLite has only one, and under a burst of
- * notifications PostgreSQL's pool can be held entirely by transactions waiting for this one. So
- * the wallet an incoming payment may credit (top-up, late settlement) exists before we start.
- */
-async function prepareWallet(ctx: DataContext, event: GatewayEvent): Promise<void> {
-  if (!isSuccess(event)) return;
-  const em = ctx.em.fork();
-  const owner =
-    (await em.findOne(Topup, { orderId: event.orderId }, { populate: ['user'] }))?.user ??
-    (await em.findOne(Payment, { orderId: event.orderId }, { populate: ['user'] }))?.user;
-  if (owner) await getOrCreateWallet({ ...ctx, em }, owner);
-}
-
 /** Steps 3-5 in one transaction: claim the key, apply the effects, mark the log processed. */
 async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): Promise<NotificationOutcome> {
   const key = dedupKey(event);
   let changes: string[] | null;
   try {
-    await prepareWallet(ctx, event);
     changes = await ctx.em.fork().transactional(async (em: EntityManager) => {
       // The claim is the transaction's first statement and a write: SQLite takes its write lock
       // before reading anything, and PostgreSQL queues a concurrent claim of the same key here.
