@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../project-root.js';
 import { MikroORM as SqliteORM } from '@mikro-orm/better-sqlite';
 import type { MikroORM, Options } from '@mikro-orm/core';
 import type { AbstractSqlDriver } from '@mikro-orm/knex';
@@ -15,14 +15,12 @@ export type Dialect = 'sqlite' | 'postgresql';
 /** The ORM on either dialect; its `em` is the SQL entity manager. */
 export type Orm = MikroORM<AbstractSqlDriver>;
 
-const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-
 export function dialectOf(databaseUrl: string): Dialect {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql';
 }
 
 export function migrationsPath(dialect: Dialect): string {
-  return resolve(projectRoot, 'migrations', dialect);
+  return resolve(PROJECT_ROOT, 'migrations', dialect);
 }
 
 export interface OrmOptions {

@@ -1,4 +1,4 @@
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { RequestContext } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import addFormatsModule from 'ajv-formats';
@@ -10,6 +10,7 @@ import type { Orm } from '../db/orm.js';
 import type { Clock } from '../domain/clock.js';
 import { DomainError, type FieldError } from '../domain/errors.js';
 import type { PaymentGateway } from '../gateway/types.js';
+import { PROJECT_ROOT } from '../project-root.js';
 import type { ServiceContext } from '../services/context.js';
 import { parseJsonBody, readRawBody } from './body.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
@@ -17,7 +18,7 @@ import type { OperationHandlers, OperationId, OperationRequest } from './operati
 import { problem, sendProblem } from './problem.js';
 
 export const API_ROOT = '/api/subscriptions';
-export const OPENAPI_PATH = fileURLToPath(new URL('../../openapi.yaml', import.meta.url));
+export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi.yaml');
 
 /** Operations that read their raw body themselves (the webhook logs whatever arrives). */
 const RAW_BODY_OPERATIONS = new Set<OperationId>(['receiveGatewayNotification']);
