@@ -55,7 +55,11 @@ export class InvoiceLine {
 export const InvoiceSchema = new EntitySchema<Invoice>({
   class: Invoice,
   tableName: 'invoices',
-  indexes: [{ properties: ['user', 'issueDate'] }, { properties: ['status', 'dueDate'] }],
+  indexes: [{ properties: ['user', 'issueDate'] }, { properties: ['status', 'dueDate'] }, { properties: ['status', 'nextRetryAt'] }],
+  // NOTE: the database refuses a second invoice for the same period of a subscription (billing
+  // runs in parallel, a run repeated after a crash). NULL periods (first and proration invoices
+  // without a period) never collide.
+  uniques: [{ name: 'invoices_subscription_period_unique', properties: ['subscription', 'billingReason', 'periodStart'] }],
   properties: {
     id: idProperty,
     number: { type: 'string', length: 30, unique: true },
