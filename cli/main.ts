@@ -1,8 +1,10 @@
 import { Command } from 'commander';
 import { registerDbCommands } from './commands/db.js';
+import { registerPaymentCommands } from './commands/payments.js';
 import { registerPlanCommands } from './commands/plans.js';
 import { registerSimulateCommands } from './commands/simulate.js';
 import { registerUserCommands } from './commands/users.js';
+import { registerWebhookCommands } from './commands/webhooks.js';
 import { exitCodeFor } from './runtime.js';
 
 const program = new Command('billing-admin')
@@ -15,6 +17,8 @@ registerDbCommands(program);
 registerUserCommands(program);
 registerPlanCommands(program);
 registerSimulateCommands(program);
+registerWebhookCommands(program);
+registerPaymentCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -214,28 +214,50 @@ function describeFailure(err: unknown): string {
   return String(err);
 }
 
+type Judgement = { ok: true; event: GatewayEvent } | { ok: false; result: 'unreadable' | 'invalid'; reason: string };
+
+/** Step 2: readable, and (for payloads the gateway pushed) signed with the CURRENT server key. */
+function judge(ctx: DataContext, log: WebhookLog): Judgement {
+  const trusted = TRUSTED_SOURCES.includes(log.source);
+  const reading = readNotification(log.payload, trusted ? TRUSTED_FIELDS : SIGNED_FIELDS);
+  if (!reading.ok) return { ok: false, result: 'unreadable', reason: reading.reason };
+  if (!trusted && !verifySignature(reading.payload, ctx.config.gateway.serverKey)) {
+    return { ok: false, result: 'invalid', reason: 'The signature_key does not match order_id + status_code + gross_amount signed with the server key.' };
+  }
+  return { ok: true, event: eventFromPayload(reading.payload) };
+}
+
 /**
- * Steps 2-5 on a stored log: judge the payload (signature checked with the CURRENT server key,
- * except for sources whose payload came from our own gateway call), deduplicate, apply. Only
- * `received`, `failed` and `invalid` logs are processed; any other is left as it is (`skipped`).
- * Throws only when the database is unreachable even for recording the outcome.
+ * Steps 2-5 on a stored log: judge the payload, deduplicate, apply. Only `received`, `failed`
+ * and `invalid` logs are processed; any other is left as it is (`skipped`). Throws only when the
+ * database is unreachable even for recording the outcome.
  */
 export async function processRecordedNotification(ctx: DataContext, logId: string): Promise<NotificationOutcome> {
   const log = await reload(ctx, logId);
   if (!REPLAYABLE_STATUSES.includes(log.status)) return { result: 'skipped', log, changes: [], error: null };
+  const judgement = judge(ctx, log);
+  if (!judgement.ok) {
+    await settleLog(ctx, logId, 'invalid', judgement.reason);
+    return { result: judgement.result, log: await reload(ctx, logId), changes: [], error: judgement.reason };
+  }
+  return applyOnce(ctx, logId, judgement.event);
+}
 
-  const trusted = TRUSTED_SOURCES.includes(log.source);
-  const reading = readNotification(log.payload, trusted ? TRUSTED_FIELDS : SIGNED_FIELDS);
-  if (!reading.ok) {
-    await settleLog(ctx, logId, 'invalid', reading.reason);
-    return { result: 'unreadable', log: await reload(ctx, logId), changes: [], error: reading.reason };
-  }
-  if (!trusted && !verifySignature(reading.payload, ctx.config.gateway.serverKey)) {
-    const reason = 'The signature_key does not match order_id + status_code + gross_amount signed with the server key.';
-    await settleLog(ctx, logId, 'invalid', reason);
-    return { result: 'invalid', log: await reload(ctx, logId), changes: [], error: reason };
-  }
-  return applyOnce(ctx, logId, eventFromPayload(reading.payload));
+export type NotificationPreview = 'would_process' | 'duplicate' | 'invalid' | 'unreadable' | 'skipped';
+
+/** What processRecordedNotification would do with the log now, without writing anything (dry runs). */
+export async function previewRecordedNotification(ctx: DataContext, log: WebhookLog): Promise<{ result: NotificationPreview; error: string | null }> {
+  if (!REPLAYABLE_STATUSES.includes(log.status)) return { result: 'skipped', error: null };
+  const judgement = judge(ctx, log);
+  if (!judgement.ok) return { result: judgement.result, error: judgement.reason };
+  return previewGatewayEvent(ctx, judgement.event);
+}
+
+/** Whether an event would be processed or is a duplicate, without writing anything. */
+export async function previewGatewayEvent(ctx: DataContext, event: GatewayEvent): Promise<{ result: 'would_process' | 'duplicate'; error: string | null }> {
+  const holder = await ctx.em.fork().findOne(WebhookLog, { dedupKey: dedupKey(event) });
+  if (holder) return { result: 'duplicate', error: `Already processed as webhook log ${holder.id}.` };
+  return { result: 'would_process', error: null };
 }
 
 /** The webhook: record the raw body, then process it (steps 1-5). */

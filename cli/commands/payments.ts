@@ -1,0 +1,61 @@
+import type { Command } from 'commander';
+import { serializeWebhookLog } from '../../src/http/serializers.js';
+import { reconcilePayments, type ReconcileItem } from '../../src/services/webhooks/reconcile-payments.js';
+import { EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { parseLimit, parseTime } from './webhooks.js';
+
+function serializeItem(item: ReconcileItem) {
+  return {
+    kind: item.kind,
+    id: item.id,
+    order_id: item.orderId,
+    status_before: item.statusBefore,
+    status_after: item.statusAfter,
+    gateway_status: item.gatewayStatus,
+    result: item.result,
+    changes: item.changes,
+    error: item.error,
+    webhook_log: item.log ? serializeWebhookLog(item.log) : null,
+  };
+}
+
+export function registerPaymentCommands(program: Command): void {
+  const payments = program.command('payments').description('payments and top-ups');
+
+  payments
+    .command('sync')
+    .description(
+      'reconcile with the gateway: ask it for every payment and top-up that is not final (pending, or charge outcome unknown) ' +
+        'and apply what it says through the webhook pipeline (webhook logs with source sync)',
+    )
+    .option('--since <time>', 'only those created at or after this ISO 8601 time')
+    .option('--limit <n>', 'at most this many, oldest first')
+    .option('--dry-run', 'ask the gateway and say what would happen, change nothing')
+    .action(async (opts, cmd: Command) => {
+      const input = { since: parseTime(opts.since, '--since'), limit: parseLimit(opts.limit), dryRun: Boolean(opts.dryRun) };
+      const items = await withServices((s) =>
+        reconcilePayments(s, input, (item, i, total) =>
+          note(`[${i + 1}/${total}] ${item.orderId}: gateway ${item.gatewayStatus ?? '?'}, ${item.statusBefore} -> ${item.statusAfter} (${item.result})`),
+        ),
+      );
+      const changed = items.filter((i) => i.changes.length > 0);
+      output(globalOptions(cmd), { dry_run: input.dryRun, count: items.length, changed: changed.length, results: items.map(serializeItem) }, () =>
+        items.length === 0
+          ? 'Nothing to reconcile: no pending payments or top-ups.'
+          : `${table(
+              items.map((i) => ({
+                kind: i.kind,
+                order_id: i.orderId,
+                gateway: i.gatewayStatus,
+                before: i.statusBefore,
+                after: i.statusAfter,
+                result: i.result,
+                detail: i.error ?? i.changes.join('; '),
+              })),
+              ['kind', 'order_id', 'gateway', 'before', 'after', 'result', 'detail'],
+            )}\n${changed.length} of ${items.length} changed.`,
+      );
+      if (items.some((i) => i.result === 'gateway_error')) process.exitCode = EXIT.unavailable;
+      else if (!input.dryRun && items.some((i) => i.result === 'failed')) process.exitCode = EXIT.checkFailed;
+    });
+}
