@@ -34,3 +34,24 @@ export function addDays(at: Date, days: number): Date {
 export function isoDate(at: Date): string {
   return at.toISOString().slice(0, 10);
 }
+
+/**
+ * The first cycle boundary strictly after `at`, counted from `anchor` (never before the first
+ * boundary, `cycles` = 1). A renewal's period ends here: computed from the anchor rather than by
+ * adding a month to the previous end, so month-end clamping never drifts (31 Jan → 29 Feb →
+ * 31 Mar), and a period that moved (resume after a pause moves the anchor too) stays on its grid.
+ */
+export function boundaryAfter(anchor: Date, interval: number, unit: IntervalUnit, at: Date): Date {
+  if (!Number.isSafeInteger(interval) || interval < 1) throw new RangeError(`interval must be a positive whole number, got ${interval}`);
+  let cycles: number;
+  if (unit === 'month') {
+    const months = (at.getUTCFullYear() - anchor.getUTCFullYear()) * 12 + (at.getUTCMonth() - anchor.getUTCMonth());
+    cycles = Math.max(1, Math.floor(months / interval) - 1);
+  } else {
+    const step = interval * (unit === 'week' ? 7 : 1) * DAY_MS;
+    cycles = Math.max(1, Math.floor((at.getTime() - anchor.getTime()) / step));
+  }
+  while (cycles > 1 && cycleBoundary(anchor, interval, unit, cycles - 1).getTime() > at.getTime()) cycles -= 1;
+  while (cycleBoundary(anchor, interval, unit, cycles).getTime() <= at.getTime()) cycles += 1;
+  return cycleBoundary(anchor, interval, unit, cycles);
+}
