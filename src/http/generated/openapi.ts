@@ -589,7 +589,9 @@ export interface paths {
         /**
          * Mark a notification read
          * @description Sets the notification's status to `read` and stamps `read_at`. Marking an entry that is
-         *     already read changes nothing and answers `200`. Takes no body.
+         *     already read changes nothing and answers `200`. Takes no body. An `email` or `webhook`
+         *     entry whose delivery is still `queued` or has `failed` answers `409` `invalid_state`:
+         *     its status is the delivery's.
          */
         post: operations["markNotificationRead"];
         delete?: never;
@@ -658,7 +660,11 @@ export interface paths {
          *     becomes `success` and the wallet is credited exactly once. The amount is in the wallet
          *     currency and must lie within the configured bounds (default 10,000 to 50,000,000 IDR),
          *     else `400`. `bank` picks the virtual-account bank for `bank_transfer` (default `bca`);
-         *     `token` is the card token for `credit_card`.
+         *     `token` is the card token for `credit_card` (required there); either field with another
+         *     payment type answers `400`. When the gateway refuses the charge the answer is `502` or
+         *     `503` and the top-up is `failed`; when its answer is lost (a timeout) the answer is
+         *     `503` (or `502`) and the top-up stays `pending` until the gateway reports the outcome.
+         *     The detail of both names the top-up's `order_id`.
          */
         post: operations["createTopup"];
         delete?: never;
@@ -3431,6 +3437,7 @@ export interface operations {
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["InvalidState"];
             422: components["responses"]["IdempotencyKeyReused"];
             501: components["responses"]["NotImplemented"];
         };
@@ -3549,7 +3556,11 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The pending top-up. */
+            /**
+             * @description The top-up: `pending` with `payment_details` saying how to pay; `success` at once
+             *     (wallet credited) when the gateway captures a card immediately; `failed` when it
+             *     denies the card.
+             */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -3561,6 +3572,15 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
+            /** @description A request with the same `Idempotency-Key` is still in progress (`conflict`); retry it. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];

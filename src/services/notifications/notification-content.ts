@@ -4,11 +4,21 @@ type Data = Record<string, unknown>;
 
 const text = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
 
+/** How to pay, from payment_details (DECISIONS §5 shapes); a QR code and its app link may both be there. */
+function paymentInstructions(d: Data): string {
+  if (d.va_number) return ` to virtual account ${text(d.bank).toUpperCase()} ${text(d.va_number)}`;
+  if (d.bill_key) return ` with Mandiri bill key ${text(d.bill_key)} (biller code ${text(d.biller_code)})`;
+  if (d.qr_code_url) return ` by scanning ${text(d.qr_code_url)}${d.deeplink_url ? ` or in the app: ${text(d.deeplink_url)}` : ''}`;
+  if (d.deeplink_url) return ` in the app: ${text(d.deeplink_url)}`;
+  if (d.redirect_url) return ` by completing card verification at ${text(d.redirect_url)}`;
+  return '';
+}
+
 /** Title and message of each notification type, from the event's data. */
 const CONTENT: Record<NotificationType, (d: Data) => { title: string; message: string }> = {
   payment_pending: (d) => ({
     title: 'Payment waiting',
-    message: `Please pay ${text(d.currency)} ${text(d.amount)} for order ${text(d.order_id)}${d.va_number ? ` to virtual account ${text(d.bank)} ${text(d.va_number)}` : ''}${d.bill_key ? ` with bill key ${text(d.bill_key)} (biller ${text(d.biller_code)})` : ''}${d.qr_code_url ? ` by scanning ${text(d.qr_code_url)}` : ''}.`,
+    message: `Please pay ${text(d.currency)} ${text(d.amount)} for ${d.topup_id ? 'wallet top-up' : 'order'} ${text(d.order_id)}${paymentInstructions(d)}${d.expiry_time ? ` before ${text(d.expiry_time)}` : ''}.`,
   }),
   payment_succeeded: (d) => ({ title: 'Payment received', message: `We received ${text(d.currency)} ${text(d.amount)} for order ${text(d.order_id)}. Thank you.` }),
   payment_failed: (d) => ({ title: 'Payment failed', message: `The payment for order ${text(d.order_id)} did not go through (${text(d.gateway_status)}).` }),

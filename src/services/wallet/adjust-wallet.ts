@@ -1,0 +1,50 @@
+import type { User } from '../../db/entities/user.js';
+import type { Wallet, WalletTransaction } from '../../db/entities/wallet.js';
+import { DomainError, ValidationError } from '../../domain/errors.js';
+import { parseAmountInput } from '../../domain/money.js';
+import type { DataContext } from '../context.js';
+import { getOrCreateWallet, postWalletEntry } from './wallet-ledger.js';
+
+export interface WalletAdjustmentInput {
+  user: User;
+  /** Signed: positive credits the wallet, negative debits it ("-5000"). */
+  amount: string;
+  reason: string;
+  /** A support ticket or similar: adjusting twice with the same reference posts once. */
+  reference?: string | null;
+}
+
+/**
+ * A support adjustment of a user's wallet (`billing-admin wallet adjust`): a ledger entry with
+ * source `adjustment`; a debit may not take the balance below zero (`insufficient_funds`).
+ */
+export async function adjustWallet(ctx: DataContext, input: WalletAdjustmentInput): Promise<{ wallet: Wallet; entry: WalletTransaction }> {
+  const reason = input.reason.trim();
+  if (reason === '') throw new ValidationError([{ field: 'reason', message: 'is required: say why the balance changes' }]);
+  if (reason.length > 450) throw new ValidationError([{ field: 'reason', message: 'must be at most 450 characters' }]);
+  const reference = input.reference?.trim() || null;
+  if (reference !== null && reference.length > 80) throw new ValidationError([{ field: 'reference', message: 'must be at most 80 characters' }]);
+  const text = input.amount.trim();
+  const negative = text.startsWith('-');
+  const amount = parseAmountInput(negative ? text.slice(1) : text.replace(/^\+/, ''), ctx.config.walletCurrency);
+  const entry = await ctx.em.transactional((em) =>
+    postWalletEntry(
+      { ...ctx, em },
+      {
+        user: input.user,
+        kind: negative ? 'debit' : 'credit',
+        amount,
+        currency: ctx.config.walletCurrency,
+        source: 'adjustment',
+        referenceId: reference === null ? null : `adjustment:${reference}`,
+        description: `Adjustment: ${reason}`,
+      },
+    ),
+  );
+  if (entry.kind !== (negative ? 'debit' : 'credit') || entry.amount !== amount) {
+    throw new DomainError('conflict', `Reference "${reference}" was already used for a ${entry.kind} of ${entry.amount}; use another reference.`);
+  }
+  const wallet = await getOrCreateWallet(ctx, input.user);
+  await ctx.em.refresh(wallet);
+  return { wallet, entry };
+}

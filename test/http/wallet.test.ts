@@ -1,0 +1,122 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { User } from '../../src/db/entities/user.js';
+import { Wallet } from '../../src/db/entities/wallet.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import { postWalletEntry } from '../../src/services/wallet/wallet-ledger.js';
+import { DATABASES } from '../helpers/database.js';
+import { startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
+import { expectLedgerExact } from '../services/wallet/expect-ledger-exact.js';
+import { postTopup, settleTopup, walletBalance } from '../services/wallet/topup-helpers.js';
+
+describe.each(DATABASES)('wallet on %s', (kind) => {
+  let server: TestServer;
+  const clock = new ManualClock(new Date('2026-03-01T08:00:00Z'));
+
+  beforeAll(async () => {
+    server = await startTestServer(kind, { clock });
+  });
+  afterAll(() => server?.stop());
+  afterEach(() => expectLedgerExact(server.running.billing.orm));
+
+  const em = () => server.running.billing.orm.em.fork();
+  let user: Credentials | undefined;
+
+  /** A ledger entry posted the way other features post them (refunds, proration, payments). */
+  async function post(userId: string, kind: 'credit' | 'debit', amount: string, source: 'refund' | 'payment' | 'proration', referenceId: string) {
+    return em().transactional((tx) =>
+      postWalletEntry(
+        { em: tx, config: server.config, clock },
+        { user: tx.getReference(User, userId), kind, amount, currency: 'IDR', source, referenceId, description: `${source} ${referenceId}` },
+      ),
+    );
+  }
+
+  async function topUp(user: Credentials, amount: number): Promise<string> {
+    const res = await postTopup(server, user, { amount, payment_type: 'bank_transfer' });
+    expect(res.status, res.text).toBe(201);
+    await settleTopup(server, res.body.order_id);
+    return res.body.id;
+  }
+
+  it('creates the wallet on first use, empty, in the wallet currency, and returns the same one after', async () => {
+    const user = await server.createUser();
+    expect(await em().count(Wallet, { user: user.id })).toBe(0);
+    const first = await server.api('GET', '/wallet/me/', { auth: user });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ balance: '0.00', currency: 'IDR', is_active: true });
+    const second = await server.api('GET', '/wallet/me', { auth: user });
+    expect(second.body.id).toBe(first.body.id);
+    expect(await em().count(Wallet, { user: user.id })).toBe(1);
+  });
+
+  it('gives concurrent first requests one wallet', async () => {
+    const user = await server.createUser();
+    const answers = await Promise.all(Array.from({ length: 6 }, () => server.api('GET', '/wallet/me/', { auth: user })));
+    expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
+    expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
+  });
+
+  it('requires authentication', async () => {
+    expect((await server.api('GET', '/wallet/me/')).status).toBe(401);
+    expect((await server.api('GET', '/wallet/transactions/')).status).toBe(401);
+  });
+
+  it('lists no transactions for a user without a wallet, without creating one', async () => {
+    const user = await server.createUser();
+    const res = await server.api('GET', '/wallet/transactions/', { auth: user });
+    expect(res.body).toEqual({ count: 0, next: null, previous: null, results: [] });
+    expect(await em().count(Wallet, { user: user.id })).toBe(0);
+  });
+
+  it('lists the ledger newest first with balance_after, paginated, only the caller’s', async () => {
+    const user = await server.createUser();
+    const other = await server.createUser();
+    const first = await topUp(user, 100000);
+    clock.advance(60_000);
+    await post(user.id, 'debit', '30000.00', 'payment', 'pay-1');
+    clock.advance(60_000);
+    await post(user.id, 'credit', '5000.50', 'refund', 'refund-1');
+    clock.advance(60_000);
+    await topUp(other, 50000);
+
+    const res = await server.api('GET', '/wallet/transactions/', { auth: user });
+    expect(res.status).toBe(200);
+    expect(res.body.count).toBe(3);
+    expect(res.body.results.map((t: Record<string, unknown>) => [t.kind, t.amount, t.balance_after, t.source])).toEqual([
+      ['credit', '5000.50', '75000.50', 'refund'],
+      ['debit', '30000.00', '70000.00', 'payment'],
+      ['credit', '100000.00', '100000.00', 'topup'],
+    ]);
+    expect(res.body.results[2]).toMatchObject({ reference_id: first, description: expect.stringMatching(/^Top-up TOPUP-/) });
+    expect(await walletBalance(server, user)).toBe('75000.50');
+
+    const page1 = await server.api('GET', '/wallet/transactions/?page_size=2', { auth: user });
+    const page2 = await server.api('GET', '/wallet/transactions/?page_size=2&page=2', { auth: user });
+    expect(page1.body.results).toHaveLength(2);
+    expect(page1.body.next).toMatch(/page=2/);
+    expect(page2.body.results).toHaveLength(1);
+    expect(page2.body.previous).toMatch(/page=1/);
+    expect([...page1.body.results, ...page2.body.results].map((t: { id: string }) => t.id)).toEqual(res.body.results.map((t: { id: string }) => t.id));
+    expect((await server.api('GET', '/wallet/transactions/?page=5', { auth: user })).body).toMatchObject({ count: 3, results: [] });
+  });
+
+  it('breaks ties of the same instant by id, so pages never overlap', async () => {
+    const user = await server.createUser();
+    for (let i = 0; i < 5; i++) await post(user.id, 'credit', '1000.00', 'refund', `tie-${user.id}-${i}`);
+    const all = await server.api('GET', '/wallet/transactions/?page_size=100', { auth: user });
+    const ids = all.body.results.map((t: { id: string }) => t.id);
+    expect(ids).toEqual([...ids].sort().reverse());
+    const paged: string[] = [];
+    for (let page = 1; page <= 3; page++) {
+      paged.push(...(await server.api('GET', `/wallet/transactions/?page_size=2&page=${page}`, { auth: user })).body.results.map((t: { id: string }) => t.id));
+    }
+    expect(paged).toEqual(ids);
+  });
+
+  it.each([['page=0'], ['page=-1'], ['page=abc'], ['page_size=0'], ['page_size=101'], ['page_size=1.5']])('refuses %s with 400', async (query) => {
+    user ??= await server.createUser();
+    const res = await server.api('GET', `/wallet/transactions/?${query}`, { auth: user });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('validation_error');
+  });
+});
