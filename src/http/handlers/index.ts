@@ -1,7 +1,10 @@
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { authHandlers } from './auth.js';
+import { notificationHandlers } from './notifications.js';
 import { planHandlers } from './plans.js';
+import { topupHandlers } from './topups.js';
+import { walletHandlers } from './wallet.js';
 import { webhookHandlers } from './webhook.js';
 
 /** Every implemented operation's handler; operations missing here answer 501. */
@@ -9,6 +12,9 @@ export function allHandlers(deps: { throttler: LoginThrottler }): OperationHandl
   return {
     ...authHandlers(deps.throttler),
     ...planHandlers,
+    ...walletHandlers,
+    ...topupHandlers,
+    ...notificationHandlers,
     ...webhookHandlers,
   };
 }
