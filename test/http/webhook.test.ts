@@ -216,6 +216,16 @@ describe.each(DATABASES)('POST /webhook/notification/ on %s', (kind) => {
       expect(await notificationTypes(user.id)).toEqual(before);
     });
 
+    it('a late capture challenge after the accepted capture leaves the payment as accepted', async () => {
+      const { payment } = await newSubscription({ payment: { paymentType: 'credit_card' } });
+      await notify({ order_id: payment.orderId, transaction_status: 'capture', fraud_status: 'accept', gross_amount: '150000.00' });
+      expect((await notify({ order_id: payment.orderId, transaction_status: 'capture', fraud_status: 'challenge', gross_amount: '150000.00' })).status).toBe(200);
+      const after = await paymentState(payment.orderId);
+      expect(after.status).toBe('settled');
+      expect(after.fraudStatus).toBe('accept');
+      expect(after.gatewayStatus).toBe('capture');
+    });
+
     it('a settlement arriving before its pending: the pending that follows changes nothing', async () => {
       const { payment, user } = await newSubscription();
       await notify({ order_id: payment.orderId, transaction_status: 'settlement', gross_amount: '150000.00' });

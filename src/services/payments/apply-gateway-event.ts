@@ -65,8 +65,12 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
   const at = ctx.clock.now();
   const changes: string[] = [];
   payment.transactionId ??= event.transactionId;
-  payment.gatewayStatus = event.transactionStatus;
-  if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
+  // NOTE: a stale notification (a late pending, expire or challenge after the money arrived)
+  // must not overwrite what the gateway reported since; settlements and refunds always count.
+  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund')) {
+    payment.gatewayStatus = event.transactionStatus;
+    if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
+  }
   payment.outcomeUnknown = false;
 
   if (isSuccess(event)) {
