@@ -1,8 +1,11 @@
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { authHandlers } from './auth.js';
+import { invoiceHandlers } from './invoices.js';
 import { notificationHandlers } from './notifications.js';
+import { paymentHandlers } from './payments.js';
 import { planHandlers } from './plans.js';
+import { subscriptionHandlers } from './subscriptions.js';
 import { topupHandlers } from './topups.js';
 import { walletHandlers } from './wallet.js';
 import { webhookHandlers } from './webhook.js';
@@ -16,5 +19,8 @@ export function allHandlers(deps: { throttler: LoginThrottler }): OperationHandl
     ...topupHandlers,
     ...notificationHandlers,
     ...webhookHandlers,
+    ...subscriptionHandlers,
+    ...paymentHandlers,
+    ...invoiceHandlers,
   };
 }

@@ -1,0 +1,18 @@
+import { getInvoice } from '../../services/invoices/get-invoice.js';
+import { listInvoices } from '../../services/invoices/list-invoices.js';
+import { requireUser, type OperationHandlers } from '../operations.js';
+import { envelope, pageRequest } from '../pagination.js';
+import { serializeInvoice, serializeInvoiceDetail } from '../serializers.js';
+
+export const invoiceHandlers: OperationHandlers = {
+  async listInvoices(req) {
+    const page = pageRequest(req.query);
+    const { status, ordering } = req.query;
+    const result = await listInvoices(req.services, requireUser(req), { status, ordering }, page);
+    return { status: 200, body: envelope(req.koa, result, page, serializeInvoice) };
+  },
+
+  async getInvoice(req) {
+    return { status: 200, body: serializeInvoiceDetail(await getInvoice(req.services, requireUser(req), req.path.id)) };
+  },
+};

@@ -1,0 +1,39 @@
+import { chargeSubscription } from '../../services/payments/charge-subscription.js';
+import { checkPaymentStatus } from '../../services/payments/check-payment-status.js';
+import { findOwnPayment } from '../../services/payments/find-payment.js';
+import { listPayments } from '../../services/payments/list-payments.js';
+import { refundPayment } from '../../services/payments/refund-payment.js';
+import { requireUser, type OperationHandlers } from '../operations.js';
+import { envelope, pageRequest } from '../pagination.js';
+import { serializePayment, serializeRefund } from '../serializers.js';
+
+export const paymentHandlers: OperationHandlers = {
+  async listPayments(req) {
+    const page = pageRequest(req.query);
+    const { status, payment_type, ordering } = req.query;
+    const result = await listPayments(req.services, requireUser(req), { status, paymentType: payment_type, ordering }, page);
+    return { status: 200, body: envelope(req.koa, result, page, serializePayment) };
+  },
+
+  async getPayment(req) {
+    return { status: 200, body: serializePayment(await findOwnPayment(req.services.em, requireUser(req), req.path.id)) };
+  },
+
+  async chargeSubscription(req) {
+    const payment = await chargeSubscription(req.services, requireUser(req), req.body.subscription_id);
+    return { status: 201, body: { payment: serializePayment(payment) } };
+  },
+
+  async refundPayment(req) {
+    const refunded = await refundPayment(req.services, requireUser(req), req.path.id, {
+      amount: req.body?.amount,
+      reason: req.body?.reason,
+      direct: req.body?.direct,
+    });
+    return { status: 200, body: { payment: serializePayment(refunded.payment), refund: serializeRefund(refunded.refund) } };
+  },
+
+  async checkPaymentStatus(req) {
+    return { status: 200, body: await checkPaymentStatus(req.services, requireUser(req), req.path.id) };
+  },
+};

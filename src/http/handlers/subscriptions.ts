@@ -1,0 +1,71 @@
+import { cancelSubscription } from '../../services/subscriptions/cancel-subscription.js';
+import { changeSubscriptionPlan } from '../../services/subscriptions/change-subscription-plan.js';
+import { createSubscription } from '../../services/subscriptions/create-subscription.js';
+import { getActiveSubscription, getSubscription } from '../../services/subscriptions/get-subscription.js';
+import { listSubscriptions } from '../../services/subscriptions/list-subscriptions.js';
+import { pauseSubscription } from '../../services/subscriptions/pause-subscription.js';
+import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
+import { syncSubscription } from '../../services/subscriptions/sync-subscription.js';
+import { requireUser, type OperationHandlers } from '../operations.js';
+import { envelope, pageRequest } from '../pagination.js';
+import { serializePayment, serializeSubscription } from '../serializers.js';
+
+export const subscriptionHandlers: OperationHandlers = {
+  async listSubscriptions(req) {
+    const page = pageRequest(req.query);
+    const { status, payment_type, ordering } = req.query;
+    const result = await listSubscriptions(req.services, requireUser(req), { status, paymentType: payment_type, ordering }, page);
+    return { status: 200, body: envelope(req.koa, result, page, serializeSubscription) };
+  },
+
+  async createSubscription(req) {
+    const { body } = req;
+    const created = await createSubscription(req.services, requireUser(req), {
+      planId: body.plan_id,
+      paymentType: body.payment_type,
+      token: body.token,
+      customerDetails: body.customer_details,
+      metadata: body.metadata,
+    });
+    return {
+      status: 201,
+      body: { subscription: serializeSubscription(created.subscription), payment: created.payment ? serializePayment(created.payment) : null },
+    };
+  },
+
+  async getActiveSubscription(req) {
+    return { status: 200, body: serializeSubscription(await getActiveSubscription(req.services, requireUser(req))) };
+  },
+
+  async getSubscription(req) {
+    return { status: 200, body: serializeSubscription(await getSubscription(req.services, requireUser(req), req.path.id)) };
+  },
+
+  async cancelSubscription(req) {
+    const sub = await cancelSubscription(req.services, requireUser(req), req.path.id, { reason: req.body?.reason, immediate: req.body?.immediate });
+    return { status: 200, body: serializeSubscription(sub) };
+  },
+
+  async pauseSubscription(req) {
+    return { status: 200, body: serializeSubscription(await pauseSubscription(req.services, requireUser(req), req.path.id)) };
+  },
+
+  async resumeSubscription(req) {
+    return { status: 200, body: serializeSubscription(await resumeSubscription(req.services, requireUser(req), req.path.id)) };
+  },
+
+  async changeSubscriptionPlan(req) {
+    const changed = await changeSubscriptionPlan(req.services, requireUser(req), req.path.id, {
+      planId: req.body.plan_id,
+      immediate: req.body.immediate,
+    });
+    return {
+      status: 200,
+      body: { subscription: serializeSubscription(changed.subscription), payment: changed.payment ? serializePayment(changed.payment) : null },
+    };
+  },
+
+  async syncSubscription(req) {
+    return { status: 200, body: serializeSubscription(await syncSubscription(req.services, requireUser(req), req.path.id)) };
+  },
+};

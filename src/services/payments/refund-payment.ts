@@ -1,0 +1,124 @@
+import { LockMode } from '@mikro-orm/core';
+import { Payment, Refund } from '../../db/entities/payment.js';
+import type { User } from '../../db/entities/user.js';
+import { DomainError, InvalidStateError, NotFoundError, ValidationError } from '../../domain/errors.js';
+import { add, compare, isPositive, parseAmountInput, subtract, ZERO } from '../../domain/money.js';
+import { paymentStates } from '../../domain/states/payment-states.js';
+import { GatewayError } from '../../gateway/errors.js';
+import type { RefundResult } from '../../gateway/types.js';
+import type { DataContext, ServiceContext } from '../context.js';
+import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { settleRefundTotals } from './apply-gateway-event.js';
+import { loadPayment } from './find-payment.js';
+import { WALLET_REFUNDED_TYPES } from './open-payment.js';
+import { retryingTransaction } from '../shared/retrying-transaction.js';
+
+export interface RefundPaymentInput {
+  /** A JSON number or decimal string; defaults to what remains refundable. */
+  amount?: unknown;
+  reason?: string;
+  /** Use the gateway's direct refund (ignored for refunds to the wallet). */
+  direct?: boolean;
+}
+
+export interface RefundedPayment {
+  payment: Payment;
+  refund: Refund;
+}
+
+async function lockPayment(ctx: DataContext, user: User, id: string): Promise<Payment> {
+  const payment = await ctx.em.findOne(Payment, { id, user: user.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (!payment) throw new NotFoundError('Payment');
+  await ctx.em.populate(payment, ['invoice', 'user', 'subscription']);
+  return payment;
+}
+
+/**
+ * Refunds a settled or partially refunded payment, by default all that remains. Payment types
+ * the gateway cannot refund go to the user's wallet at once; the others are refunded through
+ * the gateway after the refund is recorded (pending), and counted once whether the gateway's
+ * answer or its refund notification confirms it first (both match on refund_key).
+ */
+export async function refundPayment(ctx: ServiceContext, user: User, id: string, input: RefundPaymentInput): Promise<RefundedPayment> {
+  const reason = input.reason?.trim() || null;
+
+  const recorded = await retryingTransaction(ctx.em, async (em) => {
+    const tctx = { ...ctx, em };
+    const payment = await lockPayment(tctx, user, id);
+    const toWallet = WALLET_REFUNDED_TYPES.includes(payment.paymentType);
+    if (!paymentStates.can(payment, 'refund_partially')) {
+      throw new InvalidStateError(`Only a settled payment can be refunded; this one is ${payment.status.replace(/_/g, ' ')}.`);
+    }
+    const refunds = await em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
+    // Refunds still waiting for the gateway hold their amount, so two refunds cannot exceed the payment.
+    const held = refunds.filter((r) => r.status !== 'failed').reduce((sum, r) => add(sum, r.amount), ZERO);
+    const remaining = subtract(payment.grossAmount, held);
+    if (!isPositive(remaining)) throw new InvalidStateError('Nothing of this payment is left to refund.');
+    const amount = input.amount === undefined || input.amount === null ? remaining : parseAmountInput(input.amount, payment.currency);
+    if (compare(amount, remaining) > 0) {
+      throw new ValidationError([{ field: 'amount', message: `may not exceed the ${remaining} ${payment.currency} that remains refundable` }]);
+    }
+    const refund = em.create(Refund, {
+      payment,
+      refundKey: `${payment.orderId}-r${refunds.length + 1}`,
+      amount,
+      status: 'pending',
+      destination: toWallet ? 'wallet' : 'gateway',
+      direct: !toWallet && input.direct === true,
+      reason,
+      createdAt: ctx.clock.now(),
+    } as Refund);
+    await em.flush();
+    if (toWallet) {
+      await postWalletEntry(tctx, {
+        user: payment.user,
+        kind: 'credit',
+        amount,
+        currency: payment.currency,
+        source: 'refund',
+        referenceId: refund.id,
+        description: `Refund ${refund.refundKey} of payment ${payment.orderId}`,
+      });
+      refund.status = 'succeeded';
+      settleRefundTotals(tctx, payment, [...refunds, refund]);
+    }
+    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet };
+  });
+
+  if (!recorded.toWallet) await refundAtGateway(ctx, recorded, input.direct === true, reason);
+  const refund = await ctx.em.fork().findOneOrFail(Refund, recorded.refundId);
+  return { payment: await loadPayment(ctx.em, id), refund };
+}
+
+async function refundAtGateway(
+  ctx: ServiceContext,
+  recorded: { refundId: string; paymentId: string; refundKey: string; orderId: string; amount: string },
+  direct: boolean,
+  reason: string | null,
+): Promise<void> {
+  const request = { orderId: recorded.orderId, refundKey: recorded.refundKey, amount: recorded.amount, reason: reason ?? undefined };
+  let result: RefundResult | null = null;
+  let failure: unknown = null;
+  try {
+    result = direct ? await ctx.gateway.directRefund(request) : await ctx.gateway.refund(request);
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err;
+    failure = err;
+  }
+  // NOTE: an unknown outcome stays pending: the refund notification (matched on refund_key) settles it.
+  if (failure instanceof GatewayError && failure.outcomeUnknown) throw failure;
+  await retryingTransaction(ctx.em, async (em) => {
+    // The payment is locked first: the refund notification may be confirming the same refund.
+    const payment = await em.findOneOrFail(Payment, recorded.paymentId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    await em.populate(payment, ['invoice', 'user']);
+    const refund = await em.findOneOrFail(Refund, recorded.refundId);
+    if (result?.accepted) {
+      if (refund.status === 'pending') refund.status = 'succeeded';
+      settleRefundTotals({ ...ctx, em }, payment, await em.find(Refund, { payment }));
+    } else if (refund.status === 'pending') {
+      refund.status = 'failed';
+    }
+  });
+  if (failure) throw failure;
+  if (!result?.accepted) throw new DomainError('gateway_error', `The gateway did not refund: ${result?.statusCode ?? ''} ${String(result?.raw.status_message ?? '')}`.trim());
+}

@@ -1,0 +1,170 @@
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Payment } from '../../db/entities/payment.js';
+import type { Plan } from '../../db/entities/plan.js';
+import { Subscription, type PaymentType } from '../../db/entities/subscription.js';
+import { User } from '../../db/entities/user.js';
+import { addDays, cycleBoundary } from '../../domain/billing-calendar.js';
+import { DomainError, ValidationError } from '../../domain/errors.js';
+import { invoiceStates } from '../../domain/states/invoice-states.js';
+import { startSubscription, subscriptionStates } from '../../domain/states/subscription-states.js';
+import type { Bank } from '../../gateway/types.js';
+import type { DataContext, ServiceContext } from '../context.js';
+import { createInvoice } from '../invoices/create-invoice.js';
+import { notify } from '../notifications/notify.js';
+import { subscriptionData } from '../payments/apply-gateway-event.js';
+import { GATEWAY_CURRENCIES, openPayment } from '../payments/open-payment.js';
+import { loadPayment } from '../payments/find-payment.js';
+import { submitPayment } from '../payments/submit-payment.js';
+import { findSubscribablePlan } from '../plans/get-plan.js';
+import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from './end-subscription.js';
+import { loadSubscription } from './find-subscription.js';
+import { retryingTransaction } from '../shared/retrying-transaction.js';
+
+export interface CreateSubscriptionInput {
+  planId: string;
+  paymentType: PaymentType;
+  token?: string;
+  customerDetails?: { first_name?: string; last_name?: string; email?: string; phone?: string };
+  metadata?: Record<string, unknown>;
+}
+
+export interface CreatedSubscription {
+  subscription: Subscription;
+  /** The first payment; null when the subscription starts with a trial. */
+  payment: Payment | null;
+}
+
+function customerDetails(user: User, given: CreateSubscriptionInput['customerDetails']): Record<string, string> {
+  const fromUser: Record<string, string | null> = { first_name: user.firstName, last_name: user.lastName, email: user.email, phone: user.phone };
+  const merged: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...fromUser, ...given })) if (typeof v === 'string' && v !== '') merged[k] = v;
+  return merged;
+}
+
+/** NOTE: a trial is given once per user and plan: a user who had this plan's trial pays from the start. */
+async function trialAllowed(ctx: DataContext, user: User, plan: Plan): Promise<boolean> {
+  if (plan.trialPeriodDays <= 0) return false;
+  return (await ctx.em.count(Subscription, { user: user.id, plan, trialEnd: { $ne: null } })) === 0;
+}
+
+const isLiveUserViolation = (err: unknown): boolean =>
+  err instanceof UniqueConstraintViolationException && /live_user_id/i.test(err.message);
+
+/**
+ * Subscribes the user to an active plan: a trial, or an open invoice with its first payment
+ * (paid from the wallet at once, or sent to the gateway after the commit). A never-paid live
+ * subscription is canceled and replaced; any other live one answers `subscription_exists`.
+ */
+export async function createSubscription(ctx: ServiceContext, user: User, input: CreateSubscriptionInput): Promise<CreatedSubscription> {
+  if (input.paymentType === 'credit_card' && !input.token?.trim()) {
+    throw new ValidationError([{ field: 'token', message: 'is required for credit_card' }]);
+  }
+  const plan = await findSubscribablePlan(ctx, input.planId);
+  if (input.paymentType !== 'wallet' && !GATEWAY_CURRENCIES.includes(plan.currency)) {
+    throw new ValidationError([
+      { field: 'payment_type', message: `the gateway charges ${GATEWAY_CURRENCIES.join(', ')} only; pay a ${plan.currency} plan from the wallet` },
+    ]);
+  }
+  const metadata: Record<string, unknown> = { ...input.metadata };
+  const bank = input.paymentType === 'bank_transfer' ? ((metadata.bank as Bank | undefined) ?? 'bca') : null;
+  if (bank) metadata.bank = bank;
+
+  let created: { subscriptionId: string; paymentId: string | null; toCancel: string[] };
+  try {
+    created = await retryingTransaction(ctx.em, async (em) => {
+      const tctx = { ...ctx, em };
+      const at = ctx.clock.now();
+      const owner = await em.findOneOrFail(User, user.id);
+      const toCancel: string[] = [];
+      const live = await em.findOne(Subscription, { liveUserId: owner.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (live) {
+        await em.populate(live, ['plan', 'user']);
+        if (!(await wasNeverPaid(tctx, live))) {
+          throw new DomainError('subscription_exists', `You already have a ${live.status.replace(/_/g, ' ')} subscription (${live.id}); cancel it or change its plan.`);
+        }
+        toCancel.push(...(await endSubscriptionNow(tctx, live, 'replaced')));
+        // The replaced subscription must leave the unique live slot before the new one takes it.
+        await em.flush();
+      }
+
+      const trial = await trialAllowed(tctx, owner, plan);
+      const sub = em.create(Subscription, {
+        user: owner,
+        plan,
+        paymentType: input.paymentType,
+        bank,
+        metadata,
+        customerDetails: customerDetails(owner, input.customerDetails),
+        createdAt: at,
+      } as Subscription);
+      startSubscription(sub, trial ? 'trialing' : 'pending');
+      if (trial) {
+        sub.trialEnd = addDays(at, plan.trialPeriodDays);
+        sub.currentPeriodStart = at;
+        sub.currentPeriodEnd = sub.trialEnd;
+        sub.nextBillingDate = sub.trialEnd;
+        // Paid periods are counted from the end of the trial.
+        sub.billingAnchor = sub.trialEnd;
+        await em.flush();
+        notify(tctx, owner, 'subscription_activated', subscriptionData(sub));
+        return { subscriptionId: sub.id, paymentId: null, toCancel };
+      }
+      await em.flush();
+
+      const invoice = await createInvoice(tctx, {
+        user: owner,
+        subscription: sub,
+        currency: plan.currency,
+        billingReason: 'subscription_create',
+        issuedAt: at,
+        dueAt: at,
+        lines: [
+          {
+            description: `${plan.name} (first ${plan.interval} ${plan.intervalUnit}${plan.interval === 1 ? '' : 's'})`,
+            kind: 'subscription',
+            unitAmount: plan.price,
+            periodStart: at,
+            periodEnd: cycleBoundary(at, plan.interval, plan.intervalUnit, 1),
+          },
+        ],
+      });
+      const payment = await openPayment(tctx, {
+        user: owner,
+        subscription: sub,
+        invoice,
+        paymentType: input.paymentType,
+        amount: invoice.totalAmount,
+        currency: plan.currency,
+      });
+      return { subscriptionId: sub.id, paymentId: payment.id, toCancel };
+    });
+  } catch (err) {
+    if (isLiveUserViolation(err)) throw new DomainError('subscription_exists', 'You already have a live subscription.');
+    throw err;
+  }
+
+  await cancelAtGateway(ctx, created.toCancel);
+  if (created.paymentId && input.paymentType !== 'wallet') {
+    await submitPayment(ctx, created.paymentId, {
+      bank: bank ?? undefined,
+      cardToken: input.token,
+      customer: customerDetails(user, input.customerDetails),
+      onRejected: abandonSubscription,
+    });
+  }
+  return {
+    subscription: await loadSubscription(ctx.em, created.subscriptionId),
+    payment: created.paymentId ? await loadPayment(ctx.em, created.paymentId) : null,
+  };
+}
+
+/** The gateway refused the first payment: nothing stays live or payable (the voided invoice keeps its number). */
+async function abandonSubscription(ctx: DataContext, payment: Payment): Promise<void> {
+  const at = ctx.clock.now();
+  if (payment.invoice) invoiceStates.applyIfAllowed(payment.invoice, 'void', at);
+  const sub = payment.subscription;
+  if (sub && subscriptionStates.applyIfAllowed(sub, 'cancel', at)) {
+    sub.cancelReason = 'payment_rejected';
+    sub.nextBillingDate = null;
+  }
+}

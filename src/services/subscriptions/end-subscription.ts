@@ -1,0 +1,54 @@
+import { Invoice } from '../../db/entities/invoice.js';
+import { Payment } from '../../db/entities/payment.js';
+import type { Subscription } from '../../db/entities/subscription.js';
+import { invoiceStates } from '../../domain/states/invoice-states.js';
+import { paymentStates } from '../../domain/states/payment-states.js';
+import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import { GatewayError } from '../../gateway/errors.js';
+import type { DataContext, ServiceContext } from '../context.js';
+import { notify } from '../notifications/notify.js';
+import { subscriptionData } from '../payments/apply-gateway-event.js';
+
+const PAID_STATUSES = ['settled', 'partially_refunded', 'refunded'] as const;
+
+/** True for a subscription nobody ever paid for: `pending`, or `past_due` without a settled payment. */
+export async function wasNeverPaid(ctx: Pick<DataContext, 'em'>, sub: Subscription): Promise<boolean> {
+  if (sub.status === 'pending') return true;
+  if (sub.status !== 'past_due') return false;
+  return (await ctx.em.count(Payment, { subscription: sub, status: { $in: [...PAID_STATUSES] } })) === 0;
+}
+
+/**
+ * Cancels a subscription now, inside the caller's transaction: its pending payments are
+ * canceled and its open invoices voided, so nothing stays payable. Returns the order ids to
+ * cancel at the gateway once the transaction has committed.
+ */
+export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, reason: string | null): Promise<string[]> {
+  const at = ctx.clock.now();
+  subscriptionStates.apply(sub, 'cancel', at);
+  sub.cancelReason = reason;
+  sub.nextBillingDate = null;
+  const orderIds: string[] = [];
+  for (const payment of await ctx.em.find(Payment, { subscription: sub, status: 'pending' })) {
+    paymentStates.apply(payment, 'cancel', at);
+    if (payment.paymentType !== 'wallet') orderIds.push(payment.orderId);
+  }
+  for (const invoice of await ctx.em.find(Invoice, { subscription: sub, status: 'open' })) invoiceStates.apply(invoice, 'void', at);
+  notify(ctx, sub.user, 'subscription_canceled', { ...subscriptionData(sub), cancel_reason: reason });
+  return orderIds;
+}
+
+/**
+ * Cancels payments at the gateway after our commit. A refusal (already paid, already expired,
+ * unknown there) is left to the gateway's own notification: a late settlement of a canceled
+ * payment is still applied, and money for a replaced subscription goes to the wallet.
+ */
+export async function cancelAtGateway(ctx: ServiceContext, orderIds: string[]): Promise<void> {
+  for (const orderId of orderIds) {
+    try {
+      await ctx.gateway.cancel(orderId);
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import { Payment } from '../../db/entities/payment.js';
+import { Subscription } from '../../db/entities/subscription.js';
+import type { User } from '../../db/entities/user.js';
+import { GatewayError } from '../../gateway/errors.js';
+import type { ServiceContext } from '../context.js';
+import { recordAndApplyGatewayEvent } from '../webhooks/process-notification.js';
+import { eventFromTransaction } from '../payments/gateway-event.js';
+import { findOwnSubscription, loadSubscription } from './find-subscription.js';
+import { retryingTransaction } from '../shared/retrying-transaction.js';
+
+export interface PaymentSyncResult {
+  order_id: string;
+  gateway_status: string | null;
+  /** What the webhook pipeline made of the answer (`processed`, `duplicate`, `failed`…), or `unknown_at_gateway`. */
+  outcome: string;
+  error: string | null;
+  changes: string[];
+}
+
+/**
+ * Asks the gateway for the status of each of the subscription's pending payments and applies
+ * the answers like webhook notifications (logged with `source: sync`). Works for any
+ * subscription; callers scope it to a user.
+ */
+export async function syncSubscriptionPayments(ctx: ServiceContext, subscriptionId: string): Promise<PaymentSyncResult[]> {
+  const pending = await ctx.em.fork().find(
+    Payment,
+    { subscription: subscriptionId, status: 'pending', paymentType: { $ne: 'wallet' } },
+    { orderBy: { createdAt: 'asc' } },
+  );
+  const results: PaymentSyncResult[] = [];
+  for (const payment of pending) {
+    let tx;
+    try {
+      tx = await ctx.gateway.status(payment.orderId);
+    } catch (err) {
+      // A charge that timed out before reaching the gateway: nothing to apply; it stays pending.
+      if (err instanceof GatewayError && err.kind === 'not_found') {
+        results.push({ order_id: payment.orderId, gateway_status: null, outcome: 'unknown_at_gateway', changes: [], error: null });
+        continue;
+      }
+      throw err;
+    }
+    if (tx.savedTokenId) {
+      await retryingTransaction(ctx.em, async (em) => {
+        const sub = await em.findOneOrFail(Subscription, subscriptionId);
+        sub.cardToken = tx.savedTokenId;
+      });
+    }
+    const outcome = await recordAndApplyGatewayEvent(ctx, { event: eventFromTransaction(tx), source: 'sync' });
+    results.push({ order_id: payment.orderId, gateway_status: tx.transactionStatus, outcome: outcome.result, changes: outcome.changes, error: outcome.error });
+  }
+  return results;
+}
+
+/** `GET /subscriptions/{id}/sync/`: syncs one of the user's subscriptions and returns it. */
+export async function syncSubscription(ctx: ServiceContext, user: User, id: string): Promise<Subscription> {
+  await findOwnSubscription(ctx.em.fork(), user, id);
+  await syncSubscriptionPayments(ctx, id);
+  return loadSubscription(ctx.em, id);
+}
+
+export interface SyncAllResult {
+  subscription_id: string;
+  username: string;
+  payments: PaymentSyncResult[];
+  status: string;
+  error: string | null;
+}
+
+/**
+ * The operator's reconciliation (`billing-admin subscriptions sync`): syncs every subscription
+ * with a pending gateway payment, optionally of one user (id or username). One failure does not
+ * stop the others; it is reported.
+ */
+export async function syncAllSubscriptions(ctx: ServiceContext, filter: { user?: string } = {}): Promise<SyncAllResult[]> {
+  const em = ctx.em.fork();
+  const where: Record<string, unknown> = { status: 'pending', paymentType: { $ne: 'wallet' }, subscription: { $ne: null } };
+  if (filter.user) {
+    where.user = /^[0-9a-f-]{36}$/i.test(filter.user) ? { id: filter.user } : { username: filter.user };
+  }
+  const payments = await em.find(Payment, where, { populate: ['subscription', 'user'], orderBy: { createdAt: 'asc' } });
+  const subscriptions = new Map<string, string>();
+  for (const p of payments) if (p.subscription) subscriptions.set(p.subscription.id, p.user.username);
+  const results: SyncAllResult[] = [];
+  for (const [subscriptionId, username] of subscriptions) {
+    try {
+      const synced = await syncSubscriptionPayments(ctx, subscriptionId);
+      const sub = await loadSubscription(ctx.em, subscriptionId);
+      results.push({ subscription_id: subscriptionId, username, payments: synced, status: sub.status, error: null });
+    } catch (err) {
+      const sub = await loadSubscription(ctx.em, subscriptionId);
+      results.push({ subscription_id: subscriptionId, username, payments: [], status: sub.status, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  return results;
+}
