@@ -3,11 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { createApp, type AppOptions, type BillingApp } from './app.js';
 import type { Config } from './config.js';
 import { deleteExpiredSessions } from './http/auth/session-store.js';
+import { startDeliveryWorker, type DeliveryWorker } from './services/delivery/delivery-worker.js';
 
 export interface RunningServer {
   billing: BillingApp;
   server: Server;
   url: string;
+  /** Sends queued email and webhook notifications; null when neither channel is configured. */
+  delivery: DeliveryWorker | null;
   stop(): Promise<void>;
 }
 
@@ -39,17 +42,20 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: String(err) }));
   }, 60 * 60 * 1000);
   sweeper.unref();
+  const delivery = startDeliveryWorker({ orm: billing.orm, config: billing.config, clock: billing.clock, logger: billing.logger });
 
   return {
     billing,
     server,
     url,
+    delivery,
     async stop() {
       clearInterval(sweeper);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      await delivery?.stop();
       await billing.close();
     },
   };

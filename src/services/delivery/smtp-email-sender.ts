@@ -1,0 +1,72 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import type SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
+import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
+import type { Notification } from '../../db/entities/notification.js';
+import { delivered, oneLine, permanent, retryable, type ChannelSender, type SendOutcome } from './channels.js';
+import { renderNotificationEmail } from './email-templates.js';
+
+// Deliberately stricter than RFC 5322: anything a mail server would have to guess about fails at once.
+const ADDRESS = /^[^\s@<>()[\],;:"\\]+@[^\s@<>()[\],;:"\\]+\.[^\s@<>()[\],;:"\\]+$/;
+
+/**
+ * NOTE: an SMTP 5xx reply or an address that cannot be an address is permanent: retrying cannot
+ * help, so the entry fails at once. 4xx replies, refused connections and timeouts are temporary.
+ * A 5xx on authentication (EAUTH) is our misconfiguration, not the message's, so it is retried
+ * and an operator can fix the credentials before the retries run out.
+ */
+export function classifySmtpError(err: unknown): SendOutcome {
+  const e = err as SMTPConnection.SMTPError;
+  const code = typeof e?.responseCode === 'number' ? e.responseCode : null;
+  const reason = oneLine(`${code ? `SMTP ${code}` : (e?.code ?? 'SMTP error')}: ${e?.response ?? e?.message ?? String(err)}`);
+  if (code !== null && code >= 500 && e.code !== 'EAUTH') return permanent(reason);
+  if (code === null && e?.code === 'EENVELOPE') return permanent(reason);
+  return retryable(reason);
+}
+
+/** Sends `email` entries through the SMTP server named by SMTP_URL, one connection per message. */
+export class SmtpEmailSender implements ChannelSender {
+  private readonly transport: Transporter<SMTPTransport.SentMessageInfo>;
+
+  constructor(smtpUrl: string, private readonly from: string) {
+    const options: SMTPTransport.Options = {
+      url: smtpUrl,
+      // nodemailer's defaults let a silent server hold a delivery for up to an hour.
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 30_000,
+      dnsTimeout: 10_000,
+    };
+    this.transport = nodemailer.createTransport(options);
+  }
+
+  async send(entry: Notification): Promise<SendOutcome> {
+    const user = entry.user;
+    const address = user.email?.trim() ?? '';
+    if (!address) return permanent('the user has no email address');
+    if (address.length > 254 || !ADDRESS.test(address)) return permanent(`invalid email address ${JSON.stringify(address)}`);
+    let email;
+    try {
+      email = renderNotificationEmail(entry.notificationType, entry.data, user.firstName || user.username);
+    } catch (err) {
+      return permanent(oneLine(`cannot render the email: ${(err as Error).message}`));
+    }
+    const name = [user.firstName, user.lastName].filter(Boolean).join(' ');
+    try {
+      await this.transport.sendMail({
+        from: this.from,
+        to: name ? { name, address } : address,
+        subject: email.subject,
+        text: email.text,
+        html: email.html,
+        headers: { 'X-Billing-Notification-Id': entry.id },
+      });
+      return delivered();
+    } catch (err) {
+      return classifySmtpError(err);
+    }
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+}

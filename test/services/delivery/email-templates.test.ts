@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import type { NotificationType } from '../../../src/db/entities/notification.js';
+import { renderNotificationEmail } from '../../../src/services/delivery/email-templates.js';
+
+const payment = { payment_id: 'pay-1', order_id: 'SUB-ORDER42', amount: '150000.00', currency: 'IDR' };
+const subscription = { subscription_id: 'sub-1', plan_name: 'Pro Team', plan_slug: 'pro-monthly', current_period_end: '2026-12-22T00:00:00.000Z' };
+const topup = { topup_id: 'top-1', order_id: 'TOPUP-77', amount: '250000.00', currency: 'IDR' };
+
+/** Every type of DECISIONS §5, with the data its event carries and what its email must show. */
+const CASES: Record<NotificationType, { data: Record<string, unknown>; shows: string[] }> = {
+  payment_pending: { data: { ...payment, payment_type: 'bank_transfer', bank: 'bni', va_number: '9881234567890', expiry_time: '2026-11-23T10:00:00.000Z' }, shows: ['SUB-ORDER42', 'IDR 150,000.00', '9881234567890', 'BNI', '2026-11-23 10:00 UTC'] },
+  payment_succeeded: { data: { ...payment, payment_type: 'gopay' }, shows: ['SUB-ORDER42', 'IDR 150,000.00', 'GoPay', 'receipt'] },
+  payment_failed: { data: { ...payment, payment_type: 'credit_card', gateway_status: 'deny' }, shows: ['SUB-ORDER42', 'IDR 150,000.00', 'deny'] },
+  payment_refunded: { data: { ...payment, refunded_amount: '50000.00' }, shows: ['SUB-ORDER42', 'IDR 50,000.00', 'IDR 150,000.00'] },
+  subscription_activated: { data: subscription, shows: ['Pro Team', '2026-12-22'] },
+  subscription_past_due: { data: { ...subscription, status: 'past_due' }, shows: ['Pro Team', 'overdue'] },
+  subscription_canceled: { data: { ...subscription, canceled_at: '2026-11-22T08:15:00.000Z', cancel_reason: 'dunning_exhausted' }, shows: ['Pro Team', 'canceled', '2026-11-22 08:15 UTC', 'dunning exhausted'] },
+  subscription_paused: { data: { ...subscription, paused_at: '2026-11-20T09:00:00.000Z' }, shows: ['Pro Team', 'paused', '2026-11-20 09:00 UTC'] },
+  subscription_resumed: { data: { ...subscription, next_billing_date: '2026-12-25T00:00:00.000Z' }, shows: ['Pro Team', 'active again', '2026-12-25'] },
+  subscription_plan_changed: { data: { ...subscription, old_plan_name: 'Basic', amount: '66666.67', currency: 'IDR' }, shows: ['Basic', 'Pro Team', 'IDR 66,666.67'] },
+  subscription_renewed: { data: subscription, shows: ['Pro Team', 'renewed', '2026-12-22'] },
+  subscription_expired: { data: subscription, shows: ['Pro Team', 'ended'] },
+  trial_will_end: { data: { ...subscription, trial_end: '2026-12-01T00:00:00.000Z', price: '150000.00', currency: 'IDR' }, shows: ['Pro Team', '2026-12-01', 'IDR 150,000.00'] },
+  topup_succeeded: { data: { ...topup, balance_after: '1250000.00' }, shows: ['TOPUP-77', 'IDR 250,000.00', 'IDR 1,250,000.00'] },
+  topup_failed: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'did not go through'] },
+  topup_expired: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'expired'] },
+};
+
+describe('notification emails', () => {
+  it('covers all 16 notification types', () => {
+    expect(Object.keys(CASES)).toHaveLength(16);
+  });
+
+  it.each(Object.entries(CASES))('renders %s with a subject, a text and an HTML body that carry its key data', (type, { data, shows }) => {
+    const email = renderNotificationEmail(type as NotificationType, data, 'Dewi');
+    expect(email.subject.trim()).not.toBe('');
+    expect(email.subject).not.toMatch(/undefined|null|\[object/);
+    expect(email.text).toMatch(/^Hello Dewi,/);
+    expect(email.html).toMatch(/^<!doctype html>/);
+    for (const value of shows) {
+      expect(`${email.subject}\n${email.text}`.toLowerCase(), `text of ${type} shows ${value}`).toContain(value.toLowerCase());
+      expect(email.html.toLowerCase(), `html of ${type} shows ${value}`).toContain(value.toLowerCase());
+    }
+    expect(email.text).not.toMatch(/undefined|\[object/);
+    expect(email.html).not.toMatch(/undefined|\[object/);
+  });
+
+  it('gives each payment method its own instructions: bill key for echannel, a QR link for QRIS', () => {
+    const echannel = renderNotificationEmail('payment_pending', { ...payment, payment_type: 'echannel', bank: 'mandiri', bill_key: '776655443322', biller_code: '70012' });
+    expect(echannel.text).toContain('Biller code: 70012');
+    expect(echannel.text).toContain('Bill key: 776655443322');
+    expect(echannel.text).toContain('Mandiri bill payment');
+
+    const qris = renderNotificationEmail('payment_pending', { ...payment, payment_type: 'qris', qr_code_url: 'https://pay.example/qr/abc?x=1&y=2' });
+    expect(qris.text).toContain('Open the QR code: https://pay.example/qr/abc?x=1&y=2');
+    expect(qris.html).toContain('<a href="https://pay.example/qr/abc?x=1&amp;y=2"');
+  });
+
+  it('escapes every data value in the HTML and never links a non-http URL', () => {
+    const email = renderNotificationEmail(
+      'payment_pending',
+      { ...payment, order_id: '<script>alert("x")</script>', bank: '"><img src=x onerror=alert(1)>', va_number: "1'2&3", qr_code_url: 'javascript:alert(1)' },
+      '<b>Eve</b>',
+    );
+    expect(email.html).not.toContain('<script>');
+    expect(email.html).not.toContain('<img');
+    expect(email.html).not.toContain('<b>Eve</b>');
+    expect(email.html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
+    expect(email.html).toContain('1&#39;2&amp;3');
+    expect(email.html).not.toMatch(/href="javascript:/i);
+    expect(email.text).toContain('<script>alert("x")</script>');
+  });
+
+  it('keeps the subject on one line whatever the data holds', () => {
+    const email = renderNotificationEmail('subscription_activated', { plan_name: 'Pro\r\nBcc: victim@example.com' });
+    expect(email.subject).not.toMatch(/[\r\n]/);
+  });
+
+  it('leaves out facts the event did not carry instead of printing empty values', () => {
+    const email = renderNotificationEmail('subscription_activated', {});
+    expect(email.subject).toBe('Your subscription is active');
+    expect(email.text).not.toMatch(/Plan:|Current period ends:/);
+  });
+});
