@@ -1,4 +1,4 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
 import { verifySignature } from '../../gateway/signature.js';
@@ -146,17 +146,15 @@ export async function recordNotification(ctx: DataContext, input: RecordInput): 
 class AlreadyClaimed extends Error {}
 
 /**
- * Sets the log's final status after an attempt, in its own short transaction, but only while the
- * row is still processable: a concurrent attempt that processed it wins.
+ * Sets the log's final status after an attempt, but only while the row is still processable: a
+ * concurrent attempt that processed it wins. One conditional UPDATE (a write first, for SQLite).
  */
 async function settleLog(ctx: DataContext, logId: string, status: WebhookLogStatus, error: string | null): Promise<void> {
-  await ctx.em.fork().transactional(async (em) => {
-    const log = await em.findOneOrFail(WebhookLog, logId);
-    if (!REPLAYABLE_STATUSES.includes(log.status)) return;
-    log.status = status;
-    log.error = error === null ? null : clip(error, MAX_ERROR_LENGTH);
-    log.attempts += 1;
-  });
+  await ctx.em.fork().nativeUpdate(
+    WebhookLog,
+    { id: logId, status: { $in: [...REPLAYABLE_STATUSES] } },
+    { status, error: error === null ? null : clip(error, MAX_ERROR_LENGTH), attempts: raw('attempts + 1'), updatedAt: new Date() },
+  );
 }
 
 async function reload(ctx: DataContext, logId: string): Promise<WebhookLog> {
