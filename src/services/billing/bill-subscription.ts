@@ -1,0 +1,294 @@
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
+import { Payment } from '../../db/entities/payment.js';
+import type { Plan } from '../../db/entities/plan.js';
+import { Subscription } from '../../db/entities/subscription.js';
+import { Invoice } from '../../db/entities/invoice.js';
+import { boundaryAfter, isoDate } from '../../domain/billing-calendar.js';
+import { invoiceStates } from '../../domain/states/invoice-states.js';
+import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import { GatewayError } from '../../gateway/errors.js';
+import type { DataContext, ServiceContext } from '../context.js';
+import { createInvoice } from '../invoices/create-invoice.js';
+import { notify } from '../notifications/notify.js';
+import { subscriptionData } from '../payments/apply-gateway-event.js';
+import { submitPayment } from '../payments/submit-payment.js';
+import { cancelAtGateway, endSubscriptionNow } from '../subscriptions/end-subscription.js';
+import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js';
+import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
+import { collectInvoice, followUp, markPastDue, nothingAfter, type AfterCommit, type Counts } from './collect-renewal.js';
+import { dunningSchedule, nextDunningStep, RESUBMIT_AFTER_MS, retriesDueBy } from './dunning-schedule.js';
+
+export type StepAction = DueAction['kind'] | 'locked_elsewhere' | 'already_invoiced';
+
+/** What one step did (or, in a dry run, would do) to one subscription. */
+export interface StepResult {
+  subscriptionId: string;
+  action: StepAction;
+  counts: Counts;
+  invoiceNumber: string | null;
+  /** The payment made by this step, once the gateway answered: settled, pending, failed… */
+  paymentStatus: string | null;
+  error: string | null;
+  after: AfterCommit;
+  /** The subscription's status when the step committed. */
+  status: string;
+}
+
+const POPULATE = ['plan', 'pendingPlan', 'user'] as const;
+
+function isPostgres(em: EntityManager): boolean {
+  return !em.getPlatform().constructor.name.includes('Sqlite');
+}
+
+/**
+ * The subscription, locked for this transaction; null when another billing run holds it.
+ * NOTE: PostgreSQL takes FOR UPDATE SKIP LOCKED so that parallel runs split the work instead of
+ * queueing; SQLite has a single writer, which serialises runs by itself.
+ */
+async function claim(em: EntityManager, id: string): Promise<Subscription | null> {
+  const sub = await em.findOne(Subscription, { id }, isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE } : {});
+  if (sub) await em.populate(sub, POPULATE);
+  return sub;
+}
+
+function result(sub: Subscription, action: StepAction, fields: Partial<StepResult> = {}): StepResult {
+  return { subscriptionId: sub.id, action, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: sub.status, ...fields };
+}
+
+/** A scheduled plan takes effect at renewal; a new interval starts a new billing grid at the renewal. */
+function applyScheduledPlan(ctx: DataContext, sub: Subscription, plan: Plan, periodStart: Date): void {
+  const old = sub.plan;
+  if (old.interval !== plan.interval || old.intervalUnit !== plan.intervalUnit) sub.billingAnchor = periodStart;
+  sub.plan = plan;
+  sub.pendingPlan = null;
+  notify(ctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: old.name, plan_name: plan.name, applied_at_renewal: true });
+}
+
+/**
+ * NOTE: a renewal invoice pays for the period that starts where the current one ends and ends
+ * at the next boundary of the billing anchor; it is due RENEWAL_DUE_DAYS after it is issued.
+ * A trial's first invoice is the same thing: the trial is the current period, the anchor its end.
+ */
+async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | null): Promise<StepResult> {
+  const at = ctx.clock.now();
+  const counts: Counts = { renewed: 1 };
+  if (sub.status === 'trialing') counts.trial_ended = 1;
+  const periodStart = sub.currentPeriodEnd ?? sub.nextBillingDate!;
+  if (planChange) {
+    applyScheduledPlan(ctx, sub, planChange, periodStart);
+    counts.plan_changes = 1;
+  }
+  const plan = sub.plan;
+  const periodEnd = boundaryAfter(sub.billingAnchor ?? periodStart, plan.interval, plan.intervalUnit, periodStart);
+  const schedule = dunningSchedule(at, ctx.config);
+  const invoice = await createInvoice(ctx, {
+    user: sub.user,
+    subscription: sub,
+    currency: plan.currency,
+    billingReason: 'subscription_cycle',
+    issuedAt: at,
+    dueAt: schedule.dueAt,
+    periodStart,
+    periodEnd,
+    lines: [{ description: `${plan.name} (${isoDate(periodStart)} to ${isoDate(periodEnd)})`, kind: 'subscription', unitAmount: plan.price, periodStart, periodEnd }],
+  });
+  invoice.nextRetryAt = schedule.dueAt;
+  // The unique (subscription, billing_reason, period_start) constraint answers here.
+  await ctx.em.flush();
+  const collection = await collectInvoice(ctx, sub, invoice);
+  for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
+  return result(sub, 'renew', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after });
+}
+
+/**
+ * Dunning of an open renewal invoice at `at`: past due after the due instant, a new attempt at
+ * each retry instant, and one day after the last retry the subscription is canceled
+ * (dunning_exhausted) and the invoice uncollectible. Between retries it only re-attempts what
+ * never reached the gateway.
+ */
+async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): Promise<StepResult> {
+  const at = ctx.clock.now();
+  const schedule = dunningSchedule(invoice.createdAt, ctx.config);
+  if (at.getTime() >= schedule.cancelAt.getTime()) {
+    invoiceStates.apply(invoice, 'mark_uncollectible', at);
+    invoice.nextRetryAt = null;
+    const cancelOrderIds = await endSubscriptionNow(ctx, sub, 'dunning_exhausted');
+    return result(sub, 'collect', { counts: { canceled: 1 }, invoiceNumber: invoice.number, after: { ...nothingAfter(), cancelOrderIds } });
+  }
+  const counts: Counts = {};
+  if (at.getTime() >= schedule.dueAt.getTime() && markPastDue(ctx, sub, at)) counts.past_due = 1;
+  const retries = retriesDueBy(schedule, at);
+  const retry = retries > invoice.retryCount;
+  const next = retry ? null : await followUp(ctx, invoice, at);
+  if (retry) invoice.retryCount = retries;
+  invoice.nextRetryAt = nextDunningStep(schedule, at, invoice.retryCount);
+  if (retry || next === 'reattempt') {
+    if (retry) counts.retried = 1;
+    const collection = await collectInvoice(ctx, sub, invoice);
+    for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
+    return result(sub, 'collect', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after });
+  }
+  if (next === 'resubmit') {
+    return result(sub, 'collect', { counts, invoiceNumber: invoice.number, after: { ...nothingAfter(), resubmit: { subscriptionId: sub.id, invoiceId: invoice.id } } });
+  }
+  if (next === 'wait') {
+    const latest = await ctx.em.findOneOrFail(Payment, { invoice, status: 'pending' }, { orderBy: { createdAt: 'desc' } });
+    const recheck = new Date(latest.createdAt.getTime() + RESUBMIT_AFTER_MS);
+    if (recheck.getTime() < invoice.nextRetryAt.getTime()) invoice.nextRetryAt = recheck;
+  }
+  return result(sub, 'collect', { counts, invoiceNumber: invoice.number });
+}
+
+function expire(ctx: DataContext, sub: Subscription): StepResult {
+  const at = ctx.clock.now();
+  subscriptionStates.apply(sub, 'expire', at);
+  sub.nextBillingDate = null;
+  sub.cancelAtPeriodEnd = false;
+  notify(ctx, sub.user, 'subscription_expired', { ...subscriptionData(sub), cycles_completed: sub.cyclesCompleted });
+  return result(sub, 'expire', { counts: { expired: 1 } });
+}
+
+async function act(ctx: DataContext, sub: Subscription, action: DueAction): Promise<StepResult> {
+  const at = ctx.clock.now();
+  switch (action.kind) {
+    case 'cancel_at_period_end': {
+      // The user's own reason (given when they asked) stays; the open renewal invoice, if any, is voided.
+      const cancelOrderIds = await endSubscriptionNow(ctx, sub, sub.cancelReason);
+      return result(sub, action.kind, { counts: { canceled: 1 }, after: { ...nothingAfter(), cancelOrderIds } });
+    }
+    case 'expire':
+      return expire(ctx, sub);
+    case 'plan_change_blocked':
+      return result(sub, action.kind, { error: action.message });
+    case 'renew':
+      return renew(ctx, sub, action.planChange);
+    case 'collect':
+      return collect(ctx, sub, action.invoice);
+    case 'trial_notice':
+      sub.trialWillEndNotifiedAt = at;
+      notify(ctx, sub.user, 'trial_will_end', subscriptionData(sub));
+      return result(sub, action.kind, { counts: { trial_notices: 1 } });
+  }
+}
+
+/** What a real step would do, from the same decision, without writing anything. */
+async function preview(ctx: DataContext, id: string): Promise<StepResult | null> {
+  const em = ctx.em.fork();
+  const sub = await em.findOne(Subscription, { id }, { populate: POPULATE });
+  if (!sub) return null;
+  const at = ctx.clock.now();
+  const action = dueAction(sub, await openRenewalInvoice(em, sub), at);
+  if (!action) return null;
+  const counts: Counts = {};
+  let invoiceNumber: string | null = null;
+  if (action.kind === 'renew') {
+    counts.renewed = 1;
+    if (sub.status === 'trialing') counts.trial_ended = 1;
+    if (action.planChange) counts.plan_changes = 1;
+  } else if (action.kind === 'collect') {
+    invoiceNumber = action.invoice.number;
+    const schedule = dunningSchedule(action.invoice.createdAt, ctx.config);
+    if (at.getTime() >= schedule.cancelAt.getTime()) counts.canceled = 1;
+    else {
+      if (at.getTime() >= schedule.dueAt.getTime() && sub.status !== 'past_due') counts.past_due = 1;
+      if (retriesDueBy(schedule, at) > action.invoice.retryCount) counts.retried = 1;
+    }
+  } else if (action.kind === 'cancel_at_period_end') counts.canceled = 1;
+  else if (action.kind === 'expire') counts.expired = 1;
+  else if (action.kind === 'trial_notice') counts.trial_notices = 1;
+  return result(sub, action.kind, { counts, invoiceNumber, error: action.kind === 'plan_change_blocked' ? action.message : null });
+}
+
+/**
+ * One step of billing one subscription at the context's clock, in one transaction: the first
+ * thing due (cancel at period end, expire, renew, dunning, trial notice), or null when nothing
+ * is. A crash leaves either all of the step or none of it. Gateway calls come afterwards, in
+ * finishStep.
+ */
+export async function billSubscriptionStep(ctx: ServiceContext, id: string, opts: { dryRun?: boolean } = {}): Promise<StepResult | null> {
+  if (opts.dryRun) return preview(ctx, id);
+  try {
+    return await ctx.em.fork().transactional(async (em) => {
+      const tctx = { ...ctx, em };
+      const sub = await claim(em, id);
+      if (!sub) {
+        const exists = await em.fork().count(Subscription, { id });
+        return exists ? { subscriptionId: id, action: 'locked_elsewhere' as const, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '' } : null;
+      }
+      const action = dueAction(sub, await openRenewalInvoice(em, sub), ctx.clock.now());
+      return action ? act(tctx, sub, action) : null;
+    });
+  } catch (err) {
+    // Another run invoiced this period between our look and our insert: nothing to do here.
+    if (err instanceof UniqueConstraintViolationException && /invoices_subscription_period_unique/.test(err.message)) {
+      return { subscriptionId: id, action: 'already_invoiced', counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '' };
+    }
+    throw err;
+  }
+}
+
+const DECLINES: readonly string[] = ['denied_token'];
+
+/** Re-checks past_due after a declined charge (applyGatewayEvent may see a same-instant payment as newer). */
+async function pastDueAfterDecline(ctx: ServiceContext, subscriptionId: string): Promise<boolean> {
+  return ctx.em.fork().transactional(async (em) => {
+    const sub = await em.findOneOrFail(Subscription, subscriptionId, { populate: POPULATE });
+    const open = await em.count(Invoice, { subscription: sub, billingReason: 'subscription_cycle', status: 'open' });
+    return open > 0 && markPastDue({ ...ctx, em }, sub, ctx.clock.now());
+  });
+}
+
+/**
+ * The gateway half of a step, after its commit: cancels superseded payments, sends the new
+ * payment (the answer is applied through the same path as every charge) and classifies the
+ * outcome. A gateway that is down leaves the invoice to be re-attempted by the next run.
+ */
+export async function finishStep(ctx: ServiceContext, step: StepResult): Promise<void> {
+  const { after } = step;
+  await cancelAtGateway(ctx, after.cancelOrderIds);
+  const counts = step.counts;
+  const bump = (k: keyof Counts) => (counts[k] = (counts[k] ?? 0) + 1);
+
+  if (after.resubmit) {
+    const synced = await syncSubscriptionPayments(ctx, after.resubmit.subscriptionId);
+    for (const lost of synced.filter((r) => r.outcome === 'unknown_at_gateway')) {
+      const payment = await ctx.em.fork().findOne(Payment, { orderId: lost.order_id, invoice: after.resubmit.invoiceId });
+      const sub = await ctx.em.fork().findOneOrFail(Subscription, after.resubmit.subscriptionId);
+      if (payment) {
+        after.submit = {
+          paymentId: payment.id,
+          invoiceId: after.resubmit.invoiceId,
+          options: { bank: (sub.bank as never) ?? undefined, cardToken: sub.cardToken, merchantInitiated: sub.paymentType === 'credit_card', customer: sub.customerDetails },
+        };
+      }
+    }
+  }
+  if (!after.submit) return;
+
+  const { paymentId, invoiceId, options } = after.submit;
+  let declined = false;
+  try {
+    await submitPayment(ctx, paymentId, options);
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err;
+    step.error = `gateway ${err.kind}: ${err.message}`;
+    declined = DECLINES.includes(err.kind);
+    if (!err.outcomeUnknown && !declined) {
+      // The gateway never took the charge: the next run makes a new attempt.
+      await ctx.em.fork().transactional(async (em) => {
+        const invoice = await em.findOne(Invoice, { id: invoiceId, status: 'open' });
+        if (invoice) invoice.nextRetryAt = ctx.clock.now();
+      });
+    }
+  }
+  const payment = await ctx.em.fork().findOneOrFail(Payment, paymentId);
+  step.paymentStatus = payment.status;
+  if (payment.status === 'settled') bump('charged');
+  else if (payment.status === 'pending') bump('pending');
+  else bump('failed');
+  if (payment.status === 'failed' && (declined || payment.gatewayStatus !== null) && (await pastDueAfterDecline(ctx, step.subscriptionId))) bump('past_due');
+  const sub = await ctx.em.fork().findOneOrFail(Subscription, step.subscriptionId);
+  if (sub.status === 'past_due' && step.status !== 'past_due' && !counts.past_due) bump('past_due');
+  step.status = sub.status;
+}

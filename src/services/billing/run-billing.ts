@@ -1,0 +1,117 @@
+import type { ServiceContext } from '../context.js';
+import { dueSubscriptionIds } from './billing-actions.js';
+import { billSubscriptionStep, finishStep, type StepAction, type StepResult } from './bill-subscription.js';
+import type { BillingCounter } from './collect-renewal.js';
+
+export interface BillingRunOptions {
+  /** The run's time (default: the context's clock now). Everything due at or before it is done. */
+  at?: Date;
+  /** At most this many subscriptions. */
+  limit?: number;
+  /** Report what would happen; write nothing and call no gateway. */
+  dryRun?: boolean;
+  /** Subscriptions fetched per page. */
+  chunkSize?: number;
+  onProgress?: (progress: { processed: number; report: BillingRunReport }) => void;
+}
+
+export interface BillingRunAction {
+  subscription_id: string;
+  action: StepAction | 'error';
+  invoice_number: string | null;
+  payment_status: string | null;
+  status: string;
+  error: string | null;
+}
+
+export type BillingRunReport = {
+  at: string;
+  dry_run: boolean;
+  /** Subscriptions that had something due. */
+  subscriptions: number;
+  errors: { subscription_id: string; message: string }[];
+  actions: BillingRunAction[];
+} & Record<BillingCounter, number>;
+
+export const COUNTERS: readonly BillingCounter[] = [
+  'renewed',
+  'charged',
+  'pending',
+  'failed',
+  'retried',
+  'past_due',
+  'canceled',
+  'expired',
+  'trial_ended',
+  'trial_notices',
+  'plan_changes',
+];
+
+/** Steps per subscription and run: a subscription years behind catches up, a bug cannot spin forever. */
+const MAX_STEPS = 500;
+
+function emptyReport(at: Date, dryRun: boolean): BillingRunReport {
+  const counters = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<BillingCounter, number>;
+  return { at: at.toISOString(), dry_run: dryRun, subscriptions: 0, ...counters, errors: [], actions: [] };
+}
+
+function record(report: BillingRunReport, step: StepResult): void {
+  for (const [k, v] of Object.entries(step.counts)) report[k as BillingCounter] += v ?? 0;
+  report.actions.push({
+    subscription_id: step.subscriptionId,
+    action: step.action,
+    invoice_number: step.invoiceNumber,
+    payment_status: step.paymentStatus,
+    status: step.status,
+    error: step.error,
+  });
+  if (step.error) report.errors.push({ subscription_id: step.subscriptionId, message: step.error });
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/**
+ * One billing pass (DECISIONS §4, `billing-admin billing run`, the in-server scheduler): every
+ * subscription with something due at `at` is brought up to date, one transaction per step,
+ * each subscription as far as it goes (a run far in the future catches up on every missed
+ * cycle and dunning step). A failure of one subscription is reported and does not stop the others.
+ */
+export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = {}): Promise<BillingRunReport> {
+  const at = opts.at ?? ctx.clock.now();
+  // NOTE: the whole run happens "at" one instant: every use case below stamps its rows with it.
+  const runCtx: ServiceContext = { ...ctx, clock: { now: () => new Date(at.getTime()) } };
+  const dryRun = opts.dryRun ?? false;
+  const report = emptyReport(at, dryRun);
+  const chunk = Math.max(1, Math.min(opts.chunkSize ?? 200, opts.limit ?? Infinity));
+  let afterId: string | null = null;
+
+  for (;;) {
+    const ids = await dueSubscriptionIds(ctx.em.fork(), at, afterId, chunk);
+    if (ids.length === 0) break;
+    for (const id of ids) {
+      if (opts.limit !== undefined && report.subscriptions >= opts.limit) return report;
+      let stepped = false;
+      for (let n = 0; n < MAX_STEPS; n += 1) {
+        let step: StepResult | null;
+        try {
+          step = await billSubscriptionStep(runCtx, id, { dryRun });
+          if (step && !dryRun) await finishStep(runCtx, step);
+        } catch (err) {
+          report.errors.push({ subscription_id: id, message: messageOf(err) });
+          report.actions.push({ subscription_id: id, action: 'error', invoice_number: null, payment_status: null, status: '', error: messageOf(err) });
+          stepped = true;
+          break;
+        }
+        if (!step) break;
+        stepped = true;
+        record(report, step);
+        // Stop at anything that cannot progress further at this instant.
+        if (dryRun || step.error || step.action === 'locked_elsewhere' || step.action === 'already_invoiced' || step.action === 'plan_change_blocked') break;
+      }
+      if (stepped) report.subscriptions += 1;
+      opts.onProgress?.({ processed: report.subscriptions, report });
+    }
+    afterId = ids[ids.length - 1];
+  }
+  return report;
+}
