@@ -1,10 +1,13 @@
 import { Command } from 'commander';
 import { registerDbCommands } from './commands/db.js';
+import { registerNotificationCommands } from './commands/notifications.js';
 import { registerPaymentCommands } from './commands/payments.js';
 import { registerPlanCommands } from './commands/plans.js';
 import { registerSimulateCommands } from './commands/simulate.js';
+import { registerSubscriptionCommands } from './commands/subscriptions.js';
 import { registerUserCommands } from './commands/users.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
+import { registerWalletCommands } from './commands/wallet.js';
 import { exitCodeFor } from './runtime.js';
 
 const program = new Command('billing-admin')
@@ -17,8 +20,11 @@ registerDbCommands(program);
 registerUserCommands(program);
 registerPlanCommands(program);
 registerSimulateCommands(program);
+registerNotificationCommands(program);
 registerWebhookCommands(program);
 registerPaymentCommands(program);
+registerWalletCommands(program);
+registerSubscriptionCommands(program);
 
 try {
   await program.parseAsync(process.argv);
