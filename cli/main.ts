@@ -4,10 +4,8 @@ import { registerNotificationCommands } from './commands/notifications.js';
 import { registerPaymentCommands } from './commands/payments.js';
 import { registerPlanCommands } from './commands/plans.js';
 import { registerSimulateCommands } from './commands/simulate.js';
-import { registerSubscriptionCommands } from './commands/subscriptions.js';
 import { registerUserCommands } from './commands/users.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
-import { registerWalletCommands } from './commands/wallet.js';
 import { exitCodeFor } from './runtime.js';
 
 const program = new Command('billing-admin')
@@ -23,8 +21,6 @@ registerSimulateCommands(program);
 registerNotificationCommands(program);
 registerWebhookCommands(program);
 registerPaymentCommands(program);
-registerWalletCommands(program);
-registerSubscriptionCommands(program);
 
 try {
   await program.parseAsync(process.argv);
