@@ -11,6 +11,9 @@ import { verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
  */
 export async function expectLedgerExact(orm: Orm): Promise<void> {
   const conn = orm.em.fork().getConnection();
+  // SQLite keeps money as integer minor units (src/db/types/money-type.ts), PostgreSQL as numeric.
+  const scale = orm.em.getPlatform().constructor.name.includes('Sqlite') ? 100 : 1;
+  const amount = (raw: string | number) => new Decimal(String(raw)).dividedBy(scale);
   const wallets = (await conn.execute('select id, balance from wallets')) as { id: string; balance: string | number }[];
   const entries = (await conn.execute('select wallet_id, kind, amount, balance_after from wallet_transactions')) as {
     wallet_id: string;
@@ -20,10 +23,11 @@ export async function expectLedgerExact(orm: Orm): Promise<void> {
   }[];
   for (const w of wallets) {
     const mine = entries.filter((e) => e.wallet_id === w.id);
-    const sum = mine.reduce((acc, e) => (e.kind === 'credit' ? acc.plus(String(e.amount)) : acc.minus(String(e.amount))), new Decimal(0));
-    expect(new Decimal(String(w.balance)).toFixed(2), `wallet ${w.id}: balance vs credits minus debits`).toBe(sum.toFixed(2));
+    const sum = mine.reduce((acc, e) => (e.kind === 'credit' ? acc.plus(amount(e.amount)) : acc.minus(amount(e.amount))), new Decimal(0));
+    expect(amount(w.balance).toFixed(2), `wallet ${w.id}: balance vs credits minus debits`).toBe(sum.toFixed(2));
     for (const e of mine) {
-      expect(new Decimal(String(e.balance_after)).isNegative(), `wallet ${w.id}: an entry left the balance negative`).toBe(false);
+      expect(amount(e.amount).isPositive(), `wallet ${w.id}: an entry with a non-positive amount`).toBe(true);
+      expect(amount(e.balance_after).isNegative(), `wallet ${w.id}: an entry left the balance negative`).toBe(false);
       expect(['credit', 'debit']).toContain(e.kind);
     }
   }
