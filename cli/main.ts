@@ -6,6 +6,7 @@ import { registerPlanCommands } from './commands/plans.js';
 import { registerSimulateCommands } from './commands/simulate.js';
 import { registerUserCommands } from './commands/users.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
+import { registerWalletCommands } from './commands/wallet.js';
 import { exitCodeFor } from './runtime.js';
 
 const program = new Command('billing-admin')
@@ -21,6 +22,7 @@ registerSimulateCommands(program);
 registerNotificationCommands(program);
 registerWebhookCommands(program);
 registerPaymentCommands(program);
+registerWalletCommands(program);
 
 try {
   await program.parseAsync(process.argv);
