@@ -4,6 +4,7 @@ import { registerNotificationCommands } from './commands/notifications.js';
 import { registerPaymentCommands } from './commands/payments.js';
 import { registerPlanCommands } from './commands/plans.js';
 import { registerSimulateCommands } from './commands/simulate.js';
+import { registerSubscriptionCommands } from './commands/subscriptions.js';
 import { registerUserCommands } from './commands/users.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
 import { registerWalletCommands } from './commands/wallet.js';
@@ -23,6 +24,7 @@ registerNotificationCommands(program);
 registerWebhookCommands(program);
 registerPaymentCommands(program);
 registerWalletCommands(program);
+registerSubscriptionCommands(program);
 
 try {
   await program.parseAsync(process.argv);

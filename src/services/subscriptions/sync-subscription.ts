@@ -63,8 +63,11 @@ export async function syncSubscription(ctx: ServiceContext, user: User, id: stri
 export interface SyncAllResult {
   subscription_id: string;
   username: string;
+  status_before: string;
+  status_after: string;
+  /** `synced`; `failed` when a gateway answer could not be applied; `gateway_error` when the gateway did not answer. */
+  result: 'synced' | 'failed' | 'gateway_error';
   payments: PaymentSyncResult[];
-  status: string;
   error: string | null;
 }
 
@@ -73,25 +76,36 @@ export interface SyncAllResult {
  * with a pending gateway payment, optionally of one user (id or username). One failure does not
  * stop the others; it is reported.
  */
-export async function syncAllSubscriptions(ctx: ServiceContext, filter: { user?: string } = {}): Promise<SyncAllResult[]> {
-  const em = ctx.em.fork();
+export async function syncAllSubscriptions(
+  ctx: ServiceContext,
+  filter: { user?: string } = {},
+  progress?: (item: SyncAllResult, index: number, total: number) => void,
+): Promise<SyncAllResult[]> {
   const where: Record<string, unknown> = { status: 'pending', paymentType: { $ne: 'wallet' }, subscription: { $ne: null } };
-  if (filter.user) {
-    where.user = /^[0-9a-f-]{36}$/i.test(filter.user) ? { id: filter.user } : { username: filter.user };
-  }
-  const payments = await em.find(Payment, where, { populate: ['subscription', 'user'], orderBy: { createdAt: 'asc' } });
-  const subscriptions = new Map<string, string>();
-  for (const p of payments) if (p.subscription) subscriptions.set(p.subscription.id, p.user.username);
+  if (filter.user) where.user = UUID.test(filter.user) ? { id: filter.user.toLowerCase() } : { username: filter.user };
+  const payments = await ctx.em.fork().find(Payment, where, { populate: ['subscription', 'user'], orderBy: { createdAt: 'asc' } });
+  const subscriptions = new Map<string, { username: string; statusBefore: string }>();
+  for (const p of payments) if (p.subscription) subscriptions.set(p.subscription.id, { username: p.user.username, statusBefore: p.subscription.status });
+
   const results: SyncAllResult[] = [];
-  for (const [subscriptionId, username] of subscriptions) {
+  for (const [subscriptionId, { username, statusBefore }] of subscriptions) {
+    let synced: PaymentSyncResult[] = [];
+    let result: SyncAllResult['result'] = 'synced';
+    let error: string | null = null;
     try {
-      const synced = await syncSubscriptionPayments(ctx, subscriptionId);
-      const sub = await loadSubscription(ctx.em, subscriptionId);
-      results.push({ subscription_id: subscriptionId, username, payments: synced, status: sub.status, error: null });
+      synced = await syncSubscriptionPayments(ctx, subscriptionId);
+      const failed = synced.find((r) => r.outcome === 'failed');
+      if (failed) [result, error] = ['failed', failed.error];
     } catch (err) {
-      const sub = await loadSubscription(ctx.em, subscriptionId);
-      results.push({ subscription_id: subscriptionId, username, payments: [], status: sub.status, error: err instanceof Error ? err.message : String(err) });
+      if (!(err instanceof GatewayError)) throw err;
+      [result, error] = ['gateway_error', err.message];
     }
+    const sub = await loadSubscription(ctx.em, subscriptionId);
+    const item = { subscription_id: subscriptionId, username, status_before: statusBefore, status_after: sub.status, result, payments: synced, error };
+    results.push(item);
+    progress?.(item, results.length - 1, subscriptions.size);
   }
   return results;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,0 +1,40 @@
+import type { Command } from 'commander';
+import { syncAllSubscriptions, type SyncAllResult } from '../../src/services/subscriptions/sync-subscription.js';
+import { EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+
+export function registerSubscriptionCommands(program: Command): void {
+  const subscriptions = program.command('subscriptions').description('subscriptions');
+
+  subscriptions
+    .command('sync')
+    .description(
+      'sync every subscription that has a pending gateway payment with the gateway: its answers are applied like ' +
+        'webhook notifications (webhook logs with source sync)',
+    )
+    .option('--user <user>', 'only this user (username or id)')
+    .action(async (opts: { user?: string }, cmd: Command) => {
+      const items = await withServices((s) =>
+        syncAllSubscriptions(s, { user: opts.user }, (item, i, total) =>
+          note(`[${i + 1}/${total}] ${item.subscription_id} (${item.username}): ${item.status_before} -> ${item.status_after} (${item.result})`),
+        ),
+      );
+      const changed = items.filter((i) => i.status_before !== i.status_after);
+      output(globalOptions(cmd), { count: items.length, changed: changed.length, results: items }, () => human(items, changed.length));
+      if (items.some((i) => i.result === 'gateway_error')) process.exitCode = EXIT.unavailable;
+      else if (items.some((i) => i.result === 'failed')) process.exitCode = EXIT.checkFailed;
+    });
+}
+
+function human(items: SyncAllResult[], changed: number): string {
+  if (items.length === 0) return 'Nothing to sync: no subscription has a pending gateway payment.';
+  const rows = items.map((i) => ({
+    subscription: i.subscription_id,
+    user: i.username,
+    before: i.status_before,
+    after: i.status_after,
+    payments: i.payments.map((p) => `${p.order_id}:${p.gateway_status ?? 'unknown'}`).join(' '),
+    result: i.result,
+    detail: i.error ?? '',
+  }));
+  return `${table(rows, ['subscription', 'user', 'before', 'after', 'payments', 'result', 'detail'])}\n${changed} of ${items.length} changed.`;
+}
