@@ -4,6 +4,7 @@ import { Notification } from '../../../src/db/entities/notification.js';
 import { Payment, Refund } from '../../../src/db/entities/payment.js';
 import { Subscription } from '../../../src/db/entities/subscription.js';
 import { User } from '../../../src/db/entities/user.js';
+import { createInvoice } from '../../../src/services/invoices/create-invoice.js';
 import { postWalletEntry } from '../../../src/services/wallet/wallet-ledger.js';
 import type { Credentials, HttpResult, TestServer } from '../../helpers/server.js';
 
@@ -34,6 +35,24 @@ export async function fundWallet(server: TestServer, user: TestUser, amount: str
 export async function walletBalance(server: TestServer, user: TestUser): Promise<string> {
   const res = await server.api('GET', '/wallet/me/', { auth: user });
   return res.body.balance;
+}
+
+/**
+ * An open renewal-like invoice for a subscription, made in-process (renewals are the billing
+ * run's subject): what POST /payments/charge/ collects.
+ */
+export async function openInvoice(server: TestServer, subscriptionId: string, amount: string): Promise<string> {
+  const billing = server.running.billing;
+  return billing.orm.em.fork().transactional(async (em) => {
+    const sub = await em.findOneOrFail(Subscription, subscriptionId, { populate: ['user', 'plan'] });
+    const at = billing.clock.now();
+    const invoice = await createInvoice(
+      { em: em as EntityManager, config: billing.config, clock: billing.clock },
+      { user: sub.user, subscription: sub, currency: sub.plan.currency, billingReason: 'subscription_cycle', issuedAt: at, dueAt: at, lines: [{ description: 'Renewal', kind: 'subscription', unitAmount: amount }] },
+    );
+    await em.flush();
+    return invoice.id;
+  });
 }
 
 /** Moves a transaction at the simulator; it notifies the webhook and waits for the first delivery. */
