@@ -116,12 +116,13 @@ async function deliverOne(ctx: DeliveryContext, candidate: Notification): Promis
 
 /**
  * One delivery pass: sends every `email` and `webhook` entry that is queued and due (for the
- * channels this process has configuration for), a few at a time, until none is left or `limit`
- * entries were tried. Safe to run in several processes at once.
+ * channels this process has configuration for), a few at a time, until none is left, `limit`
+ * entries were tried or `signal` aborts (sends under way finish first). Safe to run in several
+ * processes at once.
  */
 export async function deliverDueNotifications(
   ctx: DeliveryContext,
-  input: { ids?: string[]; limit?: number } = {},
+  input: { ids?: string[]; limit?: number; signal?: AbortSignal } = {},
 ): Promise<DeliveryReport> {
   const report: DeliveryReport = { delivered: [], retrying: [], failed: [] };
   const channels = configuredChannels(ctx);
@@ -129,7 +130,8 @@ export async function deliverDueNotifications(
   const limit = input.limit ?? Number.POSITIVE_INFINITY;
   let tried = 0;
 
-  while (tried < limit) {
+  const stopped = () => input.signal?.aborted === true;
+  while (tried < limit && !stopped()) {
     const where: FilterQuery<Notification> = { channel: { $in: channels }, status: 'queued', nextAttemptAt: { $lte: ctx.clock.now() } };
     if (input.ids) where.id = { $in: input.ids };
     const due = await ctx.em.fork().find(Notification, where, {
@@ -141,7 +143,7 @@ export async function deliverDueNotifications(
     let next = 0;
     let claimedAny = false;
     const lane = async () => {
-      while (next < due.length) {
+      while (next < due.length && !stopped()) {
         const candidate = due[next++];
         const result = await deliverOne(ctx, candidate);
         if (result === null) continue;
@@ -150,7 +152,10 @@ export async function deliverDueNotifications(
         if (result !== 'lost') report[result].push(candidate.id);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_SENDS, due.length) }, lane));
+    // Every lane finishes its send before a failure (the database going away) is reported.
+    const lanes = await Promise.allSettled(Array.from({ length: Math.min(PARALLEL_SENDS, due.length) }, lane));
+    const broken = lanes.find((l): l is PromiseRejectedResult => l.status === 'rejected');
+    if (broken) throw broken.reason;
     // Every due entry went to other workers: they are ahead of us, let them finish.
     if (!claimedAny) break;
   }

@@ -11,7 +11,7 @@ const PER_TICK = 200;
 export interface DeliveryWorker {
   /** Runs a pass now (after the one in progress, if any). */
   runNow(): Promise<DeliveryReport>;
-  /** Stops the timer and waits for the pass in progress. */
+  /** Stops the timer, lets the sends under way finish, and starts no more. */
   stop(): Promise<void>;
 }
 
@@ -27,10 +27,11 @@ export function startDeliveryWorker(deps: { orm: Orm; config: Config; clock: Clo
     logger.warn('OUTBOUND_WEBHOOK_URL is set without OUTBOUND_WEBHOOK_SECRET: webhook entries wait (unsigned events are never sent)');
   }
   const channels = createDeliveryChannels(config);
+  const stopping = new AbortController();
   let current: Promise<DeliveryReport> | null = null;
 
   const pass = async (): Promise<DeliveryReport> => {
-    const report = await deliverDueNotifications({ em: orm.em.fork(), config, clock, channels }, { limit: PER_TICK });
+    const report = await deliverDueNotifications({ em: orm.em.fork(), config, clock, channels }, { limit: PER_TICK, signal: stopping.signal });
     if (report.delivered.length || report.retrying.length || report.failed.length) {
       logger.info('notification delivery', { delivered: report.delivered.length, retrying: report.retrying.length, failed: report.failed.length });
     }
@@ -56,6 +57,7 @@ export function startDeliveryWorker(deps: { orm: Orm; config: Config; clock: Clo
     runNow: run,
     async stop() {
       clearInterval(timer);
+      stopping.abort();
       await current?.catch(() => undefined);
       closeDeliveryChannels(channels);
     },
