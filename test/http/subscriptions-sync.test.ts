@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Payment } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { runCli } from '../helpers/cli.js';
@@ -90,6 +91,22 @@ describe.each(DATABASES)('GET /subscriptions/{id}/sync/ and billing-admin subscr
     expect((await sync(created.body.subscription.id)).body.status).toBe('pending');
     await simulate(server, created.body.payment.order_id, 'capture?fraud_status=accept');
     expect((await sync(created.body.subscription.id)).body.status).toBe('active');
+  });
+
+  it('a charge whose answer was lost (outcome unknown) gets its payment instructions back from the sync', async () => {
+    user = await server.createUser();
+    const created = await subscribe(server, user, { plan_id: 'basic-monthly', payment_type: 'bank_transfer', metadata: { bank: 'bni' } });
+    const details = created.body.payment.payment_details;
+    // As if the charge had timed out after the gateway created the transaction.
+    await dbOf(server).transactional(async (em) => {
+      const payment = await em.findOneOrFail(Payment, created.body.payment.id);
+      Object.assign(payment, { paymentDetails: {}, transactionId: null, expiresAt: null, outcomeUnknown: true });
+    });
+    expect((await sync(created.body.subscription.id)).body.status).toBe('pending');
+    const payment = await dbOf(server).findOneOrFail(Payment, created.body.payment.id);
+    expect(payment).toMatchObject({ outcomeUnknown: false, transactionId: created.body.payment.transaction_id });
+    expect(payment.paymentDetails).toMatchObject({ bank: 'bni', va_number: details.va_number });
+    expect(payment.expiresAt).not.toBeNull();
   });
 
   it('when the gateway is unavailable: 503 gateway_unavailable and nothing changes', async () => {

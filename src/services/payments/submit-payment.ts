@@ -69,14 +69,27 @@ export async function submitPayment(ctx: ServiceContext, paymentId: string, opts
     throw err;
   }
 
-  await retryingTransaction(ctx.em, async (em) => {
-    const locked = await em.findOneOrFail(Payment, paymentId, { lockMode: LockMode.PESSIMISTIC_WRITE, strategy: 'select-in', populate: ['subscription'] });
-    locked.transactionId ??= tx.transactionId;
-    locked.paymentDetails = { ...tx.paymentDetails };
-    locked.expiresAt = tx.expiryTime;
-    if (tx.savedTokenId && locked.subscription) locked.subscription.cardToken = tx.savedTokenId;
-  });
+  await storeGatewayAnswer(ctx, paymentId, tx);
   // Logged like a notification (source `charge`): the gateway's own notification of the same
   // status is then a duplicate, whichever of the two arrives first.
   await recordAndApplyGatewayEvent(ctx, { event: eventFromTransaction(tx), source: 'charge' });
+}
+
+/**
+ * Keeps what a gateway answer tells about a payment beyond its status: the transaction id, the
+ * payment instructions and their expiry, and a card saved for renewals. `onlyIfMissing` keeps
+ * instructions already stored (a status answer carries less than the charge answer did).
+ */
+export async function storeGatewayAnswer(ctx: DataContext, paymentId: string, tx: GatewayTransaction, opts: { onlyIfMissing?: boolean } = {}): Promise<void> {
+  await retryingTransaction(ctx.em, async (em) => {
+    const locked = await em.findOneOrFail(Payment, paymentId, { lockMode: LockMode.PESSIMISTIC_WRITE, strategy: 'select-in', populate: ['subscription'] });
+    locked.transactionId ??= tx.transactionId;
+    // The gateway has answered about this payment: whatever happened to the charge is known now.
+    locked.outcomeUnknown = false;
+    if (!opts.onlyIfMissing || Object.keys(locked.paymentDetails).length === 0) {
+      locked.paymentDetails = { ...tx.paymentDetails };
+      locked.expiresAt = tx.expiryTime;
+    }
+    if (tx.savedTokenId && locked.subscription) locked.subscription.cardToken = tx.savedTokenId;
+  });
 }

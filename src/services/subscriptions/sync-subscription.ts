@@ -5,8 +5,8 @@ import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
 import { recordAndApplyGatewayEvent } from '../webhooks/process-notification.js';
 import { eventFromTransaction } from '../payments/gateway-event.js';
+import { storeGatewayAnswer } from '../payments/submit-payment.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
 
 export interface PaymentSyncResult {
   order_id: string;
@@ -41,12 +41,8 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
       }
       throw err;
     }
-    if (tx.savedTokenId) {
-      await retryingTransaction(ctx.em, async (em) => {
-        const sub = await em.findOneOrFail(Subscription, subscriptionId);
-        sub.cardToken = tx.savedTokenId;
-      });
-    }
+    // A charge that timed out may have reached the gateway: its instructions arrive only now.
+    await storeGatewayAnswer(ctx, payment.id, tx, { onlyIfMissing: true });
     const outcome = await recordAndApplyGatewayEvent(ctx, { event: eventFromTransaction(tx), source: 'sync' });
     results.push({ order_id: payment.orderId, gateway_status: tx.transactionStatus, outcome: outcome.result, changes: outcome.changes, error: outcome.error });
   }
