@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerBillingCommands } from './commands/billing.js';
 import { registerDbCommands } from './commands/db.js';
 import { registerNotificationCommands } from './commands/notifications.js';
 import { registerPaymentCommands } from './commands/payments.js';
@@ -20,6 +21,7 @@ registerDbCommands(program);
 registerUserCommands(program);
 registerPlanCommands(program);
 registerSimulateCommands(program);
+registerBillingCommands(program);
 registerNotificationCommands(program);
 registerWebhookCommands(program);
 registerPaymentCommands(program);

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp, type AppOptions, type BillingApp } from './app.js';
 import type { Config } from './config.js';
 import { deleteExpiredSessions } from './http/auth/session-store.js';
+import { startBillingScheduler } from './services/billing/billing-scheduler.js';
 import { startDeliveryWorker, type DeliveryWorker } from './services/delivery/delivery-worker.js';
 
 export interface RunningServer {
@@ -42,6 +43,8 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: String(err) }));
   }, 60 * 60 * 1000);
   sweeper.unref();
+  const billingScheduler =
+    config.billingSchedulerIntervalSeconds > 0 ? startBillingScheduler(billing, config.billingSchedulerIntervalSeconds) : null;
   const delivery = startDeliveryWorker({ orm: billing.orm, config: billing.config, clock: billing.clock, logger: billing.logger });
 
   return {
@@ -51,6 +54,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     delivery,
     async stop() {
       clearInterval(sweeper);
+      await billingScheduler?.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -1,0 +1,73 @@
+import type { Command } from 'commander';
+import { COUNTERS, runBilling, type BillingRunReport } from '../../src/services/billing/run-billing.js';
+import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+
+/** How far in the past `--at` may be without --allow-past: clock skew between hosts, not back-dating. */
+export const PAST_TOLERANCE_MS = 5 * 60 * 1000;
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * `--at`: an ISO 8601 date (midnight UTC) or date-time with a zone (`Z` or `+07:00`); a time
+ * without a zone is refused rather than guessed.
+ */
+export function parseAt(text: string): Date {
+  const value = text.trim();
+  const ok = DATE_ONLY.test(value) || DATE_TIME.test(value);
+  const at = new Date(DATE_ONLY.test(value) ? `${value}T00:00:00Z` : value);
+  // Date accepts 2027-02-30 and rolls it over; the round trip catches impossible dates.
+  const sameDay = ok && !Number.isNaN(at.getTime()) && (DATE_ONLY.test(value) ? at.toISOString().slice(0, 10) === value : true);
+  if (!sameDay) {
+    throw new CliFailure(`--at "${text}" is not a readable time; use an ISO 8601 date (2027-03-01) or date-time with a zone (2027-03-01T09:00:00Z, 2027-03-01T16:00:00+07:00)`, EXIT.usage);
+  }
+  return at;
+}
+
+function parseLimit(text: string): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1) throw new CliFailure(`--limit must be a positive whole number, got "${text}"`, EXIT.usage);
+  return Number(text);
+}
+
+function human(report: BillingRunReport): string {
+  const lines = [
+    `Billing run at ${report.at}${report.dry_run ? ' (dry run: nothing was written)' : ''}: ${report.subscriptions} subscription(s) had something due.`,
+    '',
+    table([...COUNTERS.map((c) => ({ outcome: c as string, count: report[c] })), { outcome: 'errors', count: report.errors.length }], ['outcome', 'count']),
+  ];
+  if (report.dry_run && report.actions.length > 0) lines.push('', table(report.actions as unknown as Record<string, unknown>[], ['subscription_id', 'action', 'invoice_number', 'status']));
+  if (report.errors.length > 0) lines.push('', 'Errors:', ...report.errors.map((e) => `  ${e.subscription_id}: ${e.message}`));
+  return lines.join('\n');
+}
+
+export function registerBillingCommands(program: Command): void {
+  const billing = program.command('billing').description('recurring billing');
+
+  billing
+    .command('run')
+    .description('renew, dun, cancel, expire and end trials for every subscription due at --at (default now); catches up on everything missed')
+    .option('--at <time>', 'the run\'s time: ISO 8601 date or date-time with a zone (default now)')
+    .option('--allow-past', `accept an --at more than ${PAST_TOLERANCE_MS / 60000} minutes in the past (back-dated invoices)`)
+    .option('--limit <n>', 'bill at most this many subscriptions')
+    .option('--dry-run', 'report what is due; write nothing and call no gateway')
+    .action(async (opts: { at?: string; allowPast?: boolean; limit?: string; dryRun?: boolean }, cmd: Command) => {
+      const at = opts.at === undefined ? new Date() : parseAt(opts.at);
+      if (!opts.allowPast && at.getTime() < Date.now() - PAST_TOLERANCE_MS) {
+        throw new CliFailure(`--at ${at.toISOString()} is in the past; invoices would be back-dated (pass --allow-past to do it anyway)`, EXIT.usage);
+      }
+      const limit = opts.limit === undefined ? undefined : parseLimit(opts.limit);
+      const report = await withServices((s) =>
+        runBilling(s, {
+          at,
+          limit,
+          dryRun: opts.dryRun,
+          onProgress: ({ processed, report: r }) => {
+            if (processed % 25 === 0) note(`… ${processed} subscriptions, ${r.renewed} renewed, ${r.errors.length} errors`);
+          },
+        }),
+      );
+      output(globalOptions(cmd), report, () => human(report));
+      // Exit 1 when a subscription could not be billed: the rest was done and is reported.
+      if (report.errors.length > 0) process.exitCode = EXIT.checkFailed;
+    });
+}
