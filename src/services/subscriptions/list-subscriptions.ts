@@ -23,6 +23,10 @@ export async function listSubscriptions(
   const where: FilterQuery<Subscription> = { user: user.id };
   if (filters.status) where.status = filters.status;
   if (filters.paymentType) where.paymentType = filters.paymentType;
-  const orderBy = orderingToOrderBy(filters.ordering, ORDERING, [{ createdAt: 'desc' }, { id: 'asc' }]);
+  // Subscriptions without a next billing date (pending, canceled…) come last in either direction,
+  // the same on both databases (they disagree on where NULLs sort by default).
+  const orderBy = orderingToOrderBy(filters.ordering, ORDERING, [{ createdAt: 'desc' }, { id: 'asc' }]).map((o) =>
+    o.nextBillingDate ? { nextBillingDate: `${o.nextBillingDate} nulls last` } : o,
+  );
   return findPage(ctx.em, Subscription, where, page, { orderBy, populate: SUBSCRIPTION_POPULATE });
 }
