@@ -11,6 +11,7 @@ import type { ServiceContext } from '../../src/services/context.js';
 import { createSubscription } from '../../src/services/subscriptions/create-subscription.js';
 import { adjustWallet } from '../../src/services/wallet/adjust-wallet.js';
 import type { DatabaseKind } from '../helpers/database.js';
+import { makeUser } from '../helpers/factories.js';
 import { startTestServer, STANDARD_PLANS, type TestServer } from '../helpers/server.js';
 import type { PlanSeed } from '../../src/services/plans/seed-plans.js';
 
@@ -51,10 +52,8 @@ export async function startBilling(kind: DatabaseKind, start = new Date('2027-01
     clock,
     ctx,
     run: (opts = {}) => runBilling(ctx(), opts),
-    async user() {
-      const { id } = await server.createUser();
-      return orm.em.fork().findOneOrFail(User, id);
-    },
+    // Factory users (no password hashing): these customers never log in.
+    user: () => makeUser(orm.em.fork()),
     async fund(user, amount) {
       await adjustWallet(ctx(), { user, amount, reason: 'test funds' });
     },
