@@ -92,6 +92,36 @@ function paymentPending(d: Data): EmailDraft {
   return { subject: `Payment instructions for order${ref(d)}: ${amount}`, heading: 'Your payment is waiting', paragraphs, facts, actions };
 }
 
+/** An immediate change (with its proration), or one scheduled for the next renewal. */
+function planChanged(d: Data): EmailDraft {
+  const from = d.old_plan_name ? ` from ${str(d.old_plan_name)}` : '';
+  const to = str(d.plan_name) || 'a new plan';
+  const net = str(d.proration).trim();
+  const credited = net.startsWith('-');
+  const charged = net !== '' && !credited && !/^0+(\.0+)?$/.test(net);
+  if (d.scheduled === true) {
+    return {
+      subject: `Your plan will change${from} to ${to} at renewal`,
+      heading: 'Plan change scheduled',
+      paragraphs: ['Your current plan stays in place until the end of the period; the new plan starts with the next renewal.'],
+      facts: [['Current plan', str(d.old_plan_name)], ['New plan', str(d.plan_name)], ['Changes on', day(d.current_period_end)]],
+    };
+  }
+  return {
+    subject: `Your plan changed${from} to ${to}`,
+    heading: 'Plan changed',
+    paragraphs: ['Your subscription is now on a different plan.'],
+    facts: [
+      ['Previous plan', str(d.old_plan_name)],
+      ['New plan', str(d.plan_name)],
+      ['Prorated charge', charged ? money(d.currency, net) : ''],
+      ['Credited to your wallet', credited ? money(d.currency, net.slice(1)) : ''],
+      ['Amount charged', money(d.currency, d.amount)],
+      ['Current period ends', day(d.current_period_end)],
+    ],
+  };
+}
+
 const TEMPLATES: Record<NotificationType, (d: Data) => EmailDraft> = {
   payment_pending: paymentPending,
   payment_succeeded: (d) => ({
@@ -149,12 +179,7 @@ const TEMPLATES: Record<NotificationType, (d: Data) => EmailDraft> = {
     paragraphs: [`Your ${plan(d)} is active again.`],
     facts: [['Plan', str(d.plan_name)], ['Next billing date', day(d.next_billing_date)], ['Current period ends', day(d.current_period_end)]],
   }),
-  subscription_plan_changed: (d) => ({
-    subject: `Your plan changed${d.old_plan_name ? ` from ${str(d.old_plan_name)}` : ''} to ${str(d.plan_name) || 'a new plan'}`,
-    heading: 'Plan changed',
-    paragraphs: ['Your subscription is now on a different plan.'],
-    facts: [['Previous plan', str(d.old_plan_name)], ['New plan', str(d.plan_name)], ['Amount charged', money(d.currency, d.amount)], ['Current period ends', day(d.current_period_end)]],
-  }),
+  subscription_plan_changed: planChanged,
   subscription_renewed: (d) => ({
     subject: `Your ${plan(d)} renewed${d.current_period_end ? ` until ${day(d.current_period_end)}` : ''}`,
     heading: 'Subscription renewed',
@@ -165,7 +190,7 @@ const TEMPLATES: Record<NotificationType, (d: Data) => EmailDraft> = {
     subject: `Your ${plan(d)} has ended`,
     heading: 'Subscription ended',
     paragraphs: [`Your ${plan(d)} reached its last billing cycle and has ended. You can subscribe again at any time.`],
-    facts: [['Plan', str(d.plan_name)], ['Ended on', day(d.current_period_end)]],
+    facts: [['Plan', str(d.plan_name)], ['Ended on', day(d.current_period_end)], ['Billing cycles', str(d.cycles_completed)]],
   }),
   trial_will_end: (d) => ({
     subject: `Your ${str(d.plan_name) || ''} trial ends${d.trial_end ? ` on ${day(d.trial_end)}` : ' soon'}`.replace(/\s+/g, ' '),

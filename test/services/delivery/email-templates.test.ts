@@ -56,6 +56,17 @@ describe('notification emails', () => {
     expect(qris.html).toContain('<a href="https://pay.example/qr/abc?x=1&amp;y=2"');
   });
 
+  it('tells a scheduled plan change apart from an immediate one, and shows a proration charge or credit', () => {
+    const scheduled = renderNotificationEmail('subscription_plan_changed', { ...subscription, old_plan_name: 'Basic', scheduled: true });
+    expect(scheduled.subject).toBe('Your plan will change from Basic to Pro Team at renewal');
+    expect(scheduled.text).toContain('Changes on: 2026-12-22');
+    const charged = renderNotificationEmail('subscription_plan_changed', { ...subscription, old_plan_name: 'Basic', proration: '33333.33' });
+    expect(charged.text).toContain('Prorated charge: 33,333.33');
+    const credited = renderNotificationEmail('subscription_plan_changed', { ...subscription, old_plan_name: 'Pro', plan_name: 'Basic', proration: '-16666.67' });
+    expect(credited.text).toContain('Credited to your wallet: 16,666.67');
+    expect(credited.text).not.toContain('Prorated charge');
+  });
+
   it('escapes every data value in the HTML and never links a non-http URL', () => {
     const email = renderNotificationEmail(
       'payment_pending',
