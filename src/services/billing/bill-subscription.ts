@@ -8,6 +8,7 @@ import { boundaryAfter, isoDate } from '../../domain/billing-calendar.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { GatewayError } from '../../gateway/errors.js';
+import type { Bank } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { createInvoice } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
@@ -16,7 +17,7 @@ import { submitPayment } from '../payments/submit-payment.js';
 import { cancelAtGateway, endSubscriptionNow } from '../subscriptions/end-subscription.js';
 import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js';
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
-import { collectInvoice, followUp, markPastDue, nothingAfter, type AfterCommit, type Counts } from './collect-renewal.js';
+import { collectInvoice, followUp, markPastDue, nothingAfter, payableMinutes, type AfterCommit, type Counts } from './collect-renewal.js';
 import { dunningSchedule, nextDunningStep, RESUBMIT_AFTER_MS, retriesDueBy } from './dunning-schedule.js';
 
 export type StepAction = DueAction['kind'] | 'locked_elsewhere' | 'already_invoiced';
@@ -33,6 +34,10 @@ export interface StepResult {
   after: AfterCommit;
   /** The subscription's status when the step committed. */
   status: string;
+  /** Whether another step may be due at the same instant (a subscription catching up on cycles). */
+  more: boolean;
+  /** The renewal invoice the step worked on (internal: decides `more` without another query). */
+  invoice?: Invoice | null;
 }
 
 const POPULATE = ['plan', 'pendingPlan', 'user'] as const;
@@ -53,7 +58,7 @@ async function claim(em: EntityManager, id: string): Promise<Subscription | null
 }
 
 function result(sub: Subscription, action: StepAction, fields: Partial<StepResult> = {}): StepResult {
-  return { subscriptionId: sub.id, action, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: sub.status, ...fields };
+  return { subscriptionId: sub.id, action, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: sub.status, more: false, ...fields };
 }
 
 /** A scheduled plan takes effect at renewal; a new interval starts a new billing grid at the renewal. */
@@ -96,9 +101,9 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
   invoice.nextRetryAt = schedule.dueAt;
   // The unique (subscription, billing_reason, period_start) constraint answers here.
   await ctx.em.flush();
-  const collection = await collectInvoice(ctx, sub, invoice);
+  const collection = await collectInvoice(ctx, sub, invoice, schedule.dueAt);
   for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
-  return result(sub, 'renew', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after });
+  return result(sub, 'renew', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after, invoice });
 }
 
 /**
@@ -125,9 +130,9 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
   invoice.nextRetryAt = nextDunningStep(schedule, at, invoice.retryCount);
   if (retry || next === 'reattempt') {
     if (retry) counts.retried = 1;
-    const collection = await collectInvoice(ctx, sub, invoice);
+    const collection = await collectInvoice(ctx, sub, invoice, invoice.nextRetryAt);
     for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
-    return result(sub, 'collect', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after });
+    return result(sub, 'collect', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after, invoice });
   }
   if (next === 'resubmit') {
     return result(sub, 'collect', { counts, invoiceNumber: invoice.number, after: { ...nothingAfter(), resubmit: { subscriptionId: sub.id, invoiceId: invoice.id } } });
@@ -137,7 +142,7 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
     const recheck = new Date(latest.createdAt.getTime() + RESUBMIT_AFTER_MS);
     if (recheck.getTime() < invoice.nextRetryAt.getTime()) invoice.nextRetryAt = recheck;
   }
-  return result(sub, 'collect', { counts, invoiceNumber: invoice.number });
+  return result(sub, 'collect', { counts, invoiceNumber: invoice.number, invoice });
 }
 
 function expire(ctx: DataContext, sub: Subscription): StepResult {
@@ -214,15 +219,23 @@ export async function billSubscriptionStep(ctx: ServiceContext, id: string, opts
       const sub = await claim(em, id);
       if (!sub) {
         const exists = await em.fork().count(Subscription, { id });
-        return exists ? { subscriptionId: id, action: 'locked_elsewhere' as const, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '' } : null;
+        return exists ? { subscriptionId: id, action: 'locked_elsewhere' as const, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '', more: false } : null;
       }
-      const action = dueAction(sub, await openRenewalInvoice(em, sub), ctx.clock.now());
-      return action ? act(tctx, sub, action) : null;
+      const at = ctx.clock.now();
+      const action = dueAction(sub, await openRenewalInvoice(em, sub), at);
+      if (!action) return null;
+      const step = await act(tctx, sub, action);
+      // Decided from what the step just wrote, to spare a catching-up subscription a lookup per
+      // cycle; a gateway answer may still change things, so those always look again.
+      const open = step.invoice?.status === 'open' ? step.invoice : null;
+      step.more = step.after.submit !== null || step.after.resubmit !== null || dueAction(sub, open, at) !== null;
+      step.invoice = undefined;
+      return step;
     });
   } catch (err) {
     // Another run invoiced this period between our look and our insert: nothing to do here.
     if (err instanceof UniqueConstraintViolationException && /invoices_subscription_period_unique/.test(err.message)) {
-      return { subscriptionId: id, action: 'already_invoiced', counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '' };
+      return { subscriptionId: id, action: 'already_invoiced', counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '', more: false };
     }
     throw err;
   }
@@ -253,13 +266,22 @@ export async function finishStep(ctx: ServiceContext, step: StepResult): Promise
   if (after.resubmit) {
     const synced = await syncSubscriptionPayments(ctx, after.resubmit.subscriptionId);
     for (const lost of synced.filter((r) => r.outcome === 'unknown_at_gateway')) {
-      const payment = await ctx.em.fork().findOne(Payment, { orderId: lost.order_id, invoice: after.resubmit.invoiceId });
-      const sub = await ctx.em.fork().findOneOrFail(Subscription, after.resubmit.subscriptionId);
-      if (payment) {
+      const em = ctx.em.fork();
+      const payment = await em.findOne(Payment, { orderId: lost.order_id, invoice: after.resubmit.invoiceId }, { populate: ['invoice'] });
+      const sub = await em.findOneOrFail(Subscription, after.resubmit.subscriptionId);
+      if (payment?.invoice) {
+        const schedule = dunningSchedule(payment.invoice.createdAt, ctx.config);
+        const until = nextDunningStep(schedule, ctx.clock.now(), payment.invoice.retryCount);
         after.submit = {
           paymentId: payment.id,
           invoiceId: after.resubmit.invoiceId,
-          options: { bank: (sub.bank as never) ?? undefined, cardToken: sub.cardToken, merchantInitiated: sub.paymentType === 'credit_card', customer: sub.customerDetails },
+          options: {
+            bank: (sub.bank as Bank | null) ?? undefined,
+            cardToken: sub.cardToken,
+            merchantInitiated: sub.paymentType === 'credit_card',
+            customer: sub.customerDetails,
+            expiryMinutes: payableMinutes(sub, ctx.clock.now(), until),
+          },
         };
       }
     }

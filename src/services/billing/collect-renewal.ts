@@ -95,7 +95,7 @@ async function declineWalletPayment(ctx: DataContext, sub: Subscription, invoice
  * and a card (saved token, merchant-initiated) or an asynchronous payment type gets a new
  * pending payment that is sent to the gateway after the commit.
  */
-export async function collectInvoice(ctx: DataContext, sub: Subscription, invoice: Invoice): Promise<Collection> {
+export async function collectInvoice(ctx: DataContext, sub: Subscription, invoice: Invoice, payableUntil: Date): Promise<Collection> {
   const at = ctx.clock.now();
   const after = nothingAfter();
   for (const earlier of await ctx.em.find(Payment, { invoice, status: 'pending' })) {
@@ -138,9 +138,20 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
       cardToken: sub.cardToken,
       merchantInitiated: sub.paymentType === 'credit_card',
       customer: sub.customerDetails,
+      expiryMinutes: payableMinutes(sub, at, payableUntil),
     },
   };
   return { counts: {}, after, error: null };
+}
+
+/**
+ * NOTE: an asynchronous renewal payment stays payable at the gateway until the next dunning
+ * step (the due date, then the next retry), not for the gateway's default day: otherwise its
+ * expiry notification would make the subscription past_due before the invoice is even due.
+ */
+export function payableMinutes(sub: Pick<Subscription, 'paymentType'>, at: Date, until: Date): number | undefined {
+  if (sub.paymentType === 'credit_card' || sub.paymentType === 'wallet') return undefined;
+  return Math.max(1, Math.ceil((until.getTime() - at.getTime()) / 60_000));
 }
 
 export type FollowUp = 'reattempt' | 'resubmit' | 'wait' | null;

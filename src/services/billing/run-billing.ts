@@ -106,7 +106,7 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
         stepped = true;
         record(report, step);
         // Stop at anything that cannot progress further at this instant.
-        if (dryRun || step.error || step.action === 'locked_elsewhere' || step.action === 'already_invoiced' || step.action === 'plan_change_blocked') break;
+        if (dryRun || step.error || !step.more) break;
       }
       if (stepped) report.subscriptions += 1;
       opts.onProgress?.({ processed: report.subscriptions, report });

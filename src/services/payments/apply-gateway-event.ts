@@ -116,6 +116,7 @@ async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): P
   const changes: string[] = [];
   notify(ctx, payment.user, 'payment_succeeded', paymentData(payment));
   const invoice = payment.invoice;
+  const alreadyPaid = invoice?.status === 'paid';
   if (invoice && invoiceStates.applyIfAllowed(invoice, 'pay', at)) changes.push(`invoice ${invoice.number} paid`);
   const sub = payment.subscription;
   if (!sub) return changes;
@@ -138,6 +139,9 @@ async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): P
     }
   }
 
+  // A second payment of an invoice already paid (a superseded payment settled after all) buys
+  // no second period: the subscription stays as the first payment left it.
+  if (alreadyPaid) return [...changes, `invoice ${invoice.number} was already paid: subscription unchanged`];
   const wasStatus = sub.status;
   const plan = sub.plan;
   if (invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd) {

@@ -15,6 +15,8 @@ export interface SubmitPaymentOptions {
   /** credit_card: charged without the customer present (a saved token; no 3-D Secure). */
   merchantInitiated?: boolean;
   customer?: Record<string, string>;
+  /** How long the payment stays payable at the gateway (custom_expiry); the gateway's default otherwise. */
+  expiryMinutes?: number;
   /**
    * Undoes what the payment was for when the gateway refuses the charge; runs in the
    * transaction that marks the payment failed.
@@ -48,6 +50,7 @@ export async function submitPayment(ctx: ServiceContext, paymentId: string, opts
       saveCard: payment.paymentType === 'credit_card' ? true : undefined,
       merchantInitiated: opts.merchantInitiated,
       customer: customerOf(opts.customer),
+      expiryMinutes: opts.expiryMinutes,
       items: payment.invoice
         ? [{ id: payment.invoice.number, name: `Invoice ${payment.invoice.number}`, price: payment.grossAmount, quantity: 1 }]
         : undefined,

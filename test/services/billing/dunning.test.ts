@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { billSubscriptionStep } from '../../../src/services/billing/bill-subscription.js';
 import { DATABASES } from '../../helpers/database.js';
-import { startBilling, type BillingHarness } from '../../billing/harness.js';
+import { iso, startBilling, type BillingHarness } from '../../billing/harness.js';
+import { signedNotification } from '../../helpers/factories.js';
 
 const at = (s: string) => new Date(s);
 
@@ -84,6 +85,29 @@ describe.each(DATABASES)('billing run: dunning (%s)', (kind) => {
     expect((await h.invoices(sub.id))[1].status).toBe('paid');
     h.clock.set(at('2027-03-20T00:00:00.000Z'));
     expect(await h.run()).toMatchObject({ retried: 0, canceled: 0 });
+  });
+
+  it('a superseded payment that settles after all pays the invoice once: the second payment buys no second period', async () => {
+    const { user, sub } = await renewedUnpaid();
+    h.clock.set(at('2027-03-04T10:00:00.000Z'));
+    expect(await h.run()).toMatchObject({ retried: 1 });
+    const [, superseded, fresh] = await h.payments(sub.id);
+    expect(superseded.status).toBe('canceled');
+    // The customer had paid the old virtual account just before it was canceled.
+    const key = h.server.running.billing.config.gateway.serverKey;
+    const late = await h.server.api('POST', '/webhook/notification/', {
+      body: signedNotification(key, { order_id: superseded.orderId, transaction_status: 'settlement', gross_amount: '150000.00' }),
+    });
+    expect(late.status).toBe(200);
+    const revived = await h.sub(sub.id);
+    expect(revived).toMatchObject({ status: 'active', cyclesCompleted: 2 });
+    expect(iso(revived.currentPeriodEnd)).toBe('2027-03-31T10:00:00.000Z');
+
+    await h.server.running.billing.simulator!.act(fresh.orderId, 'settle');
+    const after = await h.sub(sub.id);
+    expect(after).toMatchObject({ status: 'active', cyclesCompleted: 2 });
+    expect(iso(after.currentPeriodEnd)).toBe('2027-03-31T10:00:00.000Z');
+    expect((await h.notifications(user)).filter((n) => n === 'subscription_activated')).toHaveLength(2); // first payment, revival
   });
 
   it('one run far past the whole schedule cancels at once', async () => {

@@ -36,6 +36,9 @@ describe.each(DATABASES)('billing run: gateway renewals (%s)', (kind) => {
     expect(renewalPayment).toMatchObject({ status: 'pending', paymentType: 'bank_transfer', grossAmount: '150000.00' });
     expect(renewalPayment.paymentDetails).toMatchObject({ bank: 'bca' });
     expect(renewalPayment.invoice!.billingReason).toBe('subscription_cycle');
+    // Payable at the gateway until the invoice is due (3 days), not for the gateway's default day.
+    const atGateway = h.server.running.billing.simulator!.transaction(renewalPayment.orderId)!;
+    expect(atGateway.expiry_time!.getTime() - atGateway.transaction_time.getTime()).toBe(3 * 24 * 3600 * 1000);
     expect(await h.notifications(user)).toContain('payment_pending');
 
     // A second run at the same time issues nothing more.

@@ -55,6 +55,19 @@ describe.each(DATABASES)('billing run: wallet renewals (%s)', (kind) => {
     expect(await h.invoices(sub.id)).toHaveLength(2);
   });
 
+  it('--limit bills at most that many subscriptions; the next run does the rest', async () => {
+    const subs = [];
+    for (let i = 0; i < 3; i += 1) {
+      const user = await h.user();
+      await h.fund(user, '100000');
+      subs.push(await h.subscribe(user, 'basic-monthly', 'wallet'));
+    }
+    h.clock.set(new Date('2027-02-28T10:00:00.000Z'));
+    expect(await h.run({ limit: 2 })).toMatchObject({ subscriptions: 2, renewed: 2 });
+    expect(await h.run()).toMatchObject({ subscriptions: 1, renewed: 1 });
+    for (const sub of subs) expect((await h.sub(sub.id)).cyclesCompleted).toBe(2);
+  });
+
   it('catches up on every missed cycle in one run far in the future', async () => {
     const user = await h.user();
     await h.fund(user, '300000');
