@@ -75,3 +75,27 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('parallel billing runs on Postgr
     }
   }, 240_000);
 });
+
+describe('parallel billing runs on SQLite', () => {
+  // NOTE: SQLite has one writer. Parallel runs never bill a period twice (the constraint and the
+  // re-check under the write lock), but a gateway-side transaction may still meet "database is
+  // locked" and be reported; the next run completes whatever that left.
+  it('two billing-admin processes on one SQLite file: no period billed twice; a third run leaves nothing due', async () => {
+    const h = await startBilling('sqlite');
+    try {
+      const ids = await population(h, 40, 5);
+      const env = { DATABASE_URL: h.server.db.url, BILLING_URL: h.server.url };
+      const args = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--json'];
+      const [a, b] = await Promise.all([runCli(args, env), runCli(args, env)]);
+      expect([0, 1]).toContain(a.code);
+      expect([0, 1]).toContain(b.code);
+      expect(a.json.renewed + b.json.renewed).toBeLessThanOrEqual(45);
+      const third = await runCli(args, env);
+      expect(third.code, third.stderr).toBe(0);
+      expect(a.json.renewed + b.json.renewed + third.json.renewed).toBe(45);
+      await expectEachRenewedOnce(h, ids, 2);
+    } finally {
+      await h.stop();
+    }
+  }, 240_000);
+});

@@ -14,6 +14,7 @@ import { createInvoice } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../payments/apply-gateway-event.js';
 import { submitPayment } from '../payments/submit-payment.js';
+import { retryingTransaction } from '../shared/retrying-transaction.js';
 import { cancelAtGateway, endSubscriptionNow } from '../subscriptions/end-subscription.js';
 import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js';
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
@@ -52,7 +53,11 @@ function isPostgres(em: EntityManager): boolean {
  * queueing; SQLite has a single writer, which serialises runs by itself.
  */
 async function claim(em: EntityManager, id: string): Promise<Subscription | null> {
-  const sub = await em.findOne(Subscription, { id }, isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE } : {});
+  const postgres = isPostgres(em);
+  // SQLite: write first, so the transaction queues for the write lock (busy_timeout) instead of
+  // reading a snapshot it could not upgrade later ("database is locked" beside another run).
+  if (!postgres) await em.execute('update subscriptions set id = id where id = ?', [id], 'run');
+  const sub = await em.findOne(Subscription, { id }, postgres ? { lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE } : {});
   if (sub) await em.populate(sub, POPULATE);
   return sub;
 }
@@ -214,7 +219,9 @@ async function preview(ctx: DataContext, id: string): Promise<StepResult | null>
 export async function billSubscriptionStep(ctx: ServiceContext, id: string, opts: { dryRun?: boolean } = {}): Promise<StepResult | null> {
   if (opts.dryRun) return preview(ctx, id);
   try {
-    return await ctx.em.fork().transactional(async (em) => {
+    // Retried from the start when chosen as a deadlock victim (a webhook locks a payment, then
+    // its subscription; a step locks the subscription, then its payments).
+    return await retryingTransaction(ctx.em, async (em) => {
       const tctx = { ...ctx, em };
       const sub = await claim(em, id);
       if (!sub) {

@@ -95,8 +95,8 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
         let step: StepResult | null;
         try {
           step = await billSubscriptionStep(runCtx, id, { dryRun });
-          if (step && !dryRun) await finishStep(runCtx, step);
         } catch (err) {
+          // The step's transaction rolled back: nothing of it happened.
           report.errors.push({ subscription_id: id, message: messageOf(err) });
           report.actions.push({ subscription_id: id, action: 'error', invoice_number: null, payment_status: null, status: '', error: messageOf(err) });
           stepped = true;
@@ -104,6 +104,12 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
         }
         if (!step) break;
         stepped = true;
+        try {
+          if (!dryRun) await finishStep(runCtx, step);
+        } catch (err) {
+          // The step committed; its gateway half failed and is picked up by a later run.
+          step.error = messageOf(err);
+        }
         record(report, step);
         // Stop at anything that cannot progress further at this instant.
         if (dryRun || step.error || !step.more) break;
