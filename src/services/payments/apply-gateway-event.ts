@@ -4,7 +4,7 @@ import { Subscription } from '../../db/entities/subscription.js';
 import { Topup } from '../../db/entities/topup.js';
 import { cycleBoundary } from '../../domain/billing-calendar.js';
 import { DomainError } from '../../domain/errors.js';
-import { add, compare, money, subtract, ZERO } from '../../domain/money.js';
+import { add, compare, isPositive, money, subtract, ZERO } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
@@ -78,6 +78,11 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
     if (paymentStates.applyIfAllowed(payment, 'settle', at)) {
       changes.push(`payment settled`);
       changes.push(...(await onPaymentSettled(ctx, payment, at)));
+      // NOTE: a refund notification can overtake the settlement's; refunds already recorded count now.
+      if (isPositive(payment.refundedAmount)) {
+        paymentStates.apply(payment, refundEvent(payment, payment.refundedAmount), at);
+        changes.push(`payment ${payment.status} by refunds recorded before the settlement`);
+      }
     }
   } else if (event.transactionStatus === 'capture') {
     changes.push(`capture held with fraud status ${event.fraudStatus ?? 'none'}`);
@@ -260,6 +265,10 @@ async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: G
   return changes;
 }
 
+function refundEvent(payment: Payment, refunded: string): PaymentEvent {
+  return compare(refunded, payment.grossAmount) >= 0 ? 'refund_fully' : 'refund_partially';
+}
+
 /**
  * Sets the payment's refunded amount (and status) from its succeeded refunds: the one place
  * that derives them, used by refund notifications and by refundPayment.
@@ -268,9 +277,7 @@ export function settleRefundTotals(ctx: DataContext, payment: Payment, refunds: 
   const total = refunds.filter((r) => r.status === 'succeeded').reduce((sum, r) => add(sum, r.amount), ZERO);
   if (compare(total, payment.refundedAmount) === 0) return [];
   payment.refundedAmount = total;
-  const at = ctx.clock.now();
-  const full = compare(total, payment.grossAmount) >= 0;
-  paymentStates.applyIfAllowed(payment, full ? 'refund_fully' : 'refund_partially', at);
+  paymentStates.applyIfAllowed(payment, refundEvent(payment, total), ctx.clock.now());
   if (payment.invoice) payment.invoice.amountRefunded = total;
   notify(ctx, payment.user, 'payment_refunded', { ...paymentData(payment), refunded_amount: total });
   return [`payment refunded ${total} (${payment.status})`];

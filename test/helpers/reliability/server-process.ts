@@ -1,0 +1,128 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/*
+ * The real server as a separate process (`node --import tsx src/main.ts`), configured only by its
+ * environment, as an operator runs it. Nothing is shared with the test process but the database.
+ */
+
+export const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const API = '/api/subscriptions';
+export const TEST_SERVER_KEY = 'SB-Mid-server-RELIABILITY-7f3c2a91d4e8';
+export const TEST_SESSION_SECRET = 'reliability-session-secret-5b9e1c';
+
+export interface ServerProcess {
+  /** http://127.0.0.1:PORT */
+  url: string;
+  child: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Resolves with the exit code (or signal) once the process has ended. */
+  exited: Promise<number | string>;
+  /** SIGKILL: no shutdown code runs, as in a crash or an OOM kill. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait (graceful stop). */
+  stop(): Promise<void>;
+}
+
+export interface ServerProcessOptions {
+  databaseUrl: string;
+  env?: Record<string, string>;
+}
+
+/** The environment every spawned server (and CLI run) of these tests shares. */
+export function baseEnv(databaseUrl: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    SESSION_SECRET: TEST_SESSION_SECRET,
+    GATEWAY_SERVER_KEY: TEST_SERVER_KEY,
+    LOG_REQUESTS: 'false',
+  };
+}
+
+/**
+ * Starts the server on a free port (PORT=0: the kernel picks it, the start-up banner tells it)
+ * and resolves once it listens.
+ */
+export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: PROJECT_ROOT,
+    env: { ...baseEnv(opts.databaseUrl), PORT: '0', MIGRATE_ON_START: 'true', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start within 60 s:\n${output}`)), 60_000);
+    const onData = () => {
+      const match = /listening on (http:\/\/[^\s/]+)\//.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        resolve(match[1]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code}) before listening:\n${output}`));
+    });
+  });
+
+  const end = async (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  return { url, child, output: () => output, exited, kill: () => end('SIGKILL'), stop: () => end('SIGTERM') };
+}
+
+export interface HttpAnswer<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  /** Sent as is, with the given content type (default application/json). */
+  rawBody?: string;
+  basic?: { username: string; password: string };
+  cookie?: string;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP call; network failures reject (a killed server, a cut connection). */
+export async function call<T = any>(baseUrl: string, method: string, path: string, opts: CallOptions = {}): Promise<HttpAnswer<T>> {
+  const headers: Record<string, string> = { ...opts.headers };
+  let body: string | undefined = opts.rawBody;
+  if (body === undefined && opts.body !== undefined) body = JSON.stringify(opts.body);
+  if (body !== undefined) headers['content-type'] ??= 'application/json';
+  if (opts.basic) headers.authorization = `Basic ${Buffer.from(`${opts.basic.username}:${opts.basic.password}`).toString('base64')}`;
+  if (opts.cookie) headers.cookie = opts.cookie;
+  const res = await fetch(`${baseUrl}${path}`, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(30_000) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  if (/json/.test(res.headers.get('content-type') ?? '') && text !== '') {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/** The session cookie (name=value pairs) a response sets. */
+export function cookieOf(answer: HttpAnswer): string {
+  return answer.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+}
