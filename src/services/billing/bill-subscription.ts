@@ -140,6 +140,9 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
     return result(sub, 'collect', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after, invoice });
   }
   if (next === 'resubmit') {
+    // Looked at again later should the gateway still not answer; a live answer makes that a no-op.
+    const recheck = new Date(at.getTime() + RESUBMIT_AFTER_MS);
+    if (recheck.getTime() < invoice.nextRetryAt.getTime()) invoice.nextRetryAt = recheck;
     return result(sub, 'collect', { counts, invoiceNumber: invoice.number, after: { ...nothingAfter(), resubmit: { subscriptionId: sub.id, invoiceId: invoice.id } } });
   }
   if (next === 'wait') {

@@ -174,4 +174,35 @@ describe.each(DATABASES)('billing run: dunning (%s)', (kind) => {
     expect(sent.transactionId).not.toBeNull();
     expect(await h.payments(sub.id)).toHaveLength(2);
   });
+
+  it('a charge that timed out stays pending with an unknown outcome; a later run asks the gateway and sends it', async () => {
+    await h.stop();
+    h = await startBilling(kind, undefined, { GATEWAY_TIMEOUT_MS: '500' });
+    const user = await h.user();
+    const sub = await h.subscribe(user, 'pro-monthly', 'bank_transfer');
+    const simulator = h.server.running.billing.simulator!;
+    await simulator.act((await h.payments(sub.id))[0].orderId, 'settle');
+
+    simulator.setFault({ mode: 'timeout' });
+    h.clock.set(at('2027-02-28T10:00:00.000Z'));
+    const report = await h.run();
+    expect(report).toMatchObject({ renewed: 1, pending: 1 });
+    expect(report.errors).toEqual([{ subscription_id: sub.id, message: expect.stringContaining('gateway timeout') }]);
+    const unknown = (await h.payments(sub.id))[1];
+    expect(unknown).toMatchObject({ status: 'pending', outcomeUnknown: true });
+
+    // Still down ten minutes later: reported again, nothing new made.
+    h.clock.set(at('2027-02-28T10:10:00.000Z'));
+    expect((await h.run()).errors).toHaveLength(1);
+    expect(await h.payments(sub.id)).toHaveLength(2);
+
+    simulator.setFault({ mode: 'none' });
+    h.clock.set(at('2027-02-28T10:20:00.000Z'));
+    expect(await h.run()).toMatchObject({ pending: 1, errors: [] });
+    const sent = (await h.payments(sub.id))[1];
+    expect(sent.id).toBe(unknown.id);
+    expect(sent).toMatchObject({ status: 'pending', outcomeUnknown: false });
+    expect(simulator.transaction(sent.orderId)?.transaction_status).toBe('pending');
+    expect(await h.payments(sub.id)).toHaveLength(2);
+  });
 });
