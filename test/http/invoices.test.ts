@@ -86,6 +86,16 @@ describe.each(DATABASES)('invoices on %s', (kind) => {
     expect(numbers[2]! - numbers[1]!).toBe(1);
   });
 
+  it('numbers restart at 000001 in a new year', async () => {
+    const before = (await list('?ordering=issue_date')).body.results.map((i: { number: string }) => i.number);
+    expect(before.every((n: string) => n.startsWith('INV-2026-'))).toBe(true);
+    clock.set(new Date('2027-01-01T00:00:05Z'));
+    const newcomer = await server.createUser();
+    const created = await subscribe(server, newcomer, { plan_id: 'basic-monthly', payment_type: 'qris' });
+    const invoice = await server.api('GET', `/invoices/${created.body.payment.invoice_id}/`, { auth: newcomer });
+    expect(invoice.body).toMatchObject({ number: 'INV-2027-000001', issue_date: '2027-01-01' });
+  });
+
   it("another user's invoice is 404; a malformed id or filter is 400", async () => {
     const res = await server.api('GET', `/invoices/${invoices.paid}/`, { auth: stranger });
     expect(res.status).toBe(404);
