@@ -5,14 +5,14 @@ import { MoneyType } from '../types/money-type.js';
 export const idProperty = { type: 'uuid', primary: true, onCreate: () => randomUUID() } as const;
 
 export const createdAtProperty = {
-  type: 'datetime',
+  type: 'Date',
   // onCreate fills only a null value: use cases may stamp creation from their clock (billing
   // runs at --at time); otherwise it is now.
   onCreate: () => new Date(),
 } as const;
 
 export const updatedAtProperty = {
-  type: 'datetime',
+  type: 'Date',
   onCreate: () => new Date(),
   onUpdate: () => new Date(),
 } as const;

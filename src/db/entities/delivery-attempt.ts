@@ -24,7 +24,7 @@ export const DeliveryAttemptSchema = new EntitySchema<DeliveryAttempt>({
   properties: {
     id: idProperty,
     notification: { kind: 'm:1', entity: () => Notification },
-    attemptedAt: { type: 'datetime' },
+    attemptedAt: { type: 'Date' },
     outcome: { type: 'string', length: 10 },
     httpStatus: { type: 'integer', nullable: true },
     error: { type: 'text', nullable: true },

@@ -45,7 +45,7 @@ export const SessionSchema = new EntitySchema<Session>({
   properties: {
     id: { type: 'string', length: 100, primary: true },
     data: { type: 'text' },
-    expiresAt: { type: 'datetime' },
+    expiresAt: { type: 'Date' },
   },
 });
 
@@ -62,6 +62,6 @@ export const LoginThrottleSchema = new EntitySchema<LoginThrottle>({
   properties: {
     key: { type: 'string', length: 300, primary: true },
     failures: { type: 'integer' },
-    windowStart: { type: 'datetime' },
+    windowStart: { type: 'Date' },
   },
 });

@@ -40,7 +40,7 @@ export const WebhookLogSchema = new EntitySchema<WebhookLog>({
     attempts: { type: 'integer', default: 0 },
     source: { type: 'string', length: 20 },
     dedupKey: { type: 'string', length: 250, nullable: true, unique: true },
-    processedAt: { type: 'datetime', nullable: true },
+    processedAt: { type: 'Date', nullable: true },
     createdAt: createdAtProperty,
     updatedAt: updatedAtProperty,
   },
