@@ -1,0 +1,272 @@
+/**
+ * `npm run bench`: the production bundle under load next to bare-Koa baselines on the same
+ * machine and database, in one run. See bench/README.md.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { seedBench, type BenchFixtures } from './seed.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SERVER_KEY = 'bench-server-key';
+const QUICK = process.env.BENCH_QUICK === '1';
+const DURATION = Number(process.env.BENCH_DURATION ?? (QUICK ? 3 : 10));
+const WARMUP = Number(process.env.BENCH_WARMUP ?? (QUICK ? 1 : 3));
+const RUNS = Number(process.env.BENCH_RUNS ?? (QUICK ? 1 : 3));
+const CONNECTIONS = 10;
+const WEBHOOK_CONNECTIONS = 16;
+
+interface Row {
+  scenario: string;
+  database: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  baseline: string | null;
+  ratio: number | null;
+  non2xx: number;
+  target: string;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+let nextPort = 4100;
+
+function startProcess(command: string, args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stderr!.on('data', (d: Buffer) => {
+    const text = d.toString();
+    if (/error/i.test(text)) process.stderr.write(`[${args[0]}] ${text}`);
+  });
+  return child;
+}
+
+async function waitFor(url: string, timeoutMs = 30_000): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return performance.now() - started;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() - started > timeoutMs) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+  });
+}
+
+interface LoadFigures {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+}
+
+/** Runs autocannon in its own process and returns the median of its runs. */
+async function load(job: Record<string, unknown>): Promise<LoadFigures> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load.ts'), JSON.stringify({ warmupSeconds: WARMUP, durationSeconds: DURATION, runs: RUNS, connections: CONNECTIONS, ...job })], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  await new Promise((resolve) => child.once('exit', resolve));
+  const { runs } = JSON.parse(out) as { runs: (LoadFigures & { errors: number })[] };
+  return {
+    requestsPerSecond: Math.round(median(runs.map((r) => r.requestsPerSecond))),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
+  };
+}
+
+/** Samples the resident memory of a process (Linux /proc) while `work` runs. */
+async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakMb: number }> {
+  let peak = 0;
+  const sample = () => {
+    try {
+      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (match) peak = Math.max(peak, Number(match[1]) / 1024);
+    } catch {
+      // process gone
+    }
+  };
+  const timer = setInterval(sample, 200);
+  try {
+    const result = await work();
+    sample();
+    return { result, peakMb: Math.round(peak) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+async function freshDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ url: string; drop: () => Promise<void> }> {
+  const id = `${Date.now()}_${randomBytes(3).toString('hex')}`;
+  if (kind === 'sqlite') {
+    const dir = join(tmpdir(), `billing-bench-${id}`);
+    mkdirSync(dir, { recursive: true });
+    return { url: `sqlite:${join(dir, 'bench.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const admin = process.env.BENCH_DATABASE_URL!;
+  const name = `billing_bench_${id}`;
+  const run = async (sql: string) => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    await client.query(sql);
+    await client.end();
+  };
+  await run(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row[]; extras: Record<string, unknown> }> {
+  const db = await freshDatabase(kind);
+  const rows: Row[] = [];
+  const extras: Record<string, unknown> = {};
+  try {
+    process.stderr.write(`\n[${kind}] seeding…\n`);
+    const fixtures: BenchFixtures = await seedBench(db.url, {
+      webhookOrders: Number(process.env.BENCH_WEBHOOK_ORDERS ?? (QUICK ? 5_000 : 40_000)),
+      serverKey: SERVER_KEY,
+    });
+
+    // Baselines first, each alone on the machine.
+    const baselines: Record<string, LoadFigures> = {};
+    for (const mode of ['plans', 'select', 'insert'] as const) {
+      const port = nextPort++;
+      const child = startProcess(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts', mode, db.url, String(port)], {});
+      await waitFor(`http://127.0.0.1:${port}/`);
+      process.stderr.write(`[${kind}] baseline ${mode}…\n`);
+      baselines[mode] = await load({
+        url: `http://127.0.0.1:${port}/`,
+        method: mode === 'insert' ? 'POST' : 'GET',
+        headers: mode === 'select' ? { 'x-user-id': fixtures.benchUserId } : undefined,
+        connections: mode === 'insert' ? WEBHOOK_CONNECTIONS : CONNECTIONS,
+      });
+      await stop(child);
+      rows.push({ scenario: `baseline: ${mode}`, database: kind, ...baselines[mode], baseline: null, ratio: null, target: '' });
+    }
+
+    // The service, from the production bundle.
+    const port = nextPort++;
+    const base = `http://127.0.0.1:${port}/api/subscriptions`;
+    const spawnedAt = performance.now();
+    const server = startProcess(process.execPath, ['dist/main.js'], {
+      NODE_ENV: 'production',
+      PORT: String(port),
+      DATABASE_URL: db.url,
+      MIGRATE_ON_START: 'true',
+      GATEWAY_BASE_URL: 'http://127.0.0.1:9',
+      GATEWAY_SERVER_KEY: SERVER_KEY,
+      SESSION_SECRET: 'bench-session-secret',
+      LOG_REQUESTS: 'false',
+    });
+    await waitFor(`${base}/plans/`);
+    const startMs = Math.round(performance.now() - spawnedAt);
+    extras.startToFirstAnswerMs = startMs;
+
+    const login = await fetch(`${base}/auth/login/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: fixtures.username, password: fixtures.password }),
+    });
+    const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const basic = `Basic ${Buffer.from(`${fixtures.username}:${fixtures.password}`).toString('base64')}`;
+
+    const scenario = async (name: string, job: Record<string, unknown>, baseline: keyof typeof baselines, target: string) => {
+      process.stderr.write(`[${kind}] ${name}…\n`);
+      const figures = await load(job);
+      rows.push({
+        scenario: name,
+        database: kind,
+        ...figures,
+        baseline: `baseline: ${baseline}`,
+        ratio: Math.round((figures.requestsPerSecond / baselines[baseline].requestsPerSecond) * 100) / 100,
+        target,
+      });
+    };
+
+    const { peakMb } = await peakRss(server.pid!, async () => {
+      await scenario('GET /plans/', { url: `${base}/plans/` }, 'plans', '>= 0.60');
+      await scenario('GET /subscriptions/active/ (session)', { url: `${base}/subscriptions/active/`, headers: { cookie } }, 'select', '>= 0.50');
+      await scenario('GET /subscriptions/active/ (basic)', { url: `${base}/subscriptions/active/`, headers: { authorization: basic } }, 'select', '>= 0.50');
+      await scenario('GET /payments/ (session)', { url: `${base}/payments/`, headers: { cookie } }, 'select', '>= 0.50');
+      await scenario('GET /payments/ (basic)', { url: `${base}/payments/`, headers: { authorization: basic } }, 'select', '>= 0.50');
+      await scenario(
+        'POST /webhook/notification/ (settlement)',
+        { url: `${base}/webhook/notification/`, method: 'POST', headers: { 'content-type': 'application/json' }, bodies: fixtures.webhookBodies, connections: WEBHOOK_CONNECTIONS },
+        'insert',
+        '>= 0.35, p99 < 50 ms',
+      );
+    });
+    extras.peakRssMb = peakMb;
+    await stop(server);
+
+    if (process.env.BENCH_SKIP_BILLING !== '1') {
+      const sizes = (process.env.BENCH_BILLING_SIZES ?? (QUICK ? '1000' : '1000,10000')).split(',').map(Number);
+      const { runBillingScenario } = await import('./billing-scenario.js');
+      const billing: unknown[] = [];
+      for (const size of sizes) {
+        process.stderr.write(`[${kind}] billing run with ${size} due wallet subscriptions…\n`);
+        billing.push(await runBillingScenario(kind, size, freshDatabase));
+      }
+      extras.billing = billing;
+    }
+  } finally {
+    await db.drop();
+  }
+  return { rows, extras };
+}
+
+function printTable(rows: Row[]): string {
+  const header = ['scenario', 'database', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'non-2xx'];
+  const body = rows.map((r) => [r.scenario, r.database, String(r.requestsPerSecond), String(r.p50), String(r.p99), r.ratio === null ? '' : r.ratio.toFixed(2), r.target, String(r.non2xx)]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
+}
+
+const kinds: ('sqlite' | 'postgresql')[] = ['sqlite', ...(process.env.BENCH_DATABASE_URL ? (['postgresql'] as const) : [])];
+const all: Row[] = [];
+const extras: Record<string, unknown> = {};
+for (const kind of kinds) {
+  const result = await benchDatabase(kind);
+  all.push(...result.rows);
+  extras[kind] = result.extras;
+}
+
+const table = printTable(all);
+process.stdout.write(`\n${table}\n\n${JSON.stringify(extras, null, 2)}\n`);
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+const report = {
+  date: new Date().toISOString(),
+  node: process.version,
+  settings: { durationSeconds: DURATION, warmupSeconds: WARMUP, runs: RUNS, connections: CONNECTIONS, webhookConnections: WEBHOOK_CONNECTIONS },
+  rows: all,
+  extras,
+};
+mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+writeFileSync(join(ROOT, `bench/results/${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
+writeFileSync(join(ROOT, 'bench/results/latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+writeFileSync(join(ROOT, 'bench/results/latest.md'), `${table}\n`);
+process.stderr.write(`\nwritten to bench/results/${stamp}.json\n`);
