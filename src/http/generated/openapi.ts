@@ -2419,6 +2419,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
+            400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             501: components["responses"]["NotImplemented"];
         };
@@ -2600,6 +2601,7 @@ export interface operations {
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
+            400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
             501: components["responses"]["NotImplemented"];
@@ -3353,6 +3355,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnreadNotificationList"];
                 };
             };
+            400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             501: components["responses"]["NotImplemented"];
         };
@@ -3460,6 +3463,7 @@ export interface operations {
                     "application/json": components["schemas"]["Wallet"];
                 };
             };
+            400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             501: components["responses"]["NotImplemented"];
         };
