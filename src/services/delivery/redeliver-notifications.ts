@@ -2,8 +2,8 @@ import { Notification } from '../../db/entities/notification.js';
 import { InvalidStateError, NotFoundError, ValidationError } from '../../domain/errors.js';
 import { notificationStates } from '../../domain/states/notification-states.js';
 import { deliverDueNotifications, type DeliveryContext, type DeliveryReport } from './deliver-due-notifications.js';
+import { isUuid } from '../../domain/ids.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Support staff send `sent` or `failed` email/webhook entries again: each goes back to `queued`
@@ -13,7 +13,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function redeliverNotifications(ctx: DeliveryContext, ids: string[]): Promise<{ entries: Notification[]; report: DeliveryReport }> {
   const unique = [...new Set(ids)];
   if (unique.length === 0) throw new ValidationError([{ field: 'ids', message: 'give at least one notification id' }]);
-  const malformed = unique.filter((id) => !UUID.test(id));
+  const malformed = unique.filter((id) => !isUuid(id));
   if (malformed.length) throw new ValidationError(malformed.map((id) => ({ field: 'ids', message: `"${id}" is not a notification id` })));
 
   await ctx.em.fork().transactional(async (em) => {

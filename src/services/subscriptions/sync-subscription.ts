@@ -7,6 +7,7 @@ import { recordAndApplyGatewayEvent } from '../webhooks/process-notification.js'
 import { eventFromTransaction } from '../payments/gateway-event.js';
 import { storeGatewayAnswer } from '../payments/submit-payment.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
+import { isUuid } from '../../domain/ids.js';
 
 export interface PaymentSyncResult {
   order_id: string;
@@ -78,7 +79,7 @@ export async function syncAllSubscriptions(
   progress?: (item: SyncAllResult, index: number, total: number) => void,
 ): Promise<SyncAllResult[]> {
   const where: Record<string, unknown> = { status: 'pending', paymentType: { $ne: 'wallet' }, subscription: { $ne: null } };
-  if (filter.user) where.user = UUID.test(filter.user) ? { id: filter.user.toLowerCase() } : { username: filter.user };
+  if (filter.user) where.user = isUuid(filter.user) ? { id: filter.user.toLowerCase() } : { username: filter.user };
   const payments = await ctx.em.fork().find(Payment, where, { populate: ['subscription', 'user'], orderBy: { createdAt: 'asc' } });
   const subscriptions = new Map<string, { username: string; statusBefore: string }>();
   for (const p of payments) if (p.subscription) subscriptions.set(p.subscription.id, { username: p.user.username, statusBefore: p.subscription.status });
@@ -104,4 +105,3 @@ export async function syncAllSubscriptions(
   return results;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -2,6 +2,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { WebhookLog, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
 import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
+import { isUuid } from '../../domain/ids.js';
 
 export const WEBHOOK_LOG_STATUSES: readonly WebhookLogStatus[] = ['received', 'invalid', 'duplicate', 'processed', 'failed'];
 
@@ -49,12 +50,11 @@ export async function listWebhookLogs(ctx: Pick<DataContext, 'em'>, filter: Webh
   });
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One webhook log by id. */
 export async function getWebhookLog(ctx: Pick<DataContext, 'em'>, id: string): Promise<WebhookLog> {
   // A malformed id is simply not found (PostgreSQL would otherwise reject it as a uuid).
-  const log = UUID.test(id) ? await ctx.em.findOne(WebhookLog, { id: id.toLowerCase() }) : null;
+  const log = isUuid(id) ? await ctx.em.findOne(WebhookLog, { id: id.toLowerCase() }) : null;
   if (!log) throw new NotFoundError(`Webhook log ${id}`);
   return log;
 }
