@@ -61,6 +61,19 @@ function fieldErrors(errors: ErrorObject[]): FieldError[] {
   return [...seen].map(([field, message]) => ({ field, message }));
 }
 
+/** The field holding the first string (or key) with a NUL character, or null: no database takes one. */
+function nulField(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, item] of Object.entries(value)) {
+    const field = path ? `${path}.${key}` : key;
+    if (key.includes('\u0000')) return field;
+    const inner = nulField(item, field);
+    if (inner !== null) return inner;
+  }
+  return null;
+}
+
 function declaresIdempotencyKey(operation: Operation): boolean {
   return (operation.parameters ?? []).some(
     (p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key',
@@ -208,6 +221,10 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
         body = parsed.value;
       }
     }
+
+    // The webhook logs its raw body whatever it holds (NUL stored as U+FFFD); all else is refused.
+    const withNul = RAW_BODY_PATHS.has(path) ? null : (nulField(ctx.query) ?? nulField(body));
+    if (withNul !== null) throw new DomainError('validation_error', 'The request contains a NUL character.', [{ field: withNul, message: 'must not contain NUL characters' }]);
 
     const headers = { ...ctx.headers } as Record<string, string | string[]>;
     // openapi-backend includes the body in validation only for an object or a JSON content type.
