@@ -22,11 +22,10 @@ export async function findPage<T extends object>(
   page: PageRequest,
   options: { orderBy: unknown; populate?: readonly string[] },
 ): Promise<Page<T>> {
-  const [items, count] = await em.findAndCount(entity, where, {
-    ...options,
-    limit: page.pageSize,
-    offset: (page.page - 1) * page.pageSize,
-  } as FindOptions<T>);
+  const offset = (page.page - 1) * page.pageSize;
+  // A page whose offset no database can take (past 2^53) is surely past the last one.
+  if (!Number.isSafeInteger(offset)) return { count: await em.count(entity, where), items: [] };
+  const [items, count] = await em.findAndCount(entity, where, { ...options, limit: page.pageSize, offset } as FindOptions<T>);
   return { count, items: items as T[] };
 }
 
