@@ -87,6 +87,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   if (config.logRequests) app.use(requestLogger(logger));
   if (simulator) app.use(simulator.middleware);
   app.use(docsMiddleware());
+  // SECURE_COOKIES says TLS ends in front of this process: the hop to it may be plain HTTP (no
+  // X-Forwarded-Proto, or TRUST_PROXY off), and the cookie must carry Secure all the same.
+  if (config.secureCookies) {
+    app.use((ctx, next) => {
+      ctx.cookies.secure = true;
+      return next();
+    });
+  }
   app.use(
     session(
       {
