@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, type AppOptions, type BillingApp } from './app.js';
 import type { Config } from './config.js';
@@ -20,7 +20,13 @@ export interface RunningServer {
  * and the notification URL point at this very server.
  */
 export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
-  const server = createServer();
+  // Until the app is built (migrations, contract compilation), answer 503 at once rather than
+  // leave early requests — a health check, a gateway notification — hanging with no handler.
+  let handle: RequestListener = (_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
+    res.end(JSON.stringify({ type: 'https://billing.example/problems/service-unavailable', title: 'Service unavailable', status: 503, detail: 'The service is starting; retry shortly.', code: 'service_unavailable' }));
+  };
+  const server = createServer((req, res) => handle(req, res));
   // The gateway's sender gives up after 15 s; keep-alive longer than typical proxies' 60 s.
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -37,7 +43,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     server.close();
     throw err;
   }
-  server.on('request', billing.app.callback());
+  handle = billing.app.callback();
 
   const sweeper = setInterval(() => {
     deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: String(err) }));

@@ -1,0 +1,46 @@
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+describe('a server process that is still starting', () => {
+  let db: TestDatabase;
+  afterAll(() => db?.drop());
+
+  it('answers 503 with Retry-After until it is ready, and never leaves a request hanging', async () => {
+    db = await createTestDatabase('sqlite');
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { ...process.env, NODE_ENV: 'test', PORT: String(port), DATABASE_URL: db.url, SESSION_SECRET: 's', LOG_REQUESTS: 'false' },
+      stdio: 'ignore',
+    });
+    const statuses: number[] = [];
+    try {
+      for (let i = 0; i < 2000; i++) {
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/api/subscriptions/plans/`, { signal: AbortSignal.timeout(3000) });
+          statuses.push(res.status);
+          if (res.status === 503) expect(res.headers.get('retry-after')).toBe('1');
+          if (res.status === 200) break;
+        } catch (err) {
+          // Refused before it listens is fine; a timeout (a hanging request) is the failure.
+          expect((err as Error).name).not.toBe('TimeoutError');
+        }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(statuses.at(-1)).toBe(200);
+    expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+  });
+});
