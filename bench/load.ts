@@ -1,8 +1,9 @@
 /**
  * The load generator, run as its own process so it does not share a core's event loop with
- * the server. Reads a JSON job from argv[2], runs autocannon (warm-up, then `runs` fixed-length
+ * the server. Reads a JSON job from the file named by argv[2], runs autocannon (warm-up, then `runs` fixed-length
  * runs) and prints the per-run figures as JSON on stdout.
  */
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 
 interface Job {
@@ -26,7 +27,7 @@ interface RunFigures {
   errors: number;
 }
 
-const job = JSON.parse(process.argv[2]) as Job;
+const job = JSON.parse(readFileSync(process.argv[2], 'utf8')) as Job;
 let next = 0;
 
 function once(durationSeconds: number): Promise<RunFigures> {

@@ -81,13 +81,17 @@ interface LoadFigures {
 
 /** Runs autocannon in its own process and returns the median of its runs. */
 async function load(job: Record<string, unknown>): Promise<LoadFigures> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load.ts'), JSON.stringify({ warmupSeconds: WARMUP, durationSeconds: DURATION, runs: RUNS, connections: CONNECTIONS, ...job })], {
+  // The job goes through a file: tens of thousands of webhook bodies do not fit in argv.
+  const jobFile = join(tmpdir(), `billing-bench-job-${process.pid}-${nextPort}.json`);
+  writeFileSync(jobFile, JSON.stringify({ warmupSeconds: WARMUP, durationSeconds: DURATION, runs: RUNS, connections: CONNECTIONS, ...job }));
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load.ts'), jobFile], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   await new Promise((resolve) => child.once('exit', resolve));
+  rmSync(jobFile, { force: true });
   const { runs } = JSON.parse(out) as { runs: (LoadFigures & { errors: number })[] };
   return {
     requestsPerSecond: Math.round(median(runs.map((r) => r.requestsPerSecond))),
