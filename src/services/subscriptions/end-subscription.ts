@@ -39,9 +39,8 @@ export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, re
 }
 
 /**
- * Cancels payments at the gateway after our commit. A refusal (already paid, already expired,
- * unknown there) is left to the gateway's own notification: a late settlement of a canceled
- * payment is still applied, and money for a replaced subscription goes to the wallet.
+ * Cancels payments at the gateway after our commit. A late settlement of a canceled payment is
+ * still applied, and money for a replaced subscription goes to the wallet.
  */
 export async function cancelAtGateway(ctx: ServiceContext, orderIds: string[]): Promise<void> {
   for (const orderId of orderIds) {
@@ -49,6 +48,9 @@ export async function cancelAtGateway(ctx: ServiceContext, orderIds: string[]): 
       await ctx.gateway.cancel(orderId);
     } catch (err) {
       if (!(err instanceof GatewayError)) throw err;
+      // NOTE: unless the gateway does not know the order, it may still be payable there (or
+      // paid, with the notification lost): flagged, `payments sync` asks and finishes the job.
+      if (err.kind !== 'not_found') await ctx.em.fork().nativeUpdate(Payment, { orderId }, { outcomeUnknown: true });
     }
   }
 }

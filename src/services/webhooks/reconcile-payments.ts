@@ -47,7 +47,7 @@ interface Candidate {
 }
 
 async function candidates(ctx: ServiceContext, input: ReconcileInput): Promise<Candidate[]> {
-  // Not final: still pending, or a charge whose answer we never got.
+  // Not final: still pending, or a charge (or a cancel) whose answer we never got.
   const where = {
     $or: [{ status: 'pending' as const }, { outcomeUnknown: true }],
     ...(input.since ? { createdAt: { $gte: input.since } } : {}),
@@ -84,7 +84,12 @@ export async function reconcilePayments(
     const base = { kind: c.kind, id: c.id, orderId: c.orderId, statusBefore: c.status, statusAfter: c.status, changes: [] as string[], log: null };
     let item: ReconcileItem;
     try {
-      const answer = await ctx.gateway.status(c.orderId);
+      let answer = await ctx.gateway.status(c.orderId);
+      // NOTE: a payment we canceled whose cancel never reached the gateway is still payable
+      // there: cancel it now, and apply what the gateway answers like any status.
+      if (!input.dryRun && c.kind === 'payment' && c.status === 'canceled' && answer.transactionStatus === 'pending') {
+        answer = await ctx.gateway.cancel(c.orderId);
+      }
       const event = eventFromTransaction(answer);
       if (input.dryRun) {
         const preview = await previewGatewayEvent(ctx, event);
