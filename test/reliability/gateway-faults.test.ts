@@ -146,6 +146,12 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
       const expected = { settlement: 'success', pending: 'pending', cancel: 'failed', expire: 'expired', deny: 'failed' }[tx.body.transaction_status as string];
       if (t.status !== expected) mismatches.push(`${t.orderId} (${t.user.username}): ${t.status}, the gateway says ${tx.body.transaction_status}`);
     }
+    // A refund the gateway never received must not stay pending (holding its amount) forever.
+    for (const r of await em().find(Refund, { status: 'pending' }, { populate: ['payment'] })) {
+      const tx = await call(server.url, 'GET', `/_simulator/transactions/${r.payment.orderId}`);
+      const atGateway = (tx.body.refunds ?? []).some((g: { refund_key: string }) => g.refund_key === r.refundKey);
+      mismatches.push(`refund ${r.refundKey}: pending locally, ${atGateway ? 'done' : 'unknown'} at the gateway`);
+    }
     expect(mismatches).toEqual([]);
   });
 });

@@ -90,7 +90,11 @@ export async function refundPayment(ctx: ServiceContext, user: User, id: string,
   return { payment: await loadPayment(ctx.em, id), refund };
 }
 
-async function refundAtGateway(
+/**
+ * Sends a recorded refund to the gateway under its refund_key and settles it by the answer; also
+ * used by `payments sync` to send again a refund whose answer was lost (same key, so at most once).
+ */
+export async function refundAtGateway(
   ctx: ServiceContext,
   recorded: { refundId: string; paymentId: string; refundKey: string; orderId: string; amount: string },
   direct: boolean,

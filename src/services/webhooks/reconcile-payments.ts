@@ -1,10 +1,12 @@
 import type { FilterQuery } from '@mikro-orm/core';
-import { Payment } from '../../db/entities/payment.js';
+import { Payment, Refund } from '../../db/entities/payment.js';
 import { Topup } from '../../db/entities/topup.js';
 import type { WebhookLog } from '../../db/entities/webhook-log.js';
+import { DomainError } from '../../domain/errors.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
 import { eventFromTransaction } from '../payments/gateway-event.js';
+import { refundAtGateway } from '../payments/refund-payment.js';
 import { previewGatewayEvent, recordAndApplyGatewayEvent, type NotificationResult } from './process-notification.js';
 
 export interface ReconcileInput {
@@ -44,6 +46,8 @@ interface Candidate {
   orderId: string;
   status: string;
   createdAt: Date;
+  /** A refund of it was sent to the gateway and never answered. */
+  lostRefund?: boolean;
 }
 
 async function candidates(ctx: ServiceContext, input: ReconcileInput): Promise<Candidate[]> {
@@ -55,9 +59,18 @@ async function candidates(ctx: ServiceContext, input: ReconcileInput): Promise<C
   const options = { orderBy: { createdAt: 'asc' as const }, ...(input.limit ? { limit: input.limit } : {}) };
   const payments = await ctx.em.find(Payment, where as FilterQuery<Payment>, options);
   const topups = await ctx.em.find(Topup, where as FilterQuery<Topup>, options);
+  // Refunds still pending after longer than a gateway call may take: their answer was lost.
+  const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.gateway.timeoutMs);
+  const refunds = await ctx.em.find(
+    Refund,
+    { status: 'pending', destination: 'gateway', createdAt: { $lt: cutoff, ...(input.since ? { $gte: input.since } : {}) } },
+    { populate: ['payment'], orderBy: { createdAt: 'asc' } },
+  );
+  const refunding = [...new Map(refunds.map((r) => [r.payment.id, r])).values()].filter((r) => !payments.some((p) => p.id === r.payment.id));
   const all: Candidate[] = [
     ...payments.map((p) => ({ kind: 'payment' as const, id: p.id, orderId: p.orderId, status: p.status, createdAt: p.createdAt })),
     ...topups.map((t) => ({ kind: 'topup' as const, id: t.id, orderId: t.orderId, status: t.status, createdAt: t.createdAt })),
+    ...refunding.map((r) => ({ kind: 'payment' as const, id: r.payment.id, orderId: r.payment.orderId, status: r.payment.status, createdAt: r.createdAt, lostRefund: true })),
   ].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   return input.limit ? all.slice(0, input.limit) : all;
 }
@@ -66,6 +79,29 @@ async function currentStatus(ctx: ServiceContext, c: Candidate): Promise<string>
   const em = ctx.em.fork();
   const row = c.kind === 'payment' ? await em.findOne(Payment, c.id) : await em.findOne(Topup, c.id);
   return row?.status ?? c.status;
+}
+
+/**
+ * Sends again, under the same refund_key (the gateway's idempotency key for refunds, so never
+ * twice), each gateway refund of the payment still pending. A refusal marks it failed.
+ */
+async function resendLostRefunds(ctx: ServiceContext, paymentId: string): Promise<{ changes: string[]; error: string | null }> {
+  const pending = await ctx.em.fork().find(Refund, { payment: paymentId, status: 'pending', destination: 'gateway' }, { populate: ['payment'] });
+  const changes: string[] = [];
+  let error: string | null = null;
+  for (const r of pending) {
+    try {
+      await refundAtGateway(ctx, { refundId: r.id, paymentId, refundKey: r.refundKey, orderId: r.payment.orderId, amount: r.amount }, r.direct, r.reason);
+      changes.push(`refund ${r.refundKey} sent again: succeeded`);
+    } catch (err) {
+      if (err instanceof GatewayError && (err.outcomeUnknown || err.kind === 'unavailable' || err.kind === 'timeout')) {
+        error = `refund ${r.refundKey}: gateway ${err.kind}: ${err.message}`;
+      } else if (err instanceof GatewayError || err instanceof DomainError) {
+        changes.push(`refund ${r.refundKey} sent again: refused (${err.message})`);
+      } else throw err;
+    }
+  }
+  return { changes, error };
 }
 
 /**
@@ -96,13 +132,15 @@ export async function reconcilePayments(
         item = { ...base, gatewayStatus: event.transactionStatus, result: preview.result, error: preview.error };
       } else {
         const outcome = await recordAndApplyGatewayEvent(ctx, { event, source: 'sync' });
+        // The status answer lists the refunds the gateway made (applied above); the others are sent again.
+        const resent = c.lostRefund ? await resendLostRefunds(ctx, c.id) : { changes: [], error: null };
         item = {
           ...base,
           statusAfter: await currentStatus(ctx, c),
           gatewayStatus: event.transactionStatus,
-          result: outcome.result,
-          changes: outcome.changes,
-          error: outcome.error,
+          result: resent.error ? 'gateway_error' : outcome.result,
+          changes: [...outcome.changes, ...resent.changes],
+          error: resent.error ?? outcome.error,
           log: outcome.log,
         };
       }
