@@ -17,6 +17,7 @@ import { API, baseEnv, call, startServerProcess, type ServerProcess } from '../h
 
 const MODES = ['http_500', 'timeout', 'malformed'] as const;
 const OPERATIONS = ['subscribe', 'charge', 'refund', 'topup'] as const;
+const SERVER_ENV = { GATEWAY_TIMEOUT_MS: '1500', GATEWAY_NOTIFICATION_URL: 'http://127.0.0.1:9/notifications-are-lost/' };
 
 describe.each(DATABASES)('gateway faults during subscribe, charge, refund and top-up (%s)', (kind) => {
   let db: TestDatabase;
@@ -34,10 +35,7 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
   beforeAll(async () => {
     db = await createTestDatabase(kind);
     accounts = await prepareDatabase(db.url, [...MODES.flatMap((m) => OPERATIONS.map((op) => `${op}_${m}`)), 'lost_notification', 'cancel_fails', 'cancel_fails_unpaid']);
-    server = await startServerProcess({
-      databaseUrl: db.url,
-      env: { GATEWAY_TIMEOUT_MS: '1500', GATEWAY_NOTIFICATION_URL: 'http://127.0.0.1:9/notifications-are-lost/' },
-    });
+    server = await startServerProcess({ databaseUrl: db.url, env: SERVER_ENV });
     orm = await openOrm(db.url);
   });
   afterAll(async () => {
@@ -121,7 +119,9 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
     }
     expect(paidAtGateway.length).toBeGreaterThan(0);
 
-    const sync = await runCli(['payments', 'sync', '--json'], { ...baseEnv(db.url), BILLING_URL: server.url });
+    // The operator's CLI runs with the server's configuration (a refund counts as lost once
+    // older than GATEWAY_TIMEOUT_MS).
+    const sync = await runCli(['payments', 'sync', '--json'], { ...baseEnv(db.url), ...SERVER_ENV, BILLING_URL: server.url });
     expect(sync.code, sync.stderr).toBe(0);
 
     // Every order: our status is the gateway's, or the gateway never had it.
