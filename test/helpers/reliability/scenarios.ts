@@ -150,3 +150,13 @@ export async function expectExactlyOnce(run: LoadRun): Promise<void> {
   const verify = await runCli(['wallet', 'verify', '--json'], run.env);
   expect(verify.code, verify.stderr).toBe(0);
 }
+
+/** The promises of a crash run: nothing acknowledged lost, replay clean, each effect once, ledgers sound. */
+export async function expectCrashSafe(run: CrashRun): Promise<void> {
+  // Every webhook_log_id the server acknowledged with a 2xx before dying is in the database.
+  expect(run.acknowledgedLogsMissing).toEqual([]);
+  expect(run.replay.code, run.replay.stderr).toBe(0);
+  expect(run.report.mismatches).toEqual([]);
+  const verify = await runCli(['wallet', 'verify', '--json'], run.env);
+  expect(verify.code, verify.stderr).toBe(0);
+}
