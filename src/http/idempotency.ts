@@ -6,6 +6,12 @@ import { DomainError } from '../domain/errors.js';
 import { toProblem } from './problem.js';
 
 const WINDOW_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a key stays reserved for a request in progress. Far longer than any request takes
+ * (a few gateway calls, each bounded by GATEWAY_TIMEOUT_MS), so a reservation this old belongs to
+ * a process that died mid-request: the key is then taken over and the request runs again.
+ */
+const IN_PROGRESS_LEASE_MS = 5 * 60 * 1000;
 
 export interface StoredResponse {
   status: number;
@@ -41,7 +47,11 @@ export async function withIdempotency(
       if (existing.state === 'done' && existing.responseBody !== null) {
         return JSON.parse(existing.responseBody) as StoredResponse;
       }
-      throw new DomainError('conflict', 'A request with this Idempotency-Key is still in progress.');
+      if (existing.createdAt.getTime() + IN_PROGRESS_LEASE_MS > scope.now.getTime()) {
+        throw new DomainError('conflict', 'A request with this Idempotency-Key is still in progress.');
+      }
+      // Abandoned: of two retries taking it over at once, one deletes it and the other finds it gone.
+      await em.nativeDelete(IdempotencyRecord, { id: existing.id, state: 'in_progress' });
     }
     em.create(IdempotencyRecord, {
       userId: scope.userId,
