@@ -83,6 +83,10 @@ app.use(async (ctx) => {
     };
   } else if (mode === 'select') {
     const userId = ctx.get('x-user-id');
+    if (!userId) {
+      ctx.body = {}; // the readiness probe
+      return;
+    }
     const rows = await query('select * from subscriptions where user_id = ? and status in (?, ?) limit 1', [userId, 'active', 'trialing']);
     ctx.body = rows[0] ?? {};
   } else if (mode === 'insert') {
