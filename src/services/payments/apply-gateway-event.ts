@@ -54,14 +54,16 @@ function assertAmount(event: GatewayEvent, expected: string): void {
 const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'fail', cancel: 'cancel', expire: 'expire' };
 
 async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
-  const payment = await ctx.em.findOne(
-    Payment,
-    { orderId: event.orderId },
-    // select-in: PostgreSQL refuses FOR UPDATE on the nullable side of the outer joins a joined
-    // populate would add (subscription, invoice); this way only the payment row is locked.
-    { lockMode: LockMode.PESSIMISTIC_WRITE, strategy: 'select-in', populate: ['subscription', 'subscription.plan', 'subscription.user', 'invoice', 'user'] },
-  );
+  const payment = await ctx.em.findOne(Payment, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!payment) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
+  // Lock the subscription as well (its status and period change), but load the plan and the
+  // users without a lock: MikroORM passes a lock mode on to populate queries, and a FOR UPDATE
+  // on the plan row, which every subscription of that plan shares, ran all their settlements
+  // one at a time.
+  if (payment.subscription) {
+    await ctx.em.findOne(Subscription, { id: payment.subscription.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  }
+  await ctx.em.populate(payment, ['subscription', 'subscription.plan', 'subscription.user', 'invoice', 'user']);
   const at = ctx.clock.now();
   const changes: string[] = [];
   payment.transactionId ??= event.transactionId;
@@ -286,8 +288,10 @@ export function settleRefundTotals(ctx: DataContext, payment: Payment, refunds: 
 const TOPUP_FAILURES: Record<string, TopupEvent> = { deny: 'fail', failure: 'fail', cancel: 'fail', expire: 'expire' };
 
 async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
-  const topup = await ctx.em.findOne(Topup, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['user'] });
+  const topup = await ctx.em.findOne(Topup, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!topup) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
+  // The user is read, not changed: no lock (the wallet row is locked where the balance moves).
+  await ctx.em.populate(topup, ['user']);
   const at = ctx.clock.now();
   topup.transactionId ??= event.transactionId;
   topup.outcomeUnknown = false;
