@@ -77,7 +77,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
 
   const end = async (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    // A graceful stop that hangs must not hang the suite: it is a failure of its own, seen in the output.
+    // A graceful stop that hangs must not hang the suite.
     const hung = setTimeout(() => child.kill('SIGKILL'), 15_000);
     await exited;
     clearTimeout(hung);
