@@ -90,15 +90,20 @@ function requiresAuthentication(operation: Operation): boolean {
  * without a handler answer 501.
  */
 export async function createApiMiddleware(deps: ApiDependencies): Promise<Middleware> {
+  // Tests check the contract document itself and every response. Production compiles only the
+  // request validators, once, at start: the strict init (document check, Ajv meta-schema checks,
+  // response validators) took 1.4 s of a 2.6 s start (bench/README.md).
+  const checkContract = deps.validateResponses;
   const api = new OpenAPIBackend({
     definition: OPENAPI_PATH,
     apiRoot: API_ROOT,
     strict: true,
+    quick: !checkContract,
     validate: (c) => !RAW_BODY_OPERATIONS.has(c.operation.operationId as OperationId),
     // Paths in the contract keep their trailing slash; requests without one are given one below.
     ignoreTrailingSlashes: false,
     coerceTypes: true,
-    ajvOpts: { allErrors: true, strict: false },
+    ajvOpts: { allErrors: true, strict: false, validateSchema: checkContract },
     customizeAjv: (ajv) => {
       addFormats(ajv, ['date-time', 'date', 'uuid', 'email', 'uri']);
       return ajv;
@@ -129,6 +134,8 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   }
 
   await api.init();
+  // Quick mode would compile each validator on its operation's first request; do it now instead.
+  if (!checkContract) api.validator.preCompileRequestValidators();
   // openapi-backend rebuilds its operation list on every request (STACK.md); it never changes after init.
   const operations = api.router.getOperations();
   api.router.getOperations = () => operations;

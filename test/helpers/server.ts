@@ -66,14 +66,20 @@ export const STANDARD_PLANS: PlanSeed[] = [
  */
 export async function startTestServer(
   kind: DatabaseKind,
-  options: { env?: Record<string, string>; config?: Partial<Config>; clock?: Clock } = {},
+  options: {
+    env?: Record<string, string>;
+    config?: Partial<Config>;
+    clock?: Clock;
+    /** Build the API as production does (no contract self-check, no response validation). */
+    productionValidation?: boolean;
+  } = {},
 ): Promise<TestServer> {
   const db = await createTestDatabase(kind);
   const config = loadConfig(
     { NODE_ENV: 'test', DATABASE_URL: db.url, SESSION_SECRET: 'test-session-secret', PORT: '0', LOG_REQUESTS: 'false', ...options.env },
     { migrateOnStart: true, ...options.config },
   );
-  const running = await startServer(config, { logger: quietLogger, clock: options.clock, validateResponses: true });
+  const running = await startServer(config, { logger: quietLogger, clock: options.clock, validateResponses: !options.productionValidation });
 
   const request = async <T>(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResult<T>> => {
     const headers: Record<string, string> = { ...opts.headers };

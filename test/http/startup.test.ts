@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { STANDARD_PLANS, startTestServer } from '../helpers/server.js';
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -42,5 +43,25 @@ describe('a server process that is still starting', () => {
     }
     expect(statuses.at(-1)).toBe(200);
     expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+  });
+});
+
+describe('the API built as in production (contract compiled once, without the self-checks)', () => {
+  it('still validates every request: a bad query or body is a 400 naming the field, and a good one passes', async () => {
+    const server = await startTestServer('sqlite', { productionValidation: true });
+    try {
+      await server.seedPlans(STANDARD_PLANS);
+      const badQuery = await server.api('GET', '/plans/?page=abc');
+      expect(badQuery.status).toBe(400);
+      expect(badQuery.body.errors).toEqual([expect.objectContaining({ field: 'page' })]);
+      const badBody = await server.api('POST', '/auth/login/', { body: { username: 'someone' } });
+      expect(badBody.status).toBe(400);
+      expect(badBody.body.errors).toEqual([expect.objectContaining({ field: 'password' })]);
+      const ok = await server.api('GET', '/plans/?page_size=2');
+      expect(ok.status).toBe(200);
+      expect(ok.body.results).toHaveLength(2);
+    } finally {
+      await server.stop();
+    }
   });
 });
