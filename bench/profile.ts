@@ -4,6 +4,7 @@
  * went (self time by package and by function). The .cpuprofile is kept for Chrome DevTools.
  *
  * Usage: npm run build && npx tsx bench/profile.ts SCENARIO [DATABASE_URL]
+ *   BENCH_NO_PROFILE=1: only the load figures, without the profiler's overhead.
  *   SCENARIO: plans | active-session | active-basic | payments-session | payments-basic | webhook | start
  *   DATABASE_URL: an admin PostgreSQL URL (a fresh database is made in it); SQLite when absent.
  */
@@ -100,7 +101,8 @@ try {
   const fixtures = await seedBench(db.url, { webhookOrders: scenario === 'webhook' ? 20_000 : 0, serverKey: SERVER_KEY });
   const port = 4300 + Math.floor(Math.random() * 500);
   const base = `http://127.0.0.1:${port}/api/subscriptions`;
-  const server = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, 'dist/main.js'], {
+  const profiling = process.env.BENCH_NO_PROFILE !== '1';
+  const server = spawn(process.execPath, [...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/main.js'], {
     cwd: ROOT,
     env: {
       ...process.env, NODE_ENV: 'production', PORT: String(port), DATABASE_URL: db.url, MIGRATE_ON_START: 'true',
@@ -139,10 +141,12 @@ try {
     server.once('exit', () => resolve());
     server.kill('SIGTERM');
   });
-  const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) throw new Error('the server wrote no profile (did it exit cleanly on SIGTERM?)');
-  process.stdout.write(summarise(join(profileDir, file)));
-  process.stdout.write(`\nprofile: ${join(profileDir, file)}\n`);
+  if (profiling) {
+    const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+    if (!file) throw new Error('the server wrote no profile (did it exit cleanly on SIGTERM?)');
+    process.stdout.write(summarise(join(profileDir, file)));
+    process.stdout.write(`\nprofile: ${join(profileDir, file)}\n`);
+  }
 } finally {
   await db.drop();
 }

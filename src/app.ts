@@ -16,6 +16,7 @@ import { docsMiddleware } from './http/docs.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
 import { allHandlers } from './http/handlers/index.js';
 import { consoleLogger, quietLogger, type Logger } from './logger.js';
+import { CatalogueCache } from './services/plans/catalogue-cache.js';
 import { hasAccessGrantingSubscription } from './services/subscriptions/has-access.js';
 import { createSimulator, type Simulator } from './simulator/index.js';
 
@@ -126,7 +127,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       orm,
       gateway,
       clock,
-      handlers: allHandlers({ throttler }),
+      handlers: allHandlers({ throttler, catalogue: new CatalogueCache(config.planCacheSeconds, clock) }),
       validateResponses: options.validateResponses ?? config.env === 'test',
     }),
   );

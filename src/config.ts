@@ -46,6 +46,8 @@ export interface Config {
   loginThrottleWindowSeconds: number;
   /** Seconds a verified Basic credential stays cached (0 = verify every request). */
   basicAuthCacheSeconds: number;
+  /** Seconds a process serves its cached plan catalogue before checking the plans table again (0 = every request). */
+  planCacheSeconds: number;
   maxBodyBytes: number;
   logRequests: boolean;
 }
@@ -173,6 +175,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     loginThrottleLimit: integer(env, 'LOGIN_THROTTLE_LIMIT', 5),
     loginThrottleWindowSeconds: integer(env, 'LOGIN_THROTTLE_WINDOW_SECONDS', 300),
     basicAuthCacheSeconds: integer(env, 'BASIC_AUTH_CACHE_SECONDS', 60),
+    planCacheSeconds: integer(env, 'PLAN_CACHE_SECONDS', 1),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576),
     logRequests: bool(env, 'LOG_REQUESTS', nodeEnv !== 'test'),
     ...overrides,

@@ -24,6 +24,7 @@ export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi.yaml');
 const RAW_BODY_OPERATIONS = new Set<OperationId>(['receiveGatewayNotification']);
 const RAW_BODY_PATHS = new Set([`${API_ROOT}/webhook/notification/`]);
 const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const BODILESS_STATUSES = new Set([204, 304]);
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
@@ -194,14 +195,14 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
           )
         : await execute();
 
-    if (deps.validateResponses && response.contentType === 'application/json' && response.status !== 204) {
+    if (deps.validateResponses && response.contentType === 'application/json' && !BODILESS_STATUSES.has(response.status)) {
       const check = api.validateResponse(response.body, operation, response.status);
       if (check.errors) {
         throw new Error(`${operationId} answered ${response.status} with a body that breaks the contract: ${JSON.stringify(check.errors)}`);
       }
     }
     ctx.status = response.status;
-    if (response.status !== 204) {
+    if (!BODILESS_STATUSES.has(response.status)) {
       ctx.type = response.contentType;
       ctx.body = response.body;
     }

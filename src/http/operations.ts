@@ -15,7 +15,7 @@ type Params<K extends OperationId, Where extends 'query' | 'path'> = operations[
 
 export type RequestBody<K extends OperationId> = operations[K] extends { requestBody?: infer R } ? JsonContent<NonNullable<R>> : undefined;
 
-type SuccessStatus = 200 | 201 | 204;
+type SuccessStatus = 200 | 201 | 204 | 304;
 
 /** What a handler may answer: one of the operation's documented success statuses and its body. */
 export type OperationResult<K extends OperationId> = {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/domain/clock.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
 
@@ -100,5 +101,71 @@ describe.each(DATABASES)('plans on %s', (kind) => {
     expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(res.body.code).toBe('validation_error');
     expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+  });
+});
+
+describe.each(DATABASES)('the plan catalogue cache on %s', (kind) => {
+  it('answers with an ETag, 304 to If-None-Match, and a new answer once a plan changes', async () => {
+    const server = await startTestServer(kind);
+    try {
+      await server.seedPlans(STANDARD_PLANS);
+      const first = await server.api('GET', '/plans/');
+      const etag = first.headers.get('etag')!;
+      expect(etag).toMatch(/^"[\w-]{27}"$/);
+      expect(first.headers.get('cache-control')).toBe('no-cache');
+
+      const again = await server.api('GET', '/plans/', { headers: { 'if-none-match': etag } });
+      expect(again.status).toBe(304);
+      expect(again.text).toBe('');
+      expect(again.headers.get('etag')).toBe(etag);
+      expect((await server.api('GET', '/plans/', { headers: { 'if-none-match': `"other", W/${etag}` } })).status).toBe(304);
+      // Another page is another answer with its own tag.
+      const page = await server.api('GET', '/plans/?page_size=2', { headers: { 'if-none-match': etag } });
+      expect(page.status).toBe(200);
+      expect(page.headers.get('etag')).not.toBe(etag);
+
+      await server.seedPlans([{ ...STANDARD_PLANS[0], price: 55000 }]);
+      const changed = await server.api('GET', '/plans/', { headers: { 'if-none-match': etag } });
+      expect(changed.status).toBe(200);
+      expect(changed.headers.get('etag')).not.toBe(etag);
+      expect(changed.body.results[0]).toMatchObject({ slug: 'basic-monthly', price: '55000.00' });
+
+      const plan = await server.api('GET', '/plans/basic-monthly/');
+      expect(plan.body.price).toBe('55000.00');
+      expect((await server.api('GET', '/plans/basic-monthly/', { headers: { 'if-none-match': plan.headers.get('etag')! } })).status).toBe(304);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('staff and the public get their own answers from the same cache', async () => {
+    const server = await startTestServer(kind);
+    try {
+      await server.seedPlans(STANDARD_PLANS);
+      const staff = await server.createUser({ isStaff: true });
+      expect((await server.api('GET', '/plans/')).body.count).toBe(5);
+      expect((await server.api('GET', '/plans/', { auth: staff })).body.count).toBe(6);
+      expect((await server.api('GET', '/plans/')).body.count).toBe(5);
+      expect((await server.api('GET', '/plans/legacy/')).status).toBe(404);
+      expect((await server.api('GET', '/plans/legacy/', { auth: staff })).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('with PLAN_CACHE_SECONDS, a change made elsewhere shows once the window has passed', async () => {
+    const clock = new ManualClock(new Date('2026-11-22T10:00:00Z'));
+    const server = await startTestServer(kind, { clock, config: { planCacheSeconds: 30 } });
+    try {
+      await server.seedPlans(STANDARD_PLANS);
+      expect((await server.api('GET', '/plans/basic-monthly/')).body.price).toBe('50000.00');
+      await server.seedPlans([{ ...STANDARD_PLANS[0], price: 60000 }]);
+      clock.advance(29_000);
+      expect((await server.api('GET', '/plans/basic-monthly/')).body.price).toBe('50000.00');
+      clock.advance(1_000);
+      expect((await server.api('GET', '/plans/basic-monthly/')).body.price).toBe('60000.00');
+    } finally {
+      await server.stop();
+    }
   });
 });

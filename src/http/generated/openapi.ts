@@ -2226,6 +2226,14 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The catalogue answer the client holds (its `If-None-Match`) is still current; no body. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description The operation is not implemented in this build (`not_implemented`). */
         NotImplemented: {
             headers: {
@@ -2286,6 +2294,8 @@ export interface components {
         Page: number;
         /** @description Number of items per page, at most 100. */
         PageSize: number;
+        /** @description The `ETag` of a catalogue answer the client holds; when it still holds, the answer is `304` with no body. */
+        IfNoneMatch: string;
         /** @description The resource's UUID. */
         ResourceId: string;
         /** @description The plan's slug. */
@@ -2305,7 +2315,14 @@ export interface components {
         CsrfToken: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description Identifies this exact answer. Send it back as `If-None-Match` to get `304` while the
+         *     catalogue has not changed. A plan change made by `billing-admin plans` shows within
+         *     `PLAN_CACHE_SECONDS` (default 1 s) on every server process.
+         */
+        ETag: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2442,7 +2459,10 @@ export interface operations {
                 /** @description Number of items per page, at most 100. */
                 page_size?: components["parameters"]["PageSize"];
             };
-            header?: never;
+            header?: {
+                /** @description The `ETag` of a catalogue answer the client holds; when it still holds, the answer is `304` with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2451,12 +2471,14 @@ export interface operations {
             /** @description A page of plans. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedPlanList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
             501: components["responses"]["NotImplemented"];
         };
@@ -2464,7 +2486,10 @@ export interface operations {
     getPlan: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` of a catalogue answer the client holds; when it still holds, the answer is `304` with no body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description The plan's slug. */
                 slug: components["parameters"]["PlanSlug"];
@@ -2476,12 +2501,14 @@ export interface operations {
             /** @description The plan. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Plan"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
             404: components["responses"]["NotFound"];
             501: components["responses"]["NotImplemented"];

@@ -1,3 +1,4 @@
+import type { CatalogueCache } from '../../services/plans/catalogue-cache.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { authHandlers } from './auth.js';
@@ -11,10 +12,10 @@ import { walletHandlers } from './wallet.js';
 import { webhookHandlers } from './webhook.js';
 
 /** Every implemented operation's handler; operations missing here answer 501. */
-export function allHandlers(deps: { throttler: LoginThrottler }): OperationHandlers {
+export function allHandlers(deps: { throttler: LoginThrottler; catalogue: CatalogueCache }): OperationHandlers {
   return {
     ...authHandlers(deps.throttler),
-    ...planHandlers,
+    ...planHandlers(deps.catalogue),
     ...walletHandlers,
     ...topupHandlers,
     ...notificationHandlers,
