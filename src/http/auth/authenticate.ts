@@ -1,6 +1,8 @@
 import type { Orm } from '../../db/orm.js';
 import type { Context, Next } from 'koa';
+import type { EntityManager } from '@mikro-orm/knex';
 import { User } from '../../db/entities/user.js';
+import { findOneRaw } from '../../db/hot-reads.js';
 import { authenticate } from '../../services/users/authenticate.js';
 import { problem, sendProblem } from '../problem.js';
 import { parseBasicAuth, VerifiedCredentialCache } from './basic-auth.js';
@@ -19,6 +21,8 @@ declare module 'koa' {
     authMethod: AuthMethod | null;
   }
 }
+
+const userById = (em: EntityManager, id: string) => findOneRaw(em, User, 'select * from users where id = ?', [id]);
 
 /** The client address, honouring X-Forwarded-For only when TRUST_PROXY is set (app.proxy). */
 export function clientIp(ctx: Context): string {
@@ -41,7 +45,7 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
     const em = orm.em.fork();
     if (credentials) {
       const cachedId = cache.get(credentials);
-      let user = cachedId ? await em.findOne(User, { id: cachedId }) : null;
+      let user = cachedId ? await userById(em, cachedId) : null;
       if (!user) {
         const wait = await throttler.retryAfter(credentials.username, clientIp(ctx));
         if (wait > 0) {
@@ -59,7 +63,7 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
       ctx.state.user = user;
       ctx.state.authMethod = 'basic';
     } else if (ctx.session && typeof ctx.session.userId === 'string') {
-      const user = await em.findOne(User, { id: ctx.session.userId });
+      const user = await userById(em, ctx.session.userId);
       if (user) {
         ctx.state.user = user;
         ctx.state.authMethod = 'session';

@@ -1,5 +1,6 @@
 import type { Orm } from '../../db/orm.js';
 import { Session } from '../../db/entities/infrastructure.js';
+import { findOneRaw } from '../../db/hot-reads.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -10,7 +11,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export function databaseSessionStore(orm: Orm) {
   return {
     async get(key: string): Promise<Record<string, unknown> | undefined> {
-      const row = await orm.em.fork().findOne(Session, { id: key });
+      const row = await findOneRaw(orm.em.fork(), Session, 'select * from sessions where id = ?', [key]);
       if (!row || row.expiresAt.getTime() <= Date.now()) return undefined;
       return JSON.parse(row.data) as Record<string, unknown>;
     },

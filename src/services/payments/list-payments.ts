@@ -4,7 +4,6 @@ import type { PaymentType } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import type { DataContext } from '../context.js';
 import { findPage, orderingToOrderBy, type Page, type PageRequest } from '../shared/pagination.js';
-import { PAYMENT_POPULATE } from './find-payment.js';
 
 export interface PaymentFilters {
   status?: PaymentStatus;
@@ -20,5 +19,6 @@ export async function listPayments(ctx: Pick<DataContext, 'em'>, user: User, fil
   if (filters.status) where.status = filters.status;
   if (filters.paymentType) where.paymentType = filters.paymentType;
   const orderBy = orderingToOrderBy(filters.ordering, ORDERING, [{ createdAt: 'desc' }, { id: 'asc' }]);
-  return findPage(ctx.em, Payment, where, page, { orderBy, populate: PAYMENT_POPULATE });
+  // NOTE: no populate: a listed payment shows only the ids of its subscription and invoice.
+  return findPage(ctx.em, Payment, where, page, { orderBy });
 }

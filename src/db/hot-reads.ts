@@ -1,0 +1,17 @@
+import type { EntityDictionary, EntityName } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
+
+/**
+ * Rows of `entity` read by fixed SQL and mapped by the ORM into `em`'s identity map: the same
+ * entities a `find` gives, for the few reads every authenticated request makes. MikroORM builds
+ * each query anew through knex, which costs 3-5 times the query itself (bench/README.md);
+ * these statements are written once.
+ */
+export async function findRaw<T extends object>(em: EntityManager, entity: EntityName<T>, sql: string, params: unknown[]): Promise<T[]> {
+  const rows = await em.getConnection().execute<Record<string, unknown>[]>(sql, params);
+  return rows.map((row) => em.map(entity, row as EntityDictionary<T>));
+}
+
+export async function findOneRaw<T extends object>(em: EntityManager, entity: EntityName<T>, sql: string, params: unknown[]): Promise<T | null> {
+  return (await findRaw(em, entity, sql, params))[0] ?? null;
+}
