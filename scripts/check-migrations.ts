@@ -1,5 +1,5 @@
 /** Fails when the entities have changes that no committed migration covers (per dialect). */
-import { openOrm } from '../src/db/orm.js';
+import { migratorOf, openOrm } from '../src/db/orm.js';
 
 const targets = [
   'sqlite::memory:',
@@ -9,7 +9,7 @@ let stale = false;
 for (const url of targets) {
   const orm = await openOrm(url);
   try {
-    const needed = await orm.getMigrator().checkMigrationNeeded();
+    const needed = await (await migratorOf(orm)).checkMigrationNeeded();
     console.log(`${url.split(':')[0]}: ${needed ? 'MIGRATION NEEDED' : 'up to date'}`);
     stale ||= needed;
   } finally {

@@ -3,7 +3,7 @@
  * migration snapshot. Usage: npm run migration:create [-- --initial]
  * PostgreSQL needs a database to diff against: MIGRATION_PG_URL (default the local server).
  */
-import { openOrm } from '../src/db/orm.js';
+import { migratorOf, openOrm } from '../src/db/orm.js';
 import { writeMigrationIndex } from './write-migration-index.js';
 
 const initial = process.argv.includes('--initial');
@@ -15,8 +15,8 @@ for (const url of targets) {
   const orm = await openOrm(url);
   try {
     const result = initial
-      ? await orm.getMigrator().createInitialMigration()
-      : await orm.getMigrator().createMigration();
+      ? await (await migratorOf(orm)).createInitialMigration()
+      : await (await migratorOf(orm)).createMigration();
     console.log(`${url.split(':')[0]}: ${result.fileName || 'no changes'}`);
     writeMigrationIndex(url.startsWith('sqlite') ? 'sqlite' : 'postgresql');
   } finally {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { dialectOf, openOrm } from '../../src/db/orm.js';
+import { dialectOf, migratorOf, openOrm } from '../../src/db/orm.js';
 import { cliConfig, globalOptions, note, output, table } from '../runtime.js';
 
 export function registerDbCommands(program: Command): void {
@@ -11,7 +11,7 @@ export function registerDbCommands(program: Command): void {
       const config = cliConfig();
       const orm = await openOrm(config.databaseUrl);
       try {
-        const applied = (await orm.getMigrator().up()).map((m) => m.name);
+        const applied = (await (await migratorOf(orm)).up()).map((m) => m.name);
         output(globalOptions(cmd), { dialect: dialectOf(config.databaseUrl), applied }, () =>
           applied.length ? `Applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}` : 'Nothing to apply; the database is up to date.',
         );
@@ -26,7 +26,7 @@ export function registerDbCommands(program: Command): void {
       const config = cliConfig();
       const orm = await openOrm(config.databaseUrl);
       try {
-        const migrator = orm.getMigrator();
+        const migrator = await migratorOf(orm);
         const executed = await migrator.getExecutedMigrations();
         const pending = await migrator.getPendingMigrations();
         const rows = [

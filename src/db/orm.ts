@@ -4,10 +4,10 @@ import { PROJECT_ROOT } from '../project-root.js';
 import { MikroORM as SqliteORM } from '@mikro-orm/better-sqlite';
 import type { MikroORM, Options } from '@mikro-orm/core';
 import type { AbstractSqlDriver } from '@mikro-orm/knex';
-import { Migrator } from '@mikro-orm/migrations';
+import type { Migrator } from '@mikro-orm/migrations';
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql';
-import { migrations as postgresqlMigrations } from '../../migrations/postgresql/index.js';
-import { migrations as sqliteMigrations } from '../../migrations/sqlite/index.js';
+import { migrationNames as postgresqlMigrationNames } from '../../migrations/postgresql/names.js';
+import { migrationNames as sqliteMigrationNames } from '../../migrations/sqlite/names.js';
 import { allEntities } from './entities/index.js';
 
 export type Dialect = 'sqlite' | 'postgresql';
@@ -37,12 +37,10 @@ function baseOptions(dialect: Dialect, opts: OrmOptions): Options {
     allowGlobalContext: false,
     forceUtcTimezone: true,
     debug: opts.debug ?? false,
-    extensions: [Migrator],
     migrations: {
       path: migrationsPath(dialect),
       pathTs: migrationsPath(dialect),
-      // A static list: umzug's folder scan cannot import .ts under vitest or from a bundle.
-      migrationsList: dialect === 'sqlite' ? sqliteMigrations : postgresqlMigrations,
+      // The static list (migrationsList) is set by migratorOf, which loads it.
       emit: 'ts',
       snapshot: true,
       snapshotName: '.snapshot',
@@ -81,7 +79,40 @@ export async function openOrm(databaseUrl: string, opts: OrmOptions = {}): Promi
   }) as unknown as Orm;
 }
 
+function dialectOfOrm(orm: Orm): Dialect {
+  return orm.em.getPlatform().constructor.name.includes('Sqlite') ? 'sqlite' : 'postgresql';
+}
+
+/**
+ * The migrator, loaded on first use: @mikro-orm/migrations (umzug and the command-line
+ * libraries it pulls in) and the migrations themselves were a tenth of the server's start.
+ */
+export async function migratorOf(orm: Orm): Promise<Migrator> {
+  const dialect = dialectOfOrm(orm);
+  const [{ Migrator: MigratorClass }, { migrations }] = await Promise.all([
+    import('@mikro-orm/migrations'),
+    // A static list: umzug's folder scan cannot import .ts under vitest or from a bundle.
+    dialect === 'sqlite' ? import('../../migrations/sqlite/index.js') : import('../../migrations/postgresql/index.js'),
+  ]);
+  orm.config.set('migrations', { ...orm.config.get('migrations'), migrationsList: migrations });
+  return new MigratorClass(orm.em);
+}
+
+/** Whether the database records every migration of this build as applied (most starts). */
+async function upToDate(orm: Orm): Promise<boolean> {
+  const expected = dialectOfOrm(orm) === 'sqlite' ? sqliteMigrationNames : postgresqlMigrationNames;
+  let rows: { name: string }[];
+  try {
+    rows = await orm.em.getConnection().execute<{ name: string }[]>('select name from mikro_orm_migrations');
+  } catch {
+    return false; // a fresh database: no table yet
+  }
+  const applied = new Set(rows.map((r) => r.name));
+  return expected.every((name) => applied.has(name));
+}
+
 export async function migrateUp(orm: Orm): Promise<string[]> {
-  const applied = await orm.getMigrator().up();
+  if (await upToDate(orm)) return [];
+  const applied = await (await migratorOf(orm)).up();
   return applied.map((m) => m.name);
 }
