@@ -10,7 +10,7 @@ import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { Bank } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
-import { createInvoice } from '../invoices/create-invoice.js';
+import { createInvoice, type CreateInvoiceInput } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../payments/apply-gateway-event.js';
 import { submitPayment } from '../payments/submit-payment.js';
@@ -43,7 +43,7 @@ export interface StepResult {
 
 const POPULATE = ['plan', 'pendingPlan', 'user'] as const;
 
-function isPostgres(em: EntityManager): boolean {
+export function isPostgres(em: EntityManager): boolean {
   return !em.getPlatform().constructor.name.includes('Sqlite');
 }
 
@@ -62,7 +62,7 @@ async function claim(em: EntityManager, id: string): Promise<Subscription | null
   return sub;
 }
 
-function result(sub: Subscription, action: StepAction, fields: Partial<StepResult> = {}): StepResult {
+export function result(sub: Pick<Subscription, 'id' | 'status'>, action: StepAction, fields: Partial<StepResult> = {}): StepResult {
   return { subscriptionId: sub.id, action, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: sub.status, more: false, ...fields };
 }
 
@@ -79,20 +79,14 @@ function applyScheduledPlan(ctx: DataContext, sub: Subscription, plan: Plan, per
  * NOTE: a renewal invoice pays for the period that starts where the current one ends and ends
  * at the next boundary of the billing anchor; it is due RENEWAL_DUE_DAYS after it is issued.
  * A trial's first invoice is the same thing: the trial is the current period, the anchor its end.
+ * Shared by renew() and the batched run (batch-renewal.ts), so both bill the same thing.
  */
-async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | null): Promise<StepResult> {
-  const at = ctx.clock.now();
-  const counts: Counts = { renewed: 1 };
-  if (sub.status === 'trialing') counts.trial_ended = 1;
-  const periodStart = sub.currentPeriodEnd ?? sub.nextBillingDate!;
-  if (planChange) {
-    applyScheduledPlan(ctx, sub, planChange, periodStart);
-    counts.plan_changes = 1;
-  }
+export function renewalInvoiceInput(ctx: Pick<DataContext, 'config'>, sub: Subscription, at: Date): CreateInvoiceInput & { periodStart: Date; periodEnd: Date } {
   const plan = sub.plan;
+  const periodStart = sub.currentPeriodEnd ?? sub.nextBillingDate!;
   const periodEnd = boundaryAfter(sub.billingAnchor ?? periodStart, plan.interval, plan.intervalUnit, periodStart);
   const schedule = dunningSchedule(at, ctx.config);
-  const invoice = await createInvoice(ctx, {
+  return {
     user: sub.user,
     subscription: sub,
     currency: plan.currency,
@@ -102,11 +96,23 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
     periodStart,
     periodEnd,
     lines: [{ description: `${plan.name} (${isoDate(periodStart)} to ${isoDate(periodEnd)})`, kind: 'subscription', unitAmount: plan.price, periodStart, periodEnd }],
-  });
-  invoice.nextRetryAt = schedule.dueAt;
+  };
+}
+
+async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | null): Promise<StepResult> {
+  const at = ctx.clock.now();
+  const counts: Counts = { renewed: 1 };
+  if (sub.status === 'trialing') counts.trial_ended = 1;
+  if (planChange) {
+    applyScheduledPlan(ctx, sub, planChange, sub.currentPeriodEnd ?? sub.nextBillingDate!);
+    counts.plan_changes = 1;
+  }
+  const input = renewalInvoiceInput(ctx, sub, at);
+  const invoice = await createInvoice(ctx, input);
+  invoice.nextRetryAt = input.dueAt;
   // The unique (subscription, billing_reason, period_start) constraint answers here.
   await ctx.em.flush();
-  const collection = await collectInvoice(ctx, sub, invoice, schedule.dueAt);
+  const collection = await collectInvoice(ctx, sub, invoice, input.dueAt);
   for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
   return result(sub, 'renew', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after, invoice });
 }
@@ -185,6 +191,11 @@ async function act(ctx: DataContext, sub: Subscription, action: DueAction): Prom
   }
 }
 
+/** The step of a subscription another billing run holds: it does whatever is due there. */
+export function lockedElsewhere(id: string): StepResult {
+  return { subscriptionId: id, action: 'locked_elsewhere', counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '', more: false };
+}
+
 /** What a real step would do, from the same decision, without writing anything. */
 async function preview(ctx: DataContext, id: string): Promise<StepResult | null> {
   const em = ctx.em.fork();
@@ -229,7 +240,7 @@ export async function billSubscriptionStep(ctx: ServiceContext, id: string, opts
       const sub = await claim(em, id);
       if (!sub) {
         const exists = await em.fork().count(Subscription, { id });
-        return exists ? { subscriptionId: id, action: 'locked_elsewhere' as const, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '', more: false } : null;
+        return exists ? lockedElsewhere(id) : null;
       }
       const at = ctx.clock.now();
       const action = dueAction(sub, await openRenewalInvoice(em, sub), at);

@@ -1,6 +1,7 @@
 import type { ServiceContext } from '../context.js';
+import { heldElsewhere, renewPlainWalletBatch } from './batch-renewal.js';
 import { dueSubscriptionIds } from './billing-actions.js';
-import { billSubscriptionStep, finishStep, type StepAction, type StepResult } from './bill-subscription.js';
+import { billSubscriptionStep, finishStep, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
 import type { BillingCounter } from './collect-renewal.js';
 
 export interface BillingRunOptions {
@@ -10,8 +11,15 @@ export interface BillingRunOptions {
   limit?: number;
   /** Report what would happen; write nothing and call no gateway. */
   dryRun?: boolean;
-  /** Subscriptions fetched per page. */
+  /** Subscriptions fetched per page (the largest page, when pages are renewed in batches). */
   chunkSize?: number;
+  /**
+   * Renew plain wallet-paid subscriptions a page at a time (batch-renewal.ts); default true.
+   * false bills every subscription on its own, the path the batch must match row for row.
+   */
+  batch?: boolean;
+  /** Called when a page's batch failed and its subscriptions were billed one by one instead. */
+  onBatchFallback?: (error: unknown) => void;
   onProgress?: (progress: { processed: number; report: BillingRunReport }) => void;
 }
 
@@ -50,6 +58,14 @@ export const COUNTERS: readonly BillingCounter[] = [
 /** Steps per subscription and run: a subscription years behind catches up, a bug cannot spin forever. */
 const MAX_STEPS = 500;
 
+/**
+ * Pages of a batched run start this small and double up to chunkSize: a run shows progress
+ * (and a failing batch) at once, and one stopped early has committed its first pages.
+ */
+const FIRST_BATCH_PAGE = 32;
+const BATCH_PAGE = 1000;
+const SINGLE_PAGE = 200;
+
 function emptyReport(at: Date, dryRun: boolean): BillingRunReport {
   const counters = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<BillingCounter, number>;
   return { at: at.toISOString(), dry_run: dryRun, subscriptions: 0, ...counters, errors: [], actions: [] };
@@ -75,6 +91,8 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * subscription with something due at `at` is brought up to date, one transaction per step,
  * each subscription as far as it goes (a run far in the future catches up on every missed
  * cycle and dunning step). A failure of one subscription is reported and does not stop the others.
+ * Plain wallet renewals are done a page at a time in one transaction (batch-renewal.ts), writing
+ * the same rows and reporting the same steps; every other subscription takes its own steps.
  */
 export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = {}): Promise<BillingRunReport> {
   const at = opts.at ?? ctx.clock.now();
@@ -82,14 +100,37 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   const runCtx: ServiceContext = { ...ctx, clock: { now: () => new Date(at.getTime()) } };
   const dryRun = opts.dryRun ?? false;
   const report = emptyReport(at, dryRun);
-  const chunk = Math.max(1, Math.min(opts.chunkSize ?? 200, opts.limit ?? Infinity));
+  const batch = (opts.batch ?? true) && !dryRun;
+  const largest = Math.max(1, opts.chunkSize ?? (batch ? BATCH_PAGE : SINGLE_PAGE));
+  let page = batch ? Math.min(FIRST_BATCH_PAGE, largest) : largest;
   let afterId: string | null = null;
 
   for (;;) {
-    const ids = await dueSubscriptionIds(ctx.em.fork(), at, afterId, chunk);
+    const room = opts.limit === undefined ? Infinity : opts.limit - report.subscriptions;
+    if (room <= 0) return report;
+    // NOTE: a page no longer than the room left under --limit: a batch never renews a subscription the report would not count.
+    const ids = await dueSubscriptionIds(ctx.em.fork(), at, afterId, Math.min(page, room));
     if (ids.length === 0) break;
+    page = Math.min(page * 2, largest);
+    const batched = new Map<string, StepResult>();
+    if (batch) {
+      try {
+        for (const step of await renewPlainWalletBatch(runCtx, ids)) batched.set(step.subscriptionId, step);
+      } catch (err) {
+        // Nothing of the batch was written: each subscription goes the per-subscription way.
+        opts.onBatchFallback?.(err);
+      }
+      for (const id of await heldElsewhere(runCtx, ids.filter((i) => !batched.has(i)))) batched.set(id, lockedElsewhere(id));
+    }
     for (const id of ids) {
       if (opts.limit !== undefined && report.subscriptions >= opts.limit) return report;
+      const done = batched.get(id);
+      if (done) {
+        record(report, done);
+        report.subscriptions += 1;
+        opts.onProgress?.({ processed: report.subscriptions, report });
+        continue;
+      }
       let stepped = false;
       for (let n = 0; n < MAX_STEPS; n += 1) {
         let step: StepResult | null;

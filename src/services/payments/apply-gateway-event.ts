@@ -107,7 +107,7 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
   return { changes };
 }
 
-function paymentData(payment: Payment): Record<string, unknown> {
+export function paymentData(payment: Pick<Payment, 'id' | 'orderId' | 'grossAmount' | 'currency' | 'paymentType' | 'paymentDetails'>): Record<string, unknown> {
   return {
     payment_id: payment.id,
     order_id: payment.orderId,
