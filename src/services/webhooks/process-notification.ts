@@ -1,6 +1,7 @@
 import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
+import { findOneRaw } from '../../db/hot-reads.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
 import { applyGatewayEvent } from '../payments/apply-gateway-event.js';
@@ -158,7 +159,9 @@ async function settleLog(ctx: DataContext, logId: string, status: WebhookLogStat
 }
 
 async function reload(ctx: DataContext, logId: string): Promise<WebhookLog> {
-  return ctx.em.fork().findOneOrFail(WebhookLog, logId);
+  const log = await findOneRaw(ctx.em.fork(), WebhookLog, 'select * from webhook_logs where id = ?', [logId]);
+  if (!log) throw new Error(`webhook log ${logId} vanished`);
+  return log;
 }
 
 /** Steps 3-5 in one transaction: claim the key, apply the effects, mark the log processed. */
@@ -178,11 +181,9 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
       }
       if (claimed === 0) return null;
       const outcome = await applyGatewayEvent({ em, config: ctx.config, clock: ctx.clock }, event);
-      const log = await em.findOneOrFail(WebhookLog, logId, { refresh: true });
-      log.status = 'processed';
-      log.error = null;
-      log.attempts += 1;
-      log.processedAt = ctx.clock.now();
+      await em.flush();
+      const at = ctx.clock.now();
+      await em.nativeUpdate(WebhookLog, { id: logId }, { status: 'processed', error: null, attempts: raw('attempts + 1'), processedAt: at, updatedAt: new Date() });
       return outcome.changes;
     });
     if (changes === null) {
@@ -230,8 +231,8 @@ function judge(ctx: DataContext, log: WebhookLog): Judgement {
  * and `invalid` logs are processed; any other is left as it is (`skipped`). Throws only when the
  * database is unreachable even for recording the outcome.
  */
-export async function processRecordedNotification(ctx: DataContext, logId: string): Promise<NotificationOutcome> {
-  const log = await reload(ctx, logId);
+export async function processRecordedNotification(ctx: DataContext, logId: string, recorded?: WebhookLog): Promise<NotificationOutcome> {
+  const log = recorded ?? (await reload(ctx, logId));
   if (!REPLAYABLE_STATUSES.includes(log.status)) return { result: 'skipped', log, changes: [], error: null };
   const judgement = judge(ctx, log);
   if (!judgement.ok) {
@@ -262,7 +263,8 @@ export async function previewGatewayEvent(ctx: DataContext, event: GatewayEvent)
 export async function receiveNotification(ctx: DataContext, input: RecordInput): Promise<NotificationOutcome> {
   const log = await recordNotification(ctx, input);
   try {
-    return await processRecordedNotification(ctx, log.id);
+    // Just committed by this very call: nothing can have moved it yet but a replay, which the claim re-checks.
+    return await processRecordedNotification(ctx, log.id, log);
   } catch (err) {
     // Even the outcome could not be written: the row stays `received` for a replay.
     return { result: 'failed', log, changes: [], error: describeFailure(err) };
