@@ -134,8 +134,14 @@ try {
     const loader = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load.ts'), jobFile], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     loader.stdout!.on('data', (d) => (out += d));
+    let peakKb = 0;
+    const sampler = setInterval(() => {
+      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'));
+      if (match) peakKb = Math.max(peakKb, Number(match[1]));
+    }, 200);
     await new Promise((resolve) => loader.once('exit', resolve));
-    process.stderr.write(`${out}\n`);
+    clearInterval(sampler);
+    process.stderr.write(`${out}\npeak RSS of the server: ${Math.round(peakKb / 1024)} MB\n`);
   }
   await new Promise<void>((resolve) => {
     server.once('exit', () => resolve());
