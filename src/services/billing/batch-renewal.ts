@@ -1,20 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { LockMode, type EntityName, type RequiredEntityData } from '@mikro-orm/core';
+import type { RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { Invoice, InvoiceLine } from '../../db/entities/invoice.js';
 import { Notification } from '../../db/entities/notification.js';
 import { Payment } from '../../db/entities/payment.js';
+import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
+import type { User } from '../../db/entities/user.js';
 import { Wallet, WalletTransaction } from '../../db/entities/wallet.js';
 import { isoDate } from '../../domain/billing-calendar.js';
 import { add, compare, isPositive, money, multiplyAndRound, subtract, ZERO } from '../../domain/money.js';
 import type { DataContext, ServiceContext } from '../context.js';
+import type { CreateInvoiceInput } from '../invoices/create-invoice.js';
 import { reserveInvoiceNumbers } from '../invoices/next-invoice-number.js';
 import { notificationRows } from '../notifications/notify.js';
 import { paymentData, subscriptionData } from '../payments/apply-gateway-event.js';
 import { newSubscriptionOrderId } from '../payments/order-id.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 import { isPostgres, renewalInvoiceInput, result, type StepResult } from './bill-subscription.js';
+import { fromColumn, insertRows, updateRows } from './bulk-sql.js';
 import { nothingAfter } from './collect-renewal.js';
 
 /*
@@ -28,38 +32,18 @@ import { nothingAfter } from './collect-renewal.js';
  * is left to the per-subscription path, which the caller runs for every id not returned here.
  */
 
-/** The SQL literal of a value as the column's own type stores it (money in minor units on SQLite…). */
-function dbValue(em: EntityManager, entity: EntityName<object>, property: string, value: unknown): unknown {
-  const prop = em.getMetadata().get(entity as string).properties[property];
-  return prop.customType ? prop.customType.convertToDatabaseValue(value, em.getPlatform(), { mode: 'query-data' }) : value;
-}
+/** What the batch needs of a subscription: the fields renewalInvoiceInput, subscriptionData and notify read. */
+type Claimed = Pick<Subscription, 'id' | 'status' | 'paymentType' | 'currentPeriodEnd' | 'nextBillingDate' | 'billingAnchor' | 'trialEnd'> & {
+  user: Pick<User, 'id' | 'email'>;
+  plan: Plan;
+};
 
 /**
- * One UPDATE … FROM (VALUES …) setting columns per row by id. PostgreSQL types the VALUES as
- * text, hence the casts; SQLite (3.33+) takes the same statement without them.
+ * The subscriptions of `ids` whose renewal is the plain wallet case, locked for this transaction.
+ * NOTE: read with plain SQL, not as entities: hydrating a thousand subscriptions with their
+ * plans and users took longer than writing their renewals.
  */
-async function updateEach(
-  em: EntityManager,
-  table: string,
-  columns: { name: string; pgType: string }[],
-  rows: unknown[][],
-  also: { sql: string; params: unknown[] },
-): Promise<void> {
-  const pg = isPostgres(em);
-  const cast = (sql: string, type: string) => (pg ? `cast(${sql} as ${type})` : sql);
-  const names = ['id', ...columns.map((c) => c.name)];
-  const tuple = `(${names.map(() => '?').join(', ')})`;
-  const sets = columns.map((c) => `${c.name} = ${cast(`v.${c.name}`, c.pgType)}`);
-  const sql =
-    `with v (${names.join(', ')}) as (values ${rows.map(() => tuple).join(', ')}) ` +
-    `update ${table} set ${[...sets, also.sql].join(', ')} from v where ${table}.id = ${cast('v.id', 'uuid')}`;
-  const affected = await em.execute(sql, [...rows.flat(), ...also.params], 'run');
-  const count = typeof affected === 'object' && affected !== null && 'affectedRows' in affected ? Number(affected.affectedRows) : rows.length;
-  if (count !== rows.length) throw new Error(`${table}: ${count} of ${rows.length} rows updated`);
-}
-
-/** Ids of the subscriptions whose renewal is the plain wallet case, locked for this transaction. */
-async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): Promise<string[]> {
+async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): Promise<Claimed[]> {
   const postgres = isPostgres(em);
   const list = ids.map(() => '?').join(', ');
   // SQLite: write first, so the transaction queues for the write lock instead of reading a
@@ -69,7 +53,9 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
   // no open renewal invoice, cycles left), plus a usable wallet; re-read under the lock.
   // NOTE: SKIP LOCKED: subscriptions another run holds are not waited for (see heldElsewhere).
   const rows = (await em.execute(
-    `select s.id from subscriptions s
+    `select s.id, s.status, s.payment_type, s.current_period_end, s.next_billing_date, s.billing_anchor, s.trial_end, s.plan_id, s.user_id, u.email
+       from subscriptions s
+       join users u on u.id = s.user_id
        join plans p on p.id = s.plan_id
        join wallets w on w.user_id = s.user_id
      where s.id in (${list})
@@ -81,8 +67,43 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
      order by s.id${postgres ? ' for update of s skip locked' : ''}`,
     [...ids, false, at, true],
     'all',
-  )) as { id: string }[];
-  return rows.map((r) => r.id);
+  )) as Record<string, unknown>[];
+  if (rows.length === 0) return [];
+  const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(rows.map((r) => String(r.plan_id)))] } })).map((p) => [p.id, p]));
+  const date = (r: Record<string, unknown>, property: keyof Subscription, column: string) => fromColumn(em, Subscription, property, r[column]) as Date | null;
+  return rows.map((r) => ({
+    id: String(r.id),
+    status: r.status as Subscription['status'],
+    paymentType: r.payment_type as Subscription['paymentType'],
+    currentPeriodEnd: date(r, 'currentPeriodEnd', 'current_period_end'),
+    nextBillingDate: date(r, 'nextBillingDate', 'next_billing_date'),
+    billingAnchor: date(r, 'billingAnchor', 'billing_anchor'),
+    trialEnd: date(r, 'trialEnd', 'trial_end'),
+    user: { id: String(r.user_id), email: (r.email as string | null) ?? null },
+    plan: plans.get(String(r.plan_id))!,
+  }));
+}
+
+interface LockedWallet {
+  id: string;
+  balance: string;
+  currency: string;
+  isActive: boolean;
+}
+
+/** The users' wallets, locked in id order so two transactions never wait on each other's wallets in a cycle. */
+async function lockWallets(em: EntityManager, userIds: string[]): Promise<Map<string, LockedWallet>> {
+  const rows = (await em.execute(
+    `select id, user_id, balance, currency, is_active from wallets where user_id in (${userIds.map(() => '?').join(', ')}) order by id${isPostgres(em) ? ' for update' : ''}`,
+    userIds,
+    'all',
+  )) as Record<string, unknown>[];
+  return new Map(
+    rows.map((r) => [
+      String(r.user_id),
+      { id: String(r.id), balance: fromColumn(em, Wallet, 'balance', r.balance) as string, currency: String(r.currency), isActive: fromColumn(em, Wallet, 'isActive', r.is_active) as boolean },
+    ]),
+  );
 }
 
 /**
@@ -95,32 +116,35 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
   const at = ctx.clock.now();
   return retryingTransaction(ctx.em, async (em) => {
     const tctx: DataContext = { ...ctx, em };
-    const claimed = await claimPlainRenewals(em, ids, at);
-    if (claimed.length === 0) return [];
-    const subs = await em.find(Subscription, { id: { $in: claimed } }, { populate: ['plan', 'user'], orderBy: { id: 'asc' } });
-    // Locked in id order, so two transactions never wait on each other's wallets in a cycle.
-    const wallets = await em.find(
-      Wallet,
-      { user: { $in: subs.map((s) => s.user.id) } },
-      { orderBy: { id: 'asc' }, ...(isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) },
-    );
-    const walletOf = new Map(wallets.map((w) => [w.user.id, w]));
+    const subs = await claimPlainRenewals(em, ids, at);
+    if (subs.length === 0) return [];
+    const walletOf = await lockWallets(em, subs.map((s) => s.user.id));
+    // Amounts per plan: every subscription of a plan pays the same.
+    const priced = new Map<string, { amounts: string[]; total: string }>();
+    const price = (plan: Plan, input: CreateInvoiceInput) => {
+      let p = priced.get(plan.id);
+      if (!p) {
+        const amounts = input.lines.map((l) => multiplyAndRound(l.unitAmount, l.quantity ?? 1, 1, input.currency));
+        p = { amounts, total: add(...amounts) };
+        priced.set(plan.id, p);
+      }
+      return p;
+    };
 
     const renewals = subs.flatMap((sub) => {
-      const input = renewalInvoiceInput(tctx, sub, at);
+      const input = renewalInvoiceInput(tctx, sub as unknown as Subscription, at);
       // More than one cycle behind: the per-subscription path catches up cycle by cycle.
       if (input.periodEnd.getTime() <= at.getTime()) return [];
-      const amounts = input.lines.map((l) => multiplyAndRound(l.unitAmount, l.quantity ?? 1, 1, input.currency));
-      const total = add(...amounts);
+      const { amounts, total } = price(sub.plan, input);
       const wallet = walletOf.get(sub.user.id);
-      if (!wallet || !isPositive(total) || compare(wallet.balance, total) < 0) return [];
+      if (!wallet?.isActive || wallet.currency !== input.currency || !isPositive(total) || compare(wallet.balance, total) < 0) return [];
       return [{ sub, input, amounts, total, wallet }];
     });
     if (renewals.length === 0) return [];
 
     const numbers = await reserveInvoiceNumbers(tctx, at, renewals.length);
     const now = new Date();
-    // Rows keyed by entity property (relations by id): insertMany converts each value through
+    // Rows keyed by entity property (relations by id): insertRows converts each value through
     // the column's type, as a flush would.
     const invoices: RequiredEntityData<Invoice>[] = [];
     const lines: RequiredEntityData<InvoiceLine>[] = [];
@@ -158,11 +182,11 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
         id: payment.paymentDetails.wallet_transaction_id, wallet: wallet.id, kind: 'debit', amount: total, balanceAfter, source: 'payment',
         referenceId: payment.id, description: `Payment ${payment.orderId} of invoice ${number}`, createdAt: at,
       });
-      walletUpdates.push([wallet.id, dbValue(em, Wallet, 'balance', balanceAfter)]);
-      subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd]);
+      walletUpdates.push([wallet.id, balanceAfter]);
+      subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd, input.periodEnd]);
       const renewed = { id: sub.id, plan: sub.plan, status: sub.status, currentPeriodEnd: input.periodEnd, trialEnd: sub.trialEnd } as Subscription;
       for (const [type, data] of [['payment_succeeded', paymentData(payment)], ['subscription_renewed', subscriptionData(renewed)]] as const) {
-        for (const row of notificationRows(tctx, sub.user, type, data)) {
+        for (const row of notificationRows(tctx, sub.user as User, type, data)) {
           notifications.push({ ...row, id: randomUUID(), user: sub.user.id, readAt: null, sentAt: null, attempts: 0, lastError: null });
         }
       }
@@ -170,25 +194,16 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
     });
 
     // Parents before children (foreign keys are checked per statement).
-    await em.insertMany(Invoice, invoices);
-    await em.insertMany(InvoiceLine, lines);
-    await em.insertMany(Payment, payments);
-    await em.insertMany(WalletTransaction, entries);
-    await em.insertMany(Notification, notifications);
-    await updateEach(em, 'wallets', [{ name: 'balance', pgType: 'numeric' }], walletUpdates, { sql: 'updated_at = ?', params: [now] });
-    await updateEach(
-      em,
-      'subscriptions',
-      [
-        { name: 'current_period_start', pgType: 'timestamptz' },
-        { name: 'current_period_end', pgType: 'timestamptz' },
-        { name: 'next_billing_date', pgType: 'timestamptz' },
-      ],
-      subscriptionUpdates.map(([id, start, end]) => [id, start, end, end]),
-      { sql: 'cycles_completed = cycles_completed + 1, updated_at = ?', params: [now] },
-    );
-    // Nothing loaded here was changed: the commit has nothing left to flush.
-    em.clear();
+    await insertRows(em, Invoice, invoices);
+    await insertRows(em, InvoiceLine, lines);
+    await insertRows(em, Payment, payments);
+    await insertRows(em, WalletTransaction, entries);
+    await insertRows(em, Notification, notifications);
+    await updateRows(em, Wallet, ['balance'], walletUpdates, { sql: 'updated_at = ?', params: [now] });
+    await updateRows(em, Subscription, ['currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'], subscriptionUpdates, {
+      sql: 'cycles_completed = cycles_completed + 1, updated_at = ?',
+      params: [now],
+    });
     return steps;
   });
 }
