@@ -1,7 +1,7 @@
 import type { ServiceContext } from '../context.js';
 import { heldElsewhere, renewPlainWalletBatch } from './batch-renewal.js';
 import { dueSubscriptionIds } from './billing-actions.js';
-import { billSubscriptionStep, finishStep, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
+import { billSubscriptionStep, finishStep, isPostgres, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
 import type { BillingCounter } from './collect-renewal.js';
 
 export interface BillingRunOptions {
@@ -104,14 +104,24 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   const largest = Math.max(1, opts.chunkSize ?? (batch ? BATCH_PAGE : SINGLE_PAGE));
   let page = batch ? Math.min(FIRST_BATCH_PAGE, largest) : largest;
   let afterId: string | null = null;
+  // PostgreSQL: the next page's ids are looked up on another connection while this page is
+  // billed (keyset after its last id, so what this page writes cannot change the answer; each is
+  // checked again under its lock). Not under --limit, whose room is known only after the page.
+  const prefetch = batch && opts.limit === undefined && isPostgres(ctx.em);
+  let next: Promise<string[]> | null = null;
 
   for (;;) {
     const room = opts.limit === undefined ? Infinity : opts.limit - report.subscriptions;
     if (room <= 0) return report;
     // NOTE: a page no longer than the room left under --limit: a batch never renews a subscription the report would not count.
-    const ids = await dueSubscriptionIds(ctx.em.fork(), at, afterId, Math.min(page, room));
+    const ids: string[] = await (next ?? dueSubscriptionIds(ctx.em.fork(), at, afterId, Math.min(page, room)));
     if (ids.length === 0) break;
     page = Math.min(page * 2, largest);
+    if (prefetch) {
+      next = dueSubscriptionIds(ctx.em.fork(), at, ids[ids.length - 1], page);
+      // Awaited at the top of the next page; this only keeps a failure from going unhandled meanwhile.
+      next.catch(() => undefined);
+    }
     const batched = new Map<string, StepResult>();
     if (batch) {
       try {
