@@ -5,7 +5,8 @@
  *
  * BENCH_BILLING_SIZES (default 1000,10000,100000), BENCH_BILLING_DATABASES (default sqlite, plus
  * postgresql when BENCH_DATABASE_URL is set), BENCH_BILLING_BATCH=false for the
- * per-subscription path. Prints one line a size and database, then the table as JSON.
+ * per-subscription path, BENCH_BILLING_DEBUG=1 for MikroORM's query log. Prints one line a size and
+ * database, then the table as JSON.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
