@@ -18,8 +18,13 @@ type Row = Record<string, unknown>;
 let query: (sql: string, params: unknown[]) => Promise<Row[]>;
 let insertInTransaction: (sql: string, params: unknown[]) => Promise<void>;
 
+let close: () => Promise<void>;
+
 if (sqlite) {
   const db = new Database(databaseUrl.slice('sqlite:'.length));
+  close = async () => {
+    db.close();
+  };
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 10000');
   const cache = new Map<string, Database.Statement>();
@@ -34,6 +39,7 @@ if (sqlite) {
   };
 } else {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  close = () => pool.end();
   query = async (sql, params) => (await pool.query(sql.replace(/\?/g, (_, i) => `$${countBefore(sql, i)}`), params)).rows;
   insertInTransaction = async (sql, params) => {
     const client = await pool.connect();
@@ -96,4 +102,11 @@ app.use(async (ctx) => {
     ctx.body = { id };
   }
 });
-app.listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\n'));
+const server = app.listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\n'));
+// Closed properly, SQLite checkpoints and removes its WAL; killed, it would leave the next
+// process to recover a WAL of every baseline insert, which the service's start would pay for.
+process.once('SIGTERM', () => {
+  server.close();
+  server.closeAllConnections();
+  void close().finally(() => process.exit(0));
+});

@@ -1,11 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { PROJECT_ROOT } from '../project-root.js';
-import { MikroORM as SqliteORM } from '@mikro-orm/better-sqlite';
 import type { MikroORM, Options } from '@mikro-orm/core';
 import type { AbstractSqlDriver } from '@mikro-orm/knex';
 import type { Migrator } from '@mikro-orm/migrations';
-import { MikroORM as PostgresORM } from '@mikro-orm/postgresql';
 import { migrationNames as postgresqlMigrationNames } from '../../migrations/postgresql/names.js';
 import { migrationNames as sqliteMigrationNames } from '../../migrations/sqlite/names.js';
 import { allEntities } from './entities/index.js';
@@ -57,6 +55,9 @@ export async function openOrm(databaseUrl: string, opts: OrmOptions = {}): Promi
   if (dialect === 'sqlite') {
     const file = databaseUrl.slice('sqlite:'.length) || ':memory:';
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
+    // NOTE: each driver is loaded only for its dialect: a process never needs both, and the other
+    // one's modules were memory and start time for nothing.
+    const { MikroORM: SqliteORM } = await import('@mikro-orm/better-sqlite');
     return SqliteORM.init({
       ...baseOptions(dialect, opts),
       dbName: file,
@@ -72,6 +73,7 @@ export async function openOrm(databaseUrl: string, opts: OrmOptions = {}): Promi
       },
     }) as unknown as Orm;
   }
+  const { MikroORM: PostgresORM } = await import('@mikro-orm/postgresql');
   return PostgresORM.init({
     ...baseOptions(dialect, opts),
     clientUrl: databaseUrl,
