@@ -11,6 +11,7 @@ import { ManualClock } from '../src/domain/clock.js';
 import { MidtransClient } from '../src/gateway/midtrans-client.js';
 import { runBilling, type BillingRunOptions } from '../src/services/billing/run-billing.js';
 import { seedPlans } from '../src/services/plans/seed-plans.js';
+import type { BenchDatabase } from './support.js';
 
 export interface BillingFigures {
   database: string;
@@ -64,7 +65,7 @@ async function seedDueSubscriptions(orm: Orm, plan: Plan, size: number): Promise
 export async function runBillingScenario(
   kind: string,
   size: number,
-  freshDatabase: (kind: 'sqlite' | 'postgresql') => Promise<{ url: string; drop: () => Promise<void> }>,
+  freshDatabase: (kind: 'sqlite' | 'postgresql') => Promise<BenchDatabase>,
   runOptions: Pick<BillingRunOptions, 'batch' | 'chunkSize'> = {},
 ): Promise<BillingFigures> {
   const db = await freshDatabase(kind as 'sqlite' | 'postgresql');

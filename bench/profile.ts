@@ -9,13 +9,12 @@
  *   DATABASE_URL: an admin PostgreSQL URL (a fresh database is made in it); SQLite when absent.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { seedBench } from './seed.js';
+import { freshDatabase, waitFor } from './support.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SERVER_KEY = 'bench-server-key';
@@ -27,26 +26,6 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
   children?: number[];
-}
-
-async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const id = `${Date.now()}_${randomBytes(3).toString('hex')}`;
-  if (!adminUrl) {
-    const dir = join(tmpdir(), `billing-profile-${id}`);
-    mkdirSync(dir, { recursive: true });
-    return { url: `sqlite:${join(dir, 'bench.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const name = `billing_profile_${id}`;
-  const run = async (sql: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(sql);
-    await client.end();
-  };
-  await run(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 /** Where a frame's code lives: a package name, "node:" internals, or "service" for our bundle. */
@@ -81,20 +60,8 @@ function summarise(file: string): string {
   return `samples: ${total}\n\nself time by owner:\n${top(byOwner, 20)}\n\nself time by function:\n${top(byFunction, 40)}\n`;
 }
 
-async function waitFor(url: string): Promise<number> {
-  const started = performance.now();
-  for (;;) {
-    try {
-      if ((await fetch(url)).ok) return performance.now() - started;
-    } catch {
-      // not listening yet
-    }
-    if (performance.now() - started > 30_000) throw new Error(`${url} did not answer`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-const db = await freshDatabase();
+if (adminUrl) process.env.BENCH_DATABASE_URL = adminUrl;
+const db = await freshDatabase(adminUrl ? 'postgresql' : 'sqlite');
 const profileDir = join(tmpdir(), `billing-cpuprof-${Date.now()}`);
 mkdirSync(profileDir, { recursive: true });
 try {

@@ -3,13 +3,12 @@
  * machine and database, in one run. See bench/README.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { seedBench, type BenchFixtures } from './seed.js';
+import { freshDatabase, waitFor } from './support.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SERVER_KEY = 'bench-server-key';
@@ -47,20 +46,6 @@ function startProcess(command: string, args: string[], env: Record<string, strin
     if (/error/i.test(text)) process.stderr.write(`[${args[0]}] ${text}`);
   });
   return child;
-}
-
-async function waitFor(url: string, timeoutMs = 30_000): Promise<number> {
-  const started = performance.now();
-  for (;;) {
-    try {
-      const res = await fetch(url);
-      if (res.ok) return performance.now() - started;
-    } catch {
-      // not listening yet
-    }
-    if (performance.now() - started > timeoutMs) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -127,27 +112,6 @@ async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result
   } finally {
     clearInterval(timer);
   }
-}
-
-async function freshDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ url: string; drop: () => Promise<void> }> {
-  const id = `${Date.now()}_${randomBytes(3).toString('hex')}`;
-  if (kind === 'sqlite') {
-    const dir = join(tmpdir(), `billing-bench-${id}`);
-    mkdirSync(dir, { recursive: true });
-    return { url: `sqlite:${join(dir, 'bench.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const admin = process.env.BENCH_DATABASE_URL!;
-  const name = `billing_bench_${id}`;
-  const run = async (sql: string) => {
-    const client = new pg.Client({ connectionString: admin });
-    await client.connect();
-    await client.query(sql);
-    await client.end();
-  };
-  await run(`CREATE DATABASE ${name}`);
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row[]; extras: Record<string, unknown> }> {

@@ -6,22 +6,12 @@ import type { EntityManager } from '@mikro-orm/knex';
  * entities a `find` gives, for the few reads every authenticated request makes. MikroORM builds
  * each query anew through knex, which costs 3-5 times the query itself (bench/README.md);
  * these statements are written once.
+ * NOTE: em.execute, not em.getConnection().execute: it converts driver errors into the ORM's
+ * exceptions (a lost connection answers 503 like any other query) and joins em's transaction.
  */
-/**
- * A fixed statement's rows. Errors come out as the ORM's own exceptions (a lost connection is a
- * DriverException, answered 503 like any other query's), which a raw execute does not do by itself.
- */
-export async function executeRaw<R>(em: EntityManager, sql: string, params: unknown[] = []): Promise<R> {
-  try {
-    return await em.getConnection().execute<R & Record<string, unknown>[]>(sql, params);
-  } catch (err) {
-    throw em.getDriver().convertException(err as Error);
-  }
-}
-
 export async function findRaw<T extends object>(em: EntityManager, entity: EntityName<T>, sql: string, params: unknown[]): Promise<T[]> {
-  const rows = await executeRaw<Record<string, unknown>[]>(em, sql, params);
-  return rows.map((row) => em.map(entity, row as EntityDictionary<T>));
+  const rows = (await em.execute(sql, params, 'all')) as EntityDictionary<T>[];
+  return rows.map((row) => em.map(entity, row));
 }
 
 export async function findOneRaw<T extends object>(em: EntityManager, entity: EntityName<T>, sql: string, params: unknown[]): Promise<T | null> {

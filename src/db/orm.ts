@@ -6,16 +6,13 @@ import type { AbstractSqlDriver } from '@mikro-orm/knex';
 import type { Migrator } from '@mikro-orm/migrations';
 import { migrationNames as postgresqlMigrationNames } from '../../migrations/postgresql/names.js';
 import { migrationNames as sqliteMigrationNames } from '../../migrations/sqlite/names.js';
+import { dialectOf, dialectOfPlatform, type Dialect } from './dialect.js';
 import { allEntities } from './entities/index.js';
 
-export type Dialect = 'sqlite' | 'postgresql';
+export { dialectOf, type Dialect };
 
 /** The ORM on either dialect; its `em` is the SQL entity manager. */
 export type Orm = MikroORM<AbstractSqlDriver>;
-
-export function dialectOf(databaseUrl: string): Dialect {
-  return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql';
-}
 
 export function migrationsPath(dialect: Dialect): string {
   return resolve(PROJECT_ROOT, 'migrations', dialect);
@@ -81,16 +78,12 @@ export async function openOrm(databaseUrl: string, opts: OrmOptions = {}): Promi
   }) as unknown as Orm;
 }
 
-function dialectOfOrm(orm: Orm): Dialect {
-  return orm.em.getPlatform().constructor.name.includes('Sqlite') ? 'sqlite' : 'postgresql';
-}
-
 /**
  * The migrator, loaded on first use: @mikro-orm/migrations (umzug and the command-line
  * libraries it pulls in) and the migrations themselves were a tenth of the server's start.
  */
 export async function migratorOf(orm: Orm): Promise<Migrator> {
-  const dialect = dialectOfOrm(orm);
+  const dialect = dialectOfPlatform(orm.em.getPlatform());
   const [{ Migrator: MigratorClass }, { migrations }] = await Promise.all([
     import('@mikro-orm/migrations'),
     // A static list: umzug's folder scan cannot import .ts under vitest or from a bundle.
@@ -102,7 +95,7 @@ export async function migratorOf(orm: Orm): Promise<Migrator> {
 
 /** Whether the database records every migration of this build as applied (most starts). */
 async function upToDate(orm: Orm): Promise<boolean> {
-  const expected = dialectOfOrm(orm) === 'sqlite' ? sqliteMigrationNames : postgresqlMigrationNames;
+  const expected = dialectOfPlatform(orm.em.getPlatform()) === 'sqlite' ? sqliteMigrationNames : postgresqlMigrationNames;
   let rows: { name: string }[];
   try {
     rows = await orm.em.getConnection().execute<{ name: string }[]>('select name from mikro_orm_migrations');

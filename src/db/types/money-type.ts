@@ -1,9 +1,8 @@
 import { Type, type EntityProperty, type Platform } from '@mikro-orm/core';
 import { Decimal } from 'decimal.js';
+import { dialectOfPlatform } from '../dialect.js';
 
-function isSqlite(platform: Platform): boolean {
-  return platform.constructor.name.includes('Sqlite');
-}
+const isSqlite = (platform: Platform) => dialectOfPlatform(platform) === 'sqlite';
 
 /**
  * Money columns. MikroORM's decimal type stores REAL on SQLite and compares as floats (STACK.md),

@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/knex';
 import type { Context } from 'koa';
 import { matchesEtag, type CatalogueCache } from '../../services/plans/catalogue-cache.js';
 import { getPlanBySlug } from '../../services/plans/get-plan.js';
@@ -11,7 +12,7 @@ import { serializePlan } from '../serializers.js';
  * what the answer depends on: who looks (staff see every status) and the absolute URL (the
  * envelope's next/previous links are absolute).
  */
-async function catalogueAnswer(koa: Context, staff: boolean, cache: CatalogueCache, em: Parameters<CatalogueCache['answer']>[0], compute: () => Promise<unknown>) {
+async function catalogueAnswer(koa: Context, staff: boolean, cache: CatalogueCache, em: EntityManager, compute: () => Promise<unknown>) {
   const key = `${staff ? 'staff' : 'public'} ${koa.protocol}://${koa.host}${koa.originalUrl}`;
   const { body, etag } = await cache.answer(em, key, compute);
   koa.set('ETag', etag);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
+import { isPostgres } from '../../db/dialect.js';
 import { Invoice, InvoiceLine } from '../../db/entities/invoice.js';
 import { Notification } from '../../db/entities/notification.js';
 import { Payment } from '../../db/entities/payment.js';
@@ -17,8 +18,8 @@ import { notificationRows } from '../notifications/notify.js';
 import { paymentData, subscriptionData } from '../payments/apply-gateway-event.js';
 import { newSubscriptionOrderId } from '../payments/order-id.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
-import { isPostgres, renewalInvoiceInput, result, type StepResult } from './bill-subscription.js';
-import { fromColumn, insertRows, updateRows } from './bulk-sql.js';
+import { renewalInvoiceInput, result, type StepResult } from './bill-subscription.js';
+import { fromColumn, insertRows, updateRows } from '../../db/bulk-sql.js';
 import { nothingAfter } from './collect-renewal.js';
 
 /*

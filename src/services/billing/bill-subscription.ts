@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import { Payment } from '../../db/entities/payment.js';
 import type { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
+import { isPostgres } from '../../db/dialect.js';
 import { Invoice } from '../../db/entities/invoice.js';
 import { boundaryAfter, isoDate } from '../../domain/billing-calendar.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
@@ -43,10 +44,6 @@ export interface StepResult {
 
 const POPULATE = ['plan', 'pendingPlan', 'user'] as const;
 
-export function isPostgres(em: EntityManager): boolean {
-  return !em.getPlatform().constructor.name.includes('Sqlite');
-}
-
 /**
  * The subscription, locked for this transaction; null when another billing run holds it.
  * NOTE: PostgreSQL takes FOR UPDATE SKIP LOCKED so that parallel runs split the work instead of
@@ -62,7 +59,7 @@ async function claim(em: EntityManager, id: string): Promise<Subscription | null
   return sub;
 }
 
-export function result(sub: Pick<Subscription, 'id' | 'status'>, action: StepAction, fields: Partial<StepResult> = {}): StepResult {
+export function result(sub: { id: string; status: string }, action: StepAction, fields: Partial<StepResult> = {}): StepResult {
   return { subscriptionId: sub.id, action, counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: sub.status, more: false, ...fields };
 }
 
@@ -193,7 +190,7 @@ async function act(ctx: DataContext, sub: Subscription, action: DueAction): Prom
 
 /** The step of a subscription another billing run holds: it does whatever is due there. */
 export function lockedElsewhere(id: string): StepResult {
-  return { subscriptionId: id, action: 'locked_elsewhere', counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '', more: false };
+  return result({ id, status: '' }, 'locked_elsewhere');
 }
 
 /** What a real step would do, from the same decision, without writing anything. */
@@ -256,7 +253,7 @@ export async function billSubscriptionStep(ctx: ServiceContext, id: string, opts
   } catch (err) {
     // Another run invoiced this period between our look and our insert: nothing to do here.
     if (err instanceof UniqueConstraintViolationException && /invoices_subscription_period_unique/.test(err.message)) {
-      return { subscriptionId: id, action: 'already_invoiced', counts: {}, invoiceNumber: null, paymentStatus: null, error: null, after: nothingAfter(), status: '', more: false };
+      return result({ id, status: '' }, 'already_invoiced');
     }
     throw err;
   }

@@ -1,7 +1,8 @@
+import { isPostgres } from '../../db/dialect.js';
 import type { ServiceContext } from '../context.js';
 import { heldElsewhere, renewPlainWalletBatch } from './batch-renewal.js';
 import { dueSubscriptionIds } from './billing-actions.js';
-import { billSubscriptionStep, finishStep, isPostgres, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
+import { billSubscriptionStep, finishStep, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
 import type { BillingCounter } from './collect-renewal.js';
 
 export interface BillingRunOptions {

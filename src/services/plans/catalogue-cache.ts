@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
-import { executeRaw } from '../../db/hot-reads.js';
 import type { Clock } from '../../domain/clock.js';
 
 /** An answer of the plan catalogue, with the ETag that names its exact JSON. */
@@ -70,7 +69,7 @@ export class CatalogueCache {
     // Concurrent requests share one look at the table.
     this.check ??= (async () => {
       try {
-        const [row] = await executeRaw<{ n: number | string; latest: unknown }[]>(em, 'select count(*) as n, max(updated_at) as latest from plans');
+        const [row] = (await em.execute('select count(*) as n, max(updated_at) as latest from plans', [], 'all')) as { n: number | string; latest: unknown }[];
         const version = `${row.n}|${row.latest instanceof Date ? row.latest.getTime() : String(row.latest)}`;
         if (version !== this.version) {
           this.entries.clear();

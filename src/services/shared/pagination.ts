@@ -1,5 +1,6 @@
 import { raw, type EntityName, type FilterQuery, type FindOptions } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
+import { isPostgres } from '../../db/dialect.js';
 
 export interface PageRequest {
   page: number;
@@ -51,7 +52,7 @@ export function orderingToOrderBy(
  * rather than LIKE, so `%` and `_` in the user's text are plain characters on both dialects.
  */
 export function containsText<T>(em: EntityManager, columns: string[], term: string): FilterQuery<T> {
-  const find = em.getPlatform().constructor.name.includes('Sqlite') ? 'instr' : 'strpos';
+  const find = isPostgres(em) ? 'strpos' : 'instr';
   const needle = term.toLowerCase();
   return {
     $or: columns.map((column) => ({ [raw(`${find}(lower(${column}), ?)`, [needle])]: { $gt: 0 } })),

@@ -2,6 +2,7 @@ import { Decimal } from 'decimal.js';
 import { expect } from 'vitest';
 import type { Orm } from '../../../src/db/orm.js';
 import { verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
+import { dialectOfPlatform } from '../../../src/db/dialect.js';
 
 /**
  * The wallet invariant, checked after every wallet test: each balance equals credits minus
@@ -12,7 +13,7 @@ import { verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
 export async function expectLedgerExact(orm: Orm): Promise<void> {
   const conn = orm.em.fork().getConnection();
   // SQLite keeps money as integer minor units (src/db/types/money-type.ts), PostgreSQL as numeric.
-  const scale = orm.em.getPlatform().constructor.name.includes('Sqlite') ? 100 : 1;
+  const scale = dialectOfPlatform(orm.em.getPlatform()) === 'sqlite' ? 100 : 1;
   const amount = (raw: string | number) => new Decimal(String(raw)).dividedBy(scale);
   const wallets = (await conn.execute('select id, balance from wallets')) as { id: string; balance: string | number }[];
   const entries = (await conn.execute('select wallet_id, kind, amount, balance_after from wallet_transactions')) as {

@@ -1,10 +1,10 @@
 import type { EntityClass, EntityProperty, RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Knex } from 'knex';
-import { isPostgres } from './bill-subscription.js';
+import { isPostgres } from './dialect.js';
 
 /*
- * Multi-row writes for the batched billing run, with bound parameters. MikroORM's insertMany
+ * Multi-row writes (the batched billing run), with bound parameters. MikroORM's insertMany
  * inlines every value into the SQL text (formatQuery), which at a thousand rows a statement cost
  * more than the database's own work; here each value is converted by its property's type (money
  * in minor units on SQLite, JSON as text…) and bound. PostgreSQL gets one array a column
