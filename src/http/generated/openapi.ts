@@ -738,8 +738,10 @@ export interface components {
         /** @description An RFC 9457 problem document. */
         Problem: {
             /**
-             * @description A URI reference identifying the problem type; `about:blank` when it adds nothing to `code`.
-             * @example about:blank
+             * @description A URI identifying the problem type: `https://billing.example/problems/` followed by
+             *     `code` with dashes for underscores (`validation_error` →
+             *     `https://billing.example/problems/validation-error`).
+             * @example https://billing.example/problems/validation-error
              */
             type: string;
             /**
@@ -1188,7 +1190,7 @@ export interface components {
              * @description True ends the subscription now; false cancels it at the end of the current period.
              * @default false
              */
-            immediate: boolean;
+            immediate?: boolean;
         };
         ChangePlanRequest: {
             /**
@@ -1200,7 +1202,7 @@ export interface components {
              * @description True switches now with proration; false schedules the change for the next renewal (`pending_plan`).
              * @default true
              */
-            immediate: boolean;
+            immediate?: boolean;
         };
         /**
          * @example {
@@ -1291,8 +1293,9 @@ export interface components {
             /**
              * @description The virtual-account bank (`bca`, `bni`, `bri`, `cimb`, `permata`), or `mandiri` for `echannel`.
              * @example bni
+             * @enum {string}
              */
-            bank?: string;
+            bank?: "bca" | "bni" | "bri" | "cimb" | "permata" | "mandiri";
             /**
              * @description The virtual-account number to transfer to.
              * @example 9880000012345678
@@ -1491,7 +1494,7 @@ export interface components {
              * @description Use the gateway's direct refund (`/refund/online/direct`) instead of the standard refund. Ignored for refunds to the wallet.
              * @default false
              */
-            direct: boolean;
+            direct?: boolean;
         };
         Refund: {
             /**
@@ -1566,11 +1569,7 @@ export interface components {
          *     }
          */
         PaymentStatusCheck: {
-            /**
-             * @description The payment's status in this service.
-             * @example pending
-             */
-            local_status: string;
+            local_status: components["schemas"]["PaymentStatus"];
             /** @description The gateway's transaction status object, as returned by its status API. */
             gateway_status: {
                 /** @example settlement */
@@ -2049,7 +2048,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/validation-error",
                  *       "title": "Validation failed",
                  *       "status": 400,
                  *       "detail": "The request body has 2 invalid fields.",
@@ -2069,7 +2068,12 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description No valid credentials were given, or the username and password are wrong (`not_authenticated`). */
+        /**
+         * @description No valid credentials were given, or the username and password are wrong
+         *     (`not_authenticated`). Credentials are checked whenever they are sent, so a public
+         *     operation (the plan catalogue, login, the webhook) answers `401` too when given a wrong
+         *     or malformed `Authorization` header.
+         */
         NotAuthenticated: {
             headers: {
                 /** @description The Basic challenge. */
@@ -2079,7 +2083,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/not-authenticated",
                  *       "title": "Not authenticated",
                  *       "status": 401,
                  *       "detail": "Authentication credentials were not provided or are invalid.",
@@ -2101,7 +2105,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/csrf-failed",
                  *       "title": "CSRF check failed",
                  *       "status": 403,
                  *       "detail": "The X-CSRF-Token header is missing or does not match the session.",
@@ -2119,7 +2123,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/not-found",
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "No subscription with this id.",
@@ -2142,7 +2146,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/invalid-state",
                  *       "title": "Invalid state",
                  *       "status": 409,
                  *       "detail": "Only an active subscription can be paused; this one is canceled.",
@@ -2160,7 +2164,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/payload-too-large",
                  *       "title": "Payload too large",
                  *       "status": 413,
                  *       "detail": "The request body exceeds 1 MB.",
@@ -2178,7 +2182,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/unsupported-media-type",
                  *       "title": "Unsupported media type",
                  *       "status": 415,
                  *       "detail": "Send the request body as application/json.",
@@ -2196,7 +2200,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/idempotency-key-reused",
                  *       "title": "Idempotency key reused",
                  *       "status": 422,
                  *       "detail": "This Idempotency-Key was used with a different request body.",
@@ -2206,7 +2210,11 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Too many failed attempts; retry later (`rate_limited`). */
+        /**
+         * @description Too many failed attempts for this username or address; retry after `Retry-After`
+         *     seconds (`rate_limited`). Any request carrying Basic credentials is refused this way
+         *     while the throttle holds, a public one (`GET /plans/`) included.
+         */
         RateLimited: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -2216,7 +2224,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/rate-limited",
                  *       "title": "Too many requests",
                  *       "status": 429,
                  *       "detail": "Too many failed login attempts. Try again in 30 seconds.",
@@ -2242,7 +2250,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/not-implemented",
                  *       "title": "Not implemented",
                  *       "status": 501,
                  *       "detail": "This operation is not implemented yet.",
@@ -2260,7 +2268,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/gateway-error",
                  *       "title": "Payment gateway error",
                  *       "status": 502,
                  *       "detail": "The gateway answered 406: Duplicate order ID.",
@@ -2270,7 +2278,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The payment gateway could not be reached or timed out (`gateway_unavailable`); the request may be retried. */
+        /**
+         * @description The payment gateway could not be reached or timed out (`gateway_unavailable`), or the
+         *     database is unavailable (`service_unavailable`); the request may be retried.
+         */
         GatewayUnavailable: {
             headers: {
                 [name: string]: unknown;
@@ -2278,11 +2289,32 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/gateway-unavailable",
                  *       "title": "Payment gateway unavailable",
                  *       "status": 503,
                  *       "detail": "The gateway did not answer within 10 seconds.",
                  *       "code": "gateway_unavailable"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The database is unavailable (`service_unavailable`), on any operation; the request may
+         *     be retried.
+         */
+        ServiceUnavailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/service-unavailable",
+                 *       "title": "Service unavailable",
+                 *       "status": 503,
+                 *       "detail": "The database is unavailable; retry later.",
+                 *       "code": "service_unavailable"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["Problem"];
@@ -2377,6 +2409,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     logout: {
@@ -2404,7 +2437,11 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getCurrentUser: {
@@ -2438,7 +2475,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listPlans: {
@@ -2480,7 +2519,10 @@ export interface operations {
             };
             304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPlan: {
@@ -2510,8 +2552,11 @@ export interface operations {
             };
             304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listSubscriptions: {
@@ -2545,7 +2590,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createSubscription: {
@@ -2605,6 +2652,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -2631,7 +2679,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getSubscription: {
@@ -2658,7 +2708,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelSubscription: {
@@ -2744,6 +2796,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -2819,8 +2872,12 @@ export interface operations {
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     resumeSubscription: {
@@ -2893,8 +2950,12 @@ export interface operations {
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     changeSubscriptionPlan: {
@@ -2948,6 +3009,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -2977,6 +3039,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3013,7 +3076,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     chargeSubscription: {
@@ -3063,6 +3128,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3092,7 +3158,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     refundPayment: {
@@ -3147,6 +3215,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3176,6 +3245,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3210,7 +3280,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getInvoice: {
@@ -3237,7 +3309,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     receiveGatewayNotification: {
@@ -3292,6 +3366,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
             /** @description The signature is invalid; the log is marked `invalid` and processing stops. */
             403: {
                 headers: {
@@ -3308,11 +3383,13 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             /**
              * @description Processing failed (unknown order, amount mismatch, database error); the log is
              *     marked `failed`. `503` is chosen because Midtrans retries a `503` four times over
-             *     about five hours but a `500` only once.
+             *     about five hours but a `500` only once. When the database is down before the log
+             *     can be written, the answer is a problem document (`service_unavailable`) instead.
              */
             503: {
                 headers: {
@@ -3326,6 +3403,16 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookAck"];
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unavailable; retry later.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3361,7 +3448,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listUnreadNotifications: {
@@ -3384,7 +3473,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getNotification: {
@@ -3411,7 +3502,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     markNotificationRead: {
@@ -3468,8 +3561,12 @@ export interface operations {
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getMyWallet: {
@@ -3492,7 +3589,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWalletTransactions: {
@@ -3520,7 +3619,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listTopups: {
@@ -3552,7 +3653,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createTopup: {
@@ -3615,6 +3718,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3644,7 +3748,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }
