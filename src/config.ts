@@ -49,6 +49,10 @@ export interface Config {
   /** Seconds a process serves its cached plan catalogue before checking the plans table again (0 = every request). */
   planCacheSeconds: number;
   maxBodyBytes: number;
+  /** Bearer token GET /metrics requires; null: the endpoint is off (404). */
+  metricsToken: string | null;
+  /** How often a scrape may re-run the wallet check (it reads every ledger). */
+  metricsWalletVerifySeconds: number;
   logRequests: boolean;
 }
 
@@ -177,6 +181,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     basicAuthCacheSeconds: integer(env, 'BASIC_AUTH_CACHE_SECONDS', 60),
     planCacheSeconds: integer(env, 'PLAN_CACHE_SECONDS', 1),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576),
+    metricsToken: env.METRICS_TOKEN || null,
+    metricsWalletVerifySeconds: integer(env, 'METRICS_WALLET_VERIFY_SECONDS', 300),
     logRequests: bool(env, 'LOG_REQUESTS', nodeEnv !== 'test'),
     ...overrides,
   };

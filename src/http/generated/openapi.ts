@@ -4,6 +4,53 @@
  */
 
 export interface paths {
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description The service's metrics in the Prometheus text format (version 0.0.4), for a scraper that
+         *     sends `Authorization: Bearer` with the `METRICS_TOKEN` setting. With `METRICS_TOKEN`
+         *     unset the endpoint is off and answers `404`. Neither sessions nor Basic credentials are
+         *     looked at, so a scrape touches no user data and no login throttle.
+         *
+         *     - `billing_http_request_duration_seconds{operation, status}`: a histogram of API
+         *       requests by contract `operationId` and HTTP status (`operation="unrouted"` for
+         *       answers given before routing: `401`/`429` from authentication, `413`/`415` on the body,
+         *       unknown paths); `_count` is the request count.
+         *     - `billing_webhook_notifications_total{outcome}`: gateway notifications by outcome,
+         *       `ok`, `duplicate`, `invalid` (signature), `failed`, `ignored`, or `error` (answered
+         *       with a problem before a log was written).
+         *     - `billing_gateway_request_duration_seconds{endpoint, outcome}`: calls to the gateway
+         *       (`charge`, `status`, `cancel`, `expire`, `refund`, `direct_refund`) by outcome (`ok`
+         *       or the error kind: `timeout`, `unavailable`, `validation`, …).
+         *     - `billing_billing_runs_total{result}` and `billing_billing_run_outcomes_total{outcome}`:
+         *       in-server billing passes (`BILLING_SCHEDULER_INTERVAL`) and what they did (`renewed`,
+         *       `charged`, `failed`, `past_due`, …, `error`). A `billing-admin billing run` is another
+         *       process and is not counted here.
+         *     - `billing_delivery_queue_depth{channel}` and
+         *       `billing_delivery_queue_oldest_age_seconds{channel}`: email and webhook entries
+         *       waiting to be delivered, read at scrape time.
+         *     - `billing_wallet_verify_ok`, `billing_wallet_verify_discrepancies`,
+         *       `billing_wallet_verify_timestamp_seconds`: the check of `billing-admin wallet verify`,
+         *       re-run by a scrape at most every `METRICS_WALLET_VERIFY_SECONDS` (default 300).
+         *     - `billing_metrics_database_up`: whether the scrape could read the database.
+         *
+         *     A sample Grafana dashboard is in `docs/grafana-dashboard.json`.
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/login/": {
         parameters: {
             query?: never;
@@ -2359,6 +2406,70 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example # HELP billing_webhook_notifications_total Gateway notifications received, by outcome
+                     *     # TYPE billing_webhook_notifications_total counter
+                     *     billing_webhook_notifications_total{outcome="ok"} 12
+                     *     billing_webhook_notifications_total{outcome="duplicate"} 3
+                     */
+                    "text/plain": string;
+                };
+            };
+            /** @description The bearer token is missing or wrong (`not_authenticated`). */
+            401: {
+                headers: {
+                    /** @description The Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/not-authenticated",
+                     *       "title": "Not authenticated",
+                     *       "status": 401,
+                     *       "detail": "Send METRICS_TOKEN as a bearer token.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Metrics are off because `METRICS_TOKEN` is not set (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "Metrics are off: set METRICS_TOKEN to serve them.",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     login: {
         parameters: {
             query?: never;

@@ -22,6 +22,8 @@ export interface Operation {
   method: string;
   /** As written in the contract, e.g. /payments/{id}/refund/ */
   path: string;
+  /** The path's own server (`/metrics`, the probes: '' for the host's root), or null: under the API mount. */
+  base: string | null;
   secured: boolean;
   params: { name: string; in: 'path' | 'query' | 'header'; required: boolean; schema: Schema }[];
   body: { schema: Schema; required: boolean } | null;
@@ -74,6 +76,7 @@ export function loadContract(): Contract {
         id: raw.operationId,
         method: method.toUpperCase(),
         path,
+        base: item.servers?.[0] ? String(item.servers[0].url).replace(/\/$/, '') : null,
         secured: security.length > 0,
         params: [...(item.parameters ?? []), ...(raw.parameters ?? [])].map((p: Json) => {
           const r = resolve(p);

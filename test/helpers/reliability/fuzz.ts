@@ -66,7 +66,7 @@ export async function fuzzOperation(target: FuzzTarget, op: Operation, runs: num
   const statuses: Record<number, number> = {};
   const requests = fc.sample(requestArb(target.contract, op, target.context), { numRuns: runs, seed });
   for (const req of requests) {
-    const res = await fetch(`${target.server.url}${API}${req.url}`, { method: req.method, headers: req.headers, body: req.body, redirect: 'manual' });
+    const res = await fetch(`${target.server.url}${op.base ?? API}${req.url}`, { method: req.method, headers: req.headers, body: req.body, redirect: 'manual' });
     const text = await res.text();
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
     const contentType = res.headers.get('content-type');
