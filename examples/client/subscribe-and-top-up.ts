@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   // typed as the error statuses' Problem): look at the status first.
   const plans = await api.GET('/plans/', { params: { query: { ordering: 'price' } } });
   const plan = must(plans, 'list plans').results.find((p) => p.interval_unit === 'month' && !p.trial_period_days && p.currency === 'IDR');
-  if (!plan) throw new Error('no monthly plan: seed some with `npx billing-admin plans import examples/plans.yaml`');
+  if (!plan) throw new Error('no monthly plan: seed some with `npx billing-admin plans seed examples/plans.yaml`');
   const etag = plans.response.headers.get('etag');
   const again = await api.GET('/plans/', { params: { query: { ordering: 'price' }, header: { 'If-None-Match': etag ?? undefined } } });
   const revalidated = again.response.status === 304;

@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
 import { parsePrometheusText, sampleValue, type MetricFamily } from '../helpers/prometheus-text.js';
 import { prepareDatabase, type Account } from '../helpers/reliability/accounts.js';
-import { API, call, startServerProcess, type ServerProcess } from '../helpers/reliability/server-process.js';
+import { API, call, PROJECT_ROOT, startServerProcess, type ServerProcess } from '../helpers/reliability/server-process.js';
 
 const TOKEN = 'metrics-token-3f9a1c';
 
@@ -95,6 +97,12 @@ describe.each(DATABASES)('GET /metrics (%s)', (kind) => {
     expect(afterWrong.get('billing_delivery_queue_depth')?.samples.map((s) => s.labels.channel).sort()).toEqual(['email', 'webhook']);
     expect(afterWrong.get('billing_delivery_queue_oldest_age_seconds')?.type).toBe('gauge');
     expect(v(afterWrong, 'billing_billing_runs_total')).toBe(0);
+
+    // The sample dashboard graphs only series the service exports.
+    const dashboard = readFileSync(join(PROJECT_ROOT, 'docs/grafana-dashboard.json'), 'utf8');
+    const exported = new Set([...afterWrong.values()].flatMap((f) => f.samples.map((s) => s.name)));
+    const graphed = [...new Set(dashboard.match(/billing_[a-z_]+/g))].filter((name) => name !== 'billing_service');
+    expect(graphed.filter((name) => !exported.has(name))).toEqual([]);
   });
 });
 
