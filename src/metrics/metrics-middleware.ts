@@ -18,12 +18,13 @@ const API_PREFIX = `${API_ROOT}/`;
 export function requestMetrics(metrics: ServiceMetrics): Middleware {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(API_PREFIX) && ctx.path !== API_ROOT) return next();
-    const started = process.hrtime.bigint();
+    // performance.now() is a plain number; hrtime.bigint() would allocate two BigInts per request.
+    const started = performance.now();
     try {
       await next();
     } finally {
       const operation = ctx.state.operationId ?? 'unrouted';
-      metrics.observeRequest(operation, ctx.status, Number(process.hrtime.bigint() - started) / 1e9);
+      metrics.observeRequest(operation, ctx.status, (performance.now() - started) / 1000);
       if (operation === WEBHOOK_OPERATION) {
         const ack = (ctx.body as { status?: unknown } | null)?.status;
         metrics.webhookOutcome(typeof ack === 'string' && (WEBHOOK_OUTCOMES as readonly string[]).includes(ack) ? (ack as WebhookOutcome) : 'error');
