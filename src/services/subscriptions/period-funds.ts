@@ -32,7 +32,9 @@ export function fundPeriod(ctx: DataContext, input: { subscription: Subscription
 
 async function runningFunds(ctx: DataContext, where: { subscription: Subscription } | { payment: Payment }, at: Date): Promise<PeriodFund[]> {
   const rows = await ctx.em.find(PeriodFund, { ...where, periodEnd: { $gt: at } }, { orderBy: { createdAt: 'asc', id: 'asc' }, populate: ['payment'] });
-  return rows.filter((r) => isPositive(r.amount));
+  // Oldest payment first: a plan change carries the oldest money into the new period and
+  // credits the newest (undoing an upgrade gives back the upgrade's own payment).
+  return rows.filter((r) => isPositive(r.amount)).sort((a, b) => a.payment.createdAt.getTime() - b.payment.createdAt.getTime());
 }
 
 const share = (row: PeriodFund, at: Date): Money => unusedShare(row.amount, row.periodStart, row.periodEnd, at, row.payment.currency);
