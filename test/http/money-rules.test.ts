@@ -123,6 +123,18 @@ describe.each(DATABASES)('money rules of plan changes, refunds and trials on %s'
     });
   });
 
+  describe('2b. paused time is not used time', () => {
+    it('after a pause and resume, the unused share is what it was when the pause began', async () => {
+      const { subscription, payment } = await activeSubscription(server, user, 'basic-monthly');
+      clock.advance(10 * DAY);
+      expect((await server.api('POST', `/subscriptions/${subscription.id}/pause/`, { auth: user })).status).toBe(200);
+      clock.advance(5 * DAY);
+      expect((await server.api('POST', `/subscriptions/${subscription.id}/resume/`, { auth: user })).status).toBe(200);
+      const res = await refund(payment.id);
+      expect(res.body.refund.amount).toBe('33871.00'); // 50 000 × 21/31, as on day 10
+    });
+  });
+
   describe('3. different intervals reset the period', () => {
     it('monthly to yearly: the yearly price less the unused credit, a new period from the change, billed again a year later', async () => {
       const { subscription } = await activeSubscription(server, user, 'basic-monthly');

@@ -97,3 +97,18 @@ export async function withdrawFunds(ctx: DataContext, payment: Payment, amount: 
   }
   return subtract(amount, left);
 }
+
+/**
+ * A resume after a pause: the paused time was not used, so what was unused when the pause began
+ * pays for the same length of service from the resume on (the period moved later by as much).
+ */
+export async function shiftFundsPastPause(ctx: DataContext, sub: Subscription, pausedAt: Date, resumedAt: Date): Promise<void> {
+  const pausedFor = resumedAt.getTime() - pausedAt.getTime();
+  if (pausedFor <= 0) return;
+  for (const row of await runningFunds(ctx, { subscription: sub }, pausedAt)) {
+    const start = row.periodStart.getTime() > pausedAt.getTime() ? new Date(row.periodStart.getTime() + pausedFor) : resumedAt;
+    const end = new Date(row.periodEnd.getTime() + pausedFor);
+    const unused = closeRow(row, pausedAt);
+    fundPeriod(ctx, { subscription: sub, payment: row.payment, amount: unused, start, end });
+  }
+}
