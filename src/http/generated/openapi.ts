@@ -326,10 +326,23 @@ export interface paths {
          * Change a subscription's plan
          * @description Moves a subscription to another active plan in the same currency.
          *
-         *     - `immediate: true` (default): switches now and prorates by the unused fraction of the
-         *       current period (new price × fraction − old price × fraction). A positive amount makes
-         *       an invoice with proration lines and a payment, which is returned; a negative amount
-         *       credits the wallet and `payment` is `null`.
+         *     - `immediate: true` (default). The credit is the unused share of what was actually
+         *       paid for the current period (settled, net of refunds and of earlier credits; a trial
+         *       or an unpaid period gives none), never of a list price.
+         *       - Same interval: charge = new price × unused fraction of the period − credit; the
+         *         period stays.
+         *       - Different interval: the period restarts now; charge = new price − credit, and
+         *         `next_billing_date` = now + the new interval.
+         *
+         *       A positive amount makes an invoice (credit and charge lines) and a payment, which is
+         *       returned. **A change that costs money takes effect when it is paid**: wallet and
+         *       saved-card payments settle at once and the plan switches in this response; any other
+         *       payment leaves `plan` as it is and shows the change in `pending_change` until the
+         *       payment settles. If the payment fails, expires or is canceled, or another change
+         *       replaces it, the pending change is dropped and its payment canceled. Asking for the
+         *       current plan while a change is pending just drops it. A zero or negative amount
+         *       switches now and credits the excess to the wallet; `payment` is `null`. On a trial the
+         *       plan switches now, free, and the trial runs on.
          *     - `immediate: false`: sets `pending_plan`, applied at the next renewal; `payment` is
          *       `null`.
          *
@@ -440,8 +453,15 @@ export interface paths {
         /**
          * Refund a payment
          * @description Refunds a `settled` or `partially_refunded` payment (any other status answers `409`
-         *     `invalid_state`). `amount` defaults to what remains refundable and may not exceed it
-         *     (`400`). Payments the gateway cannot refund (`wallet`, `bank_transfer`, `echannel`) are
+         *     `invalid_state`). **A refund gives back at most what is unused, and ends what it pays
+         *     back**: a customer may get back at most the unused share of the time the payment paid
+         *     for, and never more than is refundable (`gross_amount − refunded_amount −
+         *     credited_amount`); `amount` defaults to that and may not exceed it (`400`; `409` when it
+         *     is nothing). When the payment paid for time still to come, its subscription is
+         *     `canceled` at once with `cancel_reason: refunded` and its pending payments canceled.
+         *     (Support staff refund beyond that, or without ending the subscription, with
+         *     `billing-admin payments refund ORDER_ID [--amount A] --reason R [--keep-subscription]`.)
+         *     Payments the gateway cannot refund (`wallet`, `bank_transfer`, `echannel`) are
          *     refunded to the user's wallet (`destination: wallet`); the others go back through the
          *     gateway (`destination: gateway`), with `direct: true` using the gateway's direct
          *     refund. A refund is counted once even when the gateway's later `refund` or
@@ -1022,6 +1042,7 @@ export interface components {
          *       "cancel_reason": null,
          *       "paused_at": null,
          *       "pending_plan": null,
+         *       "pending_change": null,
          *       "cycles_completed": 1,
          *       "metadata": {
          *         "bank": "bni"
@@ -1068,6 +1089,13 @@ export interface components {
             paused_at: string | null;
             /** @description The plan a scheduled change switches to at the next renewal, or null. */
             pending_plan: components["schemas"]["PlanSummary"] | components["schemas"]["NullValue"];
+            /**
+             * @description An immediate plan change waiting for its payment, or null. A change that costs money
+             *     takes effect when it is paid: until `payment_id` settles the subscription keeps its
+             *     `plan`. The change is dropped (and its payment canceled) when the payment fails,
+             *     expires or is canceled, or when another change replaces it.
+             */
+            pending_change: components["schemas"]["PendingPlanChange"] | components["schemas"]["NullValue"];
             /** @description Number of paid billing cycles. */
             cycles_completed: number;
             /** @description The metadata given on creation (for example `bank`). */
@@ -1108,6 +1136,7 @@ export interface components {
          *           "cancel_reason": null,
          *           "paused_at": null,
          *           "pending_plan": null,
+         *           "pending_change": null,
          *           "cycles_completed": 1,
          *           "metadata": {
          *             "bank": "bni"
@@ -1191,6 +1220,7 @@ export interface components {
          *         "cancel_reason": null,
          *         "paused_at": null,
          *         "pending_plan": null,
+         *         "pending_change": null,
          *         "cycles_completed": 0,
          *         "metadata": {
          *           "bank": "bni"
@@ -1208,6 +1238,7 @@ export interface components {
          *         "gross_amount": "150000.00",
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
+         *         "credited_amount": "0.00",
          *         "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1238,6 +1269,57 @@ export interface components {
              * @default false
              */
             immediate?: boolean;
+        };
+        /**
+         * @description An immediate plan change priced at `requested_at` and applied when its payment settles.
+         * @example {
+         *       "plan": {
+         *         "id": "6c1f4c1e-3a55-4f0b-9f7e-2d8f1a9b7c11",
+         *         "name": "Business",
+         *         "slug": "business-monthly",
+         *         "price": "300000.00",
+         *         "currency": "IDR",
+         *         "interval": 1,
+         *         "interval_unit": "month"
+         *       },
+         *       "payment_id": "0b0d6a38-2f8e-4f4f-8a3e-5b7f0e6c1d22",
+         *       "effective": "immediate",
+         *       "requested_at": "2026-01-25T09:30:00Z",
+         *       "period_start": "2026-01-15T03:00:00Z",
+         *       "period_end": "2026-02-15T03:00:00Z",
+         *       "credit": "33871.00",
+         *       "amount_due": "169355.00"
+         *     }
+         */
+        PendingPlanChange: {
+            plan: components["schemas"]["PlanSummary"];
+            /**
+             * Format: uuid
+             * @description The payment that makes the change take effect when it settles.
+             */
+            payment_id: string;
+            /**
+             * @description The change applies as soon as the payment settles (a scheduled change is `pending_plan`).
+             * @enum {string}
+             */
+            effective: "immediate";
+            /**
+             * Format: date-time
+             * @description When the change was asked for; its price and, across intervals, the new period are reckoned from it.
+             */
+            requested_at: string;
+            /**
+             * Format: date-time
+             * @description The start of the period the subscription is in once the change applies.
+             */
+            period_start: string;
+            /**
+             * Format: date-time
+             * @description The end of that period (the next billing date).
+             */
+            period_end: string;
+            credit: components["schemas"]["Money"];
+            amount_due: components["schemas"]["Money"];
         };
         ChangePlanRequest: {
             /**
@@ -1276,6 +1358,7 @@ export interface components {
          *         "cancel_reason": null,
          *         "paused_at": null,
          *         "pending_plan": null,
+         *         "pending_change": null,
          *         "cycles_completed": 1,
          *         "metadata": {
          *           "bank": "bni"
@@ -1293,6 +1376,7 @@ export interface components {
          *         "gross_amount": "77419.00",
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
+         *         "credited_amount": "0.00",
          *         "transaction_id": "0d8c6b4a-2e0f-4c8e-a6b4-2f0d8c6e4a2b",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1407,6 +1491,7 @@ export interface components {
          *       "gross_amount": "150000.00",
          *       "currency": "IDR",
          *       "refunded_amount": "0.00",
+         *       "credited_amount": "0.00",
          *       "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *       "fraud_status": "accept",
          *       "payment_details": {
@@ -1437,6 +1522,12 @@ export interface components {
             gross_amount: components["schemas"]["Money"];
             currency: components["schemas"]["Currency"];
             refunded_amount: components["schemas"]["Money"];
+            /**
+             * @description Credited to the wallet from this payment's unused time by plan changes (or because
+             *     the change it paid for no longer applied). What can still be refunded is
+             *     `gross_amount − refunded_amount − credited_amount`.
+             */
+            credited_amount: components["schemas"]["Money"];
             /** @description The gateway's transaction id; null for wallet payments. */
             transaction_id: string | null;
             /**
@@ -1470,6 +1561,7 @@ export interface components {
          *           "gross_amount": "150000.00",
          *           "currency": "IDR",
          *           "refunded_amount": "0.00",
+         *           "credited_amount": "0.00",
          *           "transaction_id": "2a4c6e8b-0d2f-4a6c-8e0b-2d4f6a8c0e2a",
          *           "fraud_status": null,
          *           "payment_details": {
@@ -1512,6 +1604,7 @@ export interface components {
          *         "gross_amount": "150000.00",
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
+         *         "credited_amount": "0.00",
          *         "transaction_id": "2a4c6e8b-0d2f-4a6c-8e0b-2d4f6a8c0e2a",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1574,6 +1667,7 @@ export interface components {
          *         "gross_amount": "150000.00",
          *         "currency": "IDR",
          *         "refunded_amount": "50000.00",
+         *         "credited_amount": "0.00",
          *         "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *         "fraud_status": "accept",
          *         "payment_details": {
@@ -2888,6 +2982,7 @@ export interface operations {
                      *       "cancel_reason": "Switching to an annual contract",
                      *       "paused_at": null,
                      *       "pending_plan": null,
+                     *       "pending_change": null,
                      *       "cycles_completed": 1,
                      *       "metadata": {
                      *         "bank": "bni"
@@ -2967,6 +3062,7 @@ export interface operations {
                      *       "cancel_reason": null,
                      *       "paused_at": "2026-01-20T09:30:00Z",
                      *       "pending_plan": null,
+                     *       "pending_change": null,
                      *       "cycles_completed": 1,
                      *       "metadata": {
                      *         "bank": "bni"
@@ -3045,6 +3141,7 @@ export interface operations {
                      *       "cancel_reason": null,
                      *       "paused_at": null,
                      *       "pending_plan": null,
+                     *       "pending_change": null,
                      *       "cycles_completed": 1,
                      *       "metadata": {
                      *         "bank": "bni"
