@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { verifySignature } from '../../src/gateway/signature.js';
 import { SimulatorCore } from '../../src/simulator/core.js';
 import { MIDTRANS_RETRY_DELAYS_MS, type SimulatorOptions } from '../../src/simulator/index.js';
-import { completeThreeDs } from './three-ds.js';
+import { completeThreeDs } from '../helpers/three-ds.js';
 import { SERVER_KEY, orderId, startHarness, type Harness } from './harness.js';
 
 /*

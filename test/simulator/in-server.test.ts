@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { completeThreeDs } from './three-ds.js';
+import { completeThreeDs } from '../helpers/three-ds.js';
 
 // These orders are not the service's: their notifications go nowhere.
 const LOST = 'http://127.0.0.1:9/lost';
