@@ -73,6 +73,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           serverKey: config.gateway.serverKey,
           notificationUrl: () => notificationUrl,
           publicBaseUrl: () => selfUrl,
+          threeDsMode: config.simulator.threeDs,
+          retryDelaysMs: config.simulator.notificationRetryMs ?? undefined,
+          refundConfirmationDelayMs: config.simulator.refundConfirmationMs,
         })
       : null;
   const metrics = new ServiceMetrics();
