@@ -13,6 +13,7 @@ import type { PaymentGateway } from '../gateway/types.js';
 import { PROJECT_ROOT } from '../project-root.js';
 import type { ServiceContext } from '../services/context.js';
 import { parseJsonBody, readRawBody } from './body.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
 import type { OperationHandlers, OperationId, OperationRequest } from './operations.js';
 import { problem, sendProblem } from './problem.js';
@@ -60,19 +61,6 @@ function fieldErrors(errors: ErrorObject[]): FieldError[] {
     if (!seen.has(field || 'body')) seen.set(field || 'body', message);
   }
   return [...seen].map(([field, message]) => ({ field, message }));
-}
-
-/** The field holding the first string (or key) with a NUL character, or null: no database takes one. */
-function nulField(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (value === null || typeof value !== 'object') return null;
-  for (const [key, item] of Object.entries(value)) {
-    const field = path ? `${path}.${key}` : key;
-    if (key.includes('\u0000')) return field;
-    const inner = nulField(item, field);
-    if (inner !== null) return inner;
-  }
-  return null;
 }
 
 function declaresIdempotencyKey(operation: Operation): boolean {
@@ -222,6 +210,12 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
         if (raw.trim() !== '' && contentType !== 'application/json' && !contentType.endsWith('+json')) {
           throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
         }
+        // Refused before parsing: nothing below may walk a body of unbounded depth.
+        if (jsonNestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+          throw new DomainError('validation_error', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`, [
+            { field: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
+          ]);
+        }
         const parsed = parseJsonBody(raw);
         if (!parsed.ok) {
           throw new DomainError('validation_error', 'The body is not valid JSON.', [{ field: 'body', message: parsed.error }]);
@@ -230,9 +224,10 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       }
     }
 
-    // The webhook logs its raw body whatever it holds (NUL stored as U+FFFD); all else is refused.
-    const withNul = RAW_BODY_PATHS.has(path) ? null : (nulField(ctx.query) ?? nulField(body));
-    if (withNul !== null) throw new DomainError('validation_error', 'The request contains a NUL character.', [{ field: withNul, message: 'must not contain NUL characters' }]);
+    // Text neither database can store (NUL, unpaired surrogates) is refused on both alike, naming
+    // the field. The webhook logs its raw body whatever it holds (NUL stored as U+FFFD).
+    const unstorable = RAW_BODY_PATHS.has(path) ? null : (unstorableField(ctx.query) ?? unstorableField(body));
+    if (unstorable !== null) throw new DomainError('validation_error', 'The request contains text that cannot be stored.', [unstorable]);
 
     const headers = { ...ctx.headers } as Record<string, string | string[]>;
     // openapi-backend includes the body in validation only for an object or a JSON content type.
