@@ -306,3 +306,48 @@ export function requestArb(contract: Contract, op: Operation, rc: RequestContext
     return { method: op.method, url: `${path}${qs ? `?${qs}` : ''}`, headers, body: r.body.body, signed: r.body.signed, auth: r.auth };
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Classes of input the attacker of issue 16 used
+
+/**
+ * Spellings of an absolute path that name the same resource: without or with doubled trailing
+ * slash, repeated slashes, `.` and `..` segments (also percent-encoded), percent-encoded letters.
+ * A server must answer each exactly as it answers the path itself. Send them with callRawPath:
+ * fetch() resolves dot segments before sending.
+ */
+export function pathVariants(path: string): string[] {
+  const segs = path.split('/').filter(Boolean);
+  const head = segs.slice(0, -1);
+  const last = segs[segs.length - 1] ?? '';
+  const join = (parts: string[]) => `/${parts.join('/')}`;
+  const hex = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`;
+  return [
+    join(segs),
+    `${join(segs)}//`,
+    `/${segs.join('//')}/`,
+    `/${segs.join('///')}`,
+    `${join([...head, '.', last])}/`,
+    `${join([...head, 'x', '..', last])}/`,
+    join([...head, 'x', '%2e%2E', last]),
+    `${join([...head, hex(last[0] ?? 'a') + last.slice(1)])}/`,
+    join([...head, [...last].map(hex).join('')]),
+    `${join(segs)}/.`,
+    `${join(segs)}/x/..`,
+  ];
+}
+
+/** Nesting of `n` containers: arrays, objects or both in turn. */
+export function nested(n: number, kind: 'array' | 'object' | 'mixed' = 'array'): string {
+  let open = '';
+  let close = '';
+  for (let i = 0; i < n; i++) {
+    const array = kind === 'array' || (kind === 'mixed' && i % 2 === 0);
+    open += array ? '[' : '{"a":';
+    close = (array ? ']' : '}') + close;
+  }
+  return `${open}1${close}`;
+}
+
+/** Strings that are not valid Unicode text, or that PostgreSQL refuses in text and jsonb. */
+export const INVALID_TEXT = ['\ud800', 'a\udfffb', '\udc00\ud800', 'x\ud83d', '\u0000', 'a\u0000\ud800'];
