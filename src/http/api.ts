@@ -13,6 +13,7 @@ import type { PaymentGateway } from '../gateway/types.js';
 import { PROJECT_ROOT } from '../project-root.js';
 import type { ServiceContext } from '../services/context.js';
 import { parseJsonBody, readRawBody } from './body.js';
+import { isDecodablePath } from './canonical-path.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
 import type { OperationHandlers, OperationId, OperationRequest } from './operations.js';
@@ -200,6 +201,9 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     if (ctx.path !== API_ROOT && !ctx.path.startsWith(`${API_ROOT}/`)) return next();
     // The same path without its trailing slash is served too (DECISIONS §2).
     const path = ctx.path.endsWith('/') ? ctx.path : `${ctx.path}/`;
+    // Percent-encoding that is no UTF-8 names no resource (and the router's decoding of path
+    // parameters would throw on it).
+    if (!isDecodablePath(path)) return sendProblem(ctx, problem('not_found', 'The path is not valid percent-encoded UTF-8.'));
 
     let body: unknown;
     if (UNSAFE_METHODS.has(ctx.method)) {

@@ -55,3 +55,15 @@ export function canonicalPath(path: string): string {
   const trailing = path.endsWith('/') || last === '.' || last === '..';
   return `/${segments.map((s) => s.spelled).join('/')}${trailing ? '/' : ''}`;
 }
+
+/** Whether every segment of a path is valid percent-encoded UTF-8 (`%ED%A0%80` is not). */
+export function isDecodablePath(path: string): boolean {
+  return path.split('/').every((segment) => {
+    try {
+      decodeURIComponent(segment);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}

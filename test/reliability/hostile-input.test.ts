@@ -88,6 +88,18 @@ describe.each(DATABASES)('input the generator found breaking the server (%s)', (
     expect(res.body.errors).toContainEqual({ field, message: 'must not contain NUL characters' });
   });
 
+  // Found by the invalid-UTF-16 class (issue 16): the router's decoding of path parameters threw.
+  it.each([
+    ['GET', '/subscriptions/%ED%A0%80/'],
+    ['POST', '/subscriptions/%ED%A0%80/cancel/'],
+    ['POST', '/payments/%ED%A1%92%ED%B0%98/refund/'],
+    ['GET', '/plans/%C0%AF/'],
+  ])('percent-encoding that is no UTF-8 in a path: %s %s answers 404', async (method, path) => {
+    const res = await server.api(method, path, { auth: alice, body: method === 'POST' ? { immediate: true } : undefined });
+    expect(res.status, res.text).toBe(404);
+    expect(res.body.code).toBe('not_found');
+  });
+
   it.each(['/plans/', '/invoices/', '/payments/', '/notifications/'])('a page past 2^53 answers 200 with no results: %s', async (path) => {
     const res = await server.api('GET', `${path}?page=100000000000000000000&page_size=100`, { auth: alice });
     expect(res.status, res.text).toBe(200);
