@@ -8,6 +8,7 @@ import { MidtransClient } from './gateway/midtrans-client.js';
 import type { PaymentGateway } from './gateway/types.js';
 import { subscriptionAccessMiddleware } from './http/access-middleware.js';
 import { API_ROOT, createApiMiddleware } from './http/api.js';
+import { canonicalPath } from './http/canonical-path.js';
 import { authenticationMiddleware } from './http/auth/authenticate.js';
 import { VerifiedCredentialCache } from './http/auth/basic-auth.js';
 import { LoginThrottler } from './http/auth/login-throttle.js';
@@ -98,6 +99,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   app.use(requestMetrics(metrics));
   app.use(errorBoundary(logger));
+  // One spelling per path before anything routes or authorises it (src/http/canonical-path.ts).
+  app.use((ctx, next) => {
+    const canonical = canonicalPath(ctx.path);
+    if (canonical !== ctx.path) ctx.path = canonical;
+    return next();
+  });
   app.use(metricsEndpoint(metrics, config.metricsToken));
   if (config.logRequests) app.use(requestLogger(logger));
   if (simulator) app.use(simulator.middleware);

@@ -1,4 +1,5 @@
 import type { Context, Middleware, Next } from 'koa';
+import { canonicalPath, pathSegments } from './canonical-path.js';
 
 export interface SubscriptionSettings {
   PROTECTED_PATHS: string[];
@@ -16,12 +17,18 @@ export interface SubscriptionAccessOptions {
   getUser: (ctx: Context) => AccessUser | null;
   /** Whether the user has an active or trialing subscription. */
   hasAccess: (user: AccessUser, ctx: Context) => Promise<boolean>;
+  /**
+   * Compare paths ignoring letter case (default true). Our router is case-sensitive, so a
+   * differently cased path is a 404 for it anyway; a host whose router ignores case (as
+   * @koa/router does by default) needs this on, and denying more is the safe default.
+   */
+  ignoreCase?: boolean;
 }
 
 /** Specification rule 6: JSON content type, an /api/ path, or an Accept header starting with application/json. */
 export function isApiRequest(ctx: Context): boolean {
   const contentType = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
-  return contentType === 'application/json' || ctx.path.startsWith('/api/') || ctx.get('accept').toLowerCase().startsWith('application/json');
+  return contentType === 'application/json' || canonicalPath(ctx.path).startsWith('/api/') || ctx.get('accept').toLowerCase().startsWith('application/json');
 }
 
 /**
@@ -30,9 +37,18 @@ export function isApiRequest(ctx: Context): boolean {
  * other requests are redirected to SUBSCRIPTION_REQUIRED_REDIRECT.
  */
 export function subscriptionAccessMiddleware(options: SubscriptionAccessOptions): Middleware {
-  const prefixes = options.settings.PROTECTED_PATHS.filter((p) => p.length > 0);
+  const fold = options.ignoreCase === false ? (s: string) => s : (s: string) => s.toLowerCase();
+  const segmentsOf = (path: string) => pathSegments(path).map(fold);
+  const prefixes = options.settings.PROTECTED_PATHS.filter((p) => p.trim().length > 0).map((p) => segmentsOf(p.trim()));
+  // NOTE: decided on the path's segments as the router reads them (percent-decoded, dot segments
+  // and repeated or trailing slashes resolved), and a prefix matches whole segments only:
+  // `/app/dash` protects `/app/dash/x`, never `/app/dashboard/`.
+  const isProtected = (path: string) => {
+    const segments = segmentsOf(path);
+    return prefixes.some((prefix) => prefix.length <= segments.length && prefix.every((s, i) => s === segments[i]));
+  };
   return async (ctx: Context, next: Next) => {
-    if (!prefixes.some((prefix) => ctx.path.startsWith(prefix))) return next();
+    if (prefixes.length === 0 || !isProtected(ctx.path)) return next();
     const user = options.getUser(ctx);
     if (user && (user.isStaff || (await options.hasAccess(user, ctx)))) return next();
     if (isApiRequest(ctx)) {

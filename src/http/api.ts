@@ -13,6 +13,8 @@ import type { PaymentGateway } from '../gateway/types.js';
 import { PROJECT_ROOT } from '../project-root.js';
 import type { ServiceContext } from '../services/context.js';
 import { parseJsonBody, readRawBody } from './body.js';
+import { isDecodablePath } from './canonical-path.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
 import type { OperationHandlers, OperationId, OperationRequest } from './operations.js';
 import { problem, sendProblem } from './problem.js';
@@ -60,19 +62,6 @@ function fieldErrors(errors: ErrorObject[]): FieldError[] {
     if (!seen.has(field || 'body')) seen.set(field || 'body', message);
   }
   return [...seen].map(([field, message]) => ({ field, message }));
-}
-
-/** The field holding the first string (or key) with a NUL character, or null: no database takes one. */
-function nulField(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (value === null || typeof value !== 'object') return null;
-  for (const [key, item] of Object.entries(value)) {
-    const field = path ? `${path}.${key}` : key;
-    if (key.includes('\u0000')) return field;
-    const inner = nulField(item, field);
-    if (inner !== null) return inner;
-  }
-  return null;
 }
 
 function declaresIdempotencyKey(operation: Operation): boolean {
@@ -212,6 +201,9 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     if (ctx.path !== API_ROOT && !ctx.path.startsWith(`${API_ROOT}/`)) return next();
     // The same path without its trailing slash is served too (DECISIONS §2).
     const path = ctx.path.endsWith('/') ? ctx.path : `${ctx.path}/`;
+    // Percent-encoding that is no UTF-8 names no resource (and the router's decoding of path
+    // parameters would throw on it).
+    if (!isDecodablePath(path)) return sendProblem(ctx, problem('not_found', 'The path is not valid percent-encoded UTF-8.'));
 
     let body: unknown;
     if (UNSAFE_METHODS.has(ctx.method)) {
@@ -222,6 +214,12 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
         if (raw.trim() !== '' && contentType !== 'application/json' && !contentType.endsWith('+json')) {
           throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
         }
+        // Refused before parsing: nothing below may walk a body of unbounded depth.
+        if (jsonNestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+          throw new DomainError('validation_error', `The body nests deeper than ${MAX_JSON_DEPTH} levels.`, [
+            { field: 'body', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` },
+          ]);
+        }
         const parsed = parseJsonBody(raw);
         if (!parsed.ok) {
           throw new DomainError('validation_error', 'The body is not valid JSON.', [{ field: 'body', message: parsed.error }]);
@@ -230,9 +228,10 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       }
     }
 
-    // The webhook logs its raw body whatever it holds (NUL stored as U+FFFD); all else is refused.
-    const withNul = RAW_BODY_PATHS.has(path) ? null : (nulField(ctx.query) ?? nulField(body));
-    if (withNul !== null) throw new DomainError('validation_error', 'The request contains a NUL character.', [{ field: withNul, message: 'must not contain NUL characters' }]);
+    // Text neither database can store (NUL, unpaired surrogates) is refused on both alike, naming
+    // the field. The webhook logs its raw body whatever it holds (NUL stored as U+FFFD).
+    const unstorable = RAW_BODY_PATHS.has(path) ? null : (unstorableField(ctx.query) ?? unstorableField(body));
+    if (unstorable !== null) throw new DomainError('validation_error', 'The request contains text that cannot be stored.', [unstorable]);
 
     const headers = { ...ctx.headers } as Record<string, string | string[]>;
     // openapi-backend includes the body in validation only for an object or a JSON content type.

@@ -62,7 +62,13 @@ describe.each(DATABASES)('SubscriptionAccessMiddleware in the service on %s', (k
   describe('other requests are redirected to SUBSCRIPTION_REQUIRED_REDIRECT', () => {
     it.each([
       ['/app/dashboard/', {}],
+      ['/app/dashboard', {}],
       ['/app/dashboard/reports/2026/', {}],
+      ['//app//dashboard', {}],
+      ['/app/./dashboard/', {}],
+      ['/app/x/../dashboard/', {}],
+      ['/app/%64ashboard/', {}],
+      ['/App/Dashboard/', {}],
       ['/app/dashboard/', { accept: 'text/html,application/xhtml+xml' }],
       ['/app/dashboard/', { accept: 'text/html, application/json' }],
     ])('%s %j', async (path, headers) => {
@@ -75,7 +81,7 @@ describe.each(DATABASES)('SubscriptionAccessMiddleware in the service on %s', (k
   });
 
   describe('unprotected paths pass unchanged', () => {
-    it.each(['/api/v1/public/', '/admin/', '/app/dashboard', '/app/', '/subscribe/'])('%s', async (path) => {
+    it.each(['/api/v1/public/', '/admin/', '/app/', '/app/dash', '/app/dashboards/', '/api/v2data/', '/subscribe/'])('%s', async (path) => {
       passes(await server.request('GET', path));
       passes(await server.request('GET', path, { auth: noSubscription, headers: { accept: 'application/json' } }));
     });

@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
-import { fuzzAll, startFuzzTarget, type FuzzTarget } from '../helpers/reliability/fuzz.js';
+import { ATTACKER_CLASSES, fuzzAll, fuzzConcurrency, fuzzPathVariants, groupFindings, startFuzzTarget, type FuzzTarget } from '../helpers/reliability/fuzz.js';
 import { STANDARD_PLANS, startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
 
 const SEED = Number(process.env.RELIABILITY_SEED ?? 20260119);
 const RUNS = Number(process.env.RELIABILITY_RUNS ?? 200);
+const CLASS_RUNS = Number(process.env.RELIABILITY_CLASS_RUNS ?? 40);
+const VARIANT_RUNS = Number(process.env.RELIABILITY_VARIANT_RUNS ?? 8);
+const BURSTS = Number(process.env.RELIABILITY_BURSTS ?? 2);
 
 // SQLite only here (npm test's share); test/reliability/long/ runs more on both databases.
 describe('hostile input on every operation of openapi.yaml (sqlite)', () => {
@@ -13,9 +16,10 @@ describe('hostile input on every operation of openapi.yaml (sqlite)', () => {
   beforeAll(async () => {
     db = await createTestDatabase('sqlite');
     target = await startFuzzTarget(db.url);
-  });
+  }, 300_000);
   afterAll(async () => {
     await target?.server.stop();
+    await target?.strict.stop();
     await db?.drop();
   });
 
@@ -24,6 +28,38 @@ describe('hostile input on every operation of openapi.yaml (sqlite)', () => {
     const { findings } = await fuzzAll(target, RUNS, SEED);
     expect(findings).toEqual({});
     expect(target.server.child.exitCode).toBeNull();
+  }, 600_000);
+});
+
+// The classes an attacker used against a running server (issue 16), on both databases: nesting
+// depth and invalid text in bodies, every path in other spellings (and the protected prefixes of
+// a second process), and the same request N times at once.
+describe.each(DATABASES)('hostile input, the attacker\'s classes (%s)', (kind) => {
+  let db: TestDatabase;
+  let target: FuzzTarget;
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    target = await startFuzzTarget(db.url);
+  }, 300_000);
+  afterAll(async () => {
+    await target?.server.stop();
+    await target?.strict.stop();
+    await db?.drop();
+  });
+
+  it(`deep and invalid-text bodies on every operation: no 5xx, documented answers (seed ${SEED})`, async () => {
+    const { findings } = await fuzzAll(target, CLASS_RUNS, SEED, 4, ATTACKER_CLASSES);
+    expect(findings).toEqual({});
+  }, 600_000);
+
+  it(`path variants of every GET route and of the protected prefixes answer as the path itself (seed ${SEED})`, async () => {
+    expect(groupFindings(await fuzzPathVariants(target, VARIANT_RUNS, SEED))).toEqual({});
+  }, 600_000);
+
+  it(`the same request N times at once: logins, Basic, one Idempotency-Key, refunds of one payment (seed ${SEED})`, async () => {
+    expect(groupFindings(await fuzzConcurrency(target, BURSTS, SEED))).toEqual({});
+    expect(target.server.child.exitCode).toBeNull();
+    expect(target.strict.child.exitCode).toBeNull();
   }, 600_000);
 });
 
@@ -50,6 +86,18 @@ describe.each(DATABASES)('input the generator found breaking the server (%s)', (
     expect(res.status, res.text).toBe(400);
     expect(res.body.code).toBe('validation_error');
     expect(res.body.errors).toContainEqual({ field, message: 'must not contain NUL characters' });
+  });
+
+  // Found by the invalid-UTF-16 class (issue 16): the router's decoding of path parameters threw.
+  it.each([
+    ['GET', '/subscriptions/%ED%A0%80/'],
+    ['POST', '/subscriptions/%ED%A0%80/cancel/'],
+    ['POST', '/payments/%ED%A1%92%ED%B0%98/refund/'],
+    ['GET', '/plans/%C0%AF/'],
+  ])('percent-encoding that is no UTF-8 in a path: %s %s answers 404', async (method, path) => {
+    const res = await server.api(method, path, { auth: alice, body: method === 'POST' ? { immediate: true } : undefined });
+    expect(res.status, res.text).toBe(404);
+    expect(res.body.code).toBe('not_found');
   });
 
   it.each(['/plans/', '/invoices/', '/payments/', '/notifications/'])('a page past 2^53 answers 200 with no results: %s', async (path) => {

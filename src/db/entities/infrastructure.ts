@@ -49,7 +49,7 @@ export const SessionSchema = new EntitySchema<Session>({
   },
 });
 
-/** Failed-login counters per username and per IP, shared by every server process. */
+/** Login attempts per username and per IP since the last success (`failures`), shared by every server process; see LoginThrottler. */
 export class LoginThrottle {
   key!: string;
   failures = 0;

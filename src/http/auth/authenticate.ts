@@ -5,7 +5,7 @@ import { User } from '../../db/entities/user.js';
 import { findOneRaw } from '../../db/hot-reads.js';
 import { authenticate } from '../../services/users/authenticate.js';
 import { problem, sendProblem } from '../problem.js';
-import { parseBasicAuth, VerifiedCredentialCache } from './basic-auth.js';
+import { parseBasicAuth, VerifiedCredentialCache, type BasicCredentials } from './basic-auth.js';
 import type { LoginThrottler } from './login-throttle.js';
 
 export type AuthMethod = 'basic' | 'session';
@@ -29,6 +29,18 @@ export function clientIp(ctx: Context): string {
   return ctx.ip || ctx.socket.remoteAddress || 'unknown';
 }
 
+export type BasicVerdict = { result: 'ok'; user: User } | { result: 'wrong' } | { result: 'rate_limited'; wait: number };
+
+/** One Basic password check, counted by the throttle before the compare, as a session login is. */
+async function verifyBasic(em: EntityManager, throttler: LoginThrottler, credentials: BasicCredentials, ip: string): Promise<BasicVerdict> {
+  const wait = await throttler.attempt(credentials.username, ip);
+  if (wait > 0) return { result: 'rate_limited', wait };
+  const user = await authenticate({ em }, credentials.username, credentials.password);
+  if (!user) return { result: 'wrong' };
+  await throttler.succeeded(credentials.username, ip);
+  return { result: 'ok', user };
+}
+
 /**
  * Resolves the user of a request from HTTP Basic or the session cookie, and sets
  * `ctx.state.user` / `ctx.state.authMethod`. Wrong Basic credentials answer 401 at once.
@@ -47,18 +59,16 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
       const cachedId = cache.get(credentials);
       let user = cachedId ? await userById(em, cachedId) : null;
       if (!user) {
-        const wait = await throttler.retryAfter(credentials.username, clientIp(ctx));
-        if (wait > 0) {
-          ctx.set('Retry-After', String(wait));
+        const verdict = await cache.verifyOnce(credentials, () => verifyBasic(em, throttler, credentials, clientIp(ctx)));
+        if (verdict.result === 'rate_limited') {
+          ctx.set('Retry-After', String(verdict.wait));
           return sendProblem(ctx, problem('rate_limited', 'Too many failed logins; try again later.'));
         }
-        user = await authenticate({ em }, credentials.username, credentials.password);
-        if (!user) {
-          await throttler.recordFailure(credentials.username, clientIp(ctx));
+        if (verdict.result === 'wrong') {
           ctx.set('WWW-Authenticate', 'Basic realm="billing"');
           return sendProblem(ctx, problem('not_authenticated', 'Invalid username or password.'));
         }
-        cache.set(credentials, user.id);
+        user = verdict.user;
       }
       ctx.state.user = user;
       ctx.state.authMethod = 'basic';

@@ -23,6 +23,7 @@ export function parseBasicAuth(header: string | undefined): BasicCredentials | n
  */
 export class VerifiedCredentialCache {
   private readonly entries = new Map<string, { userId: string; expiresAt: number }>();
+  private readonly inFlight = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly ttlMs: number,
@@ -31,6 +32,23 @@ export class VerifiedCredentialCache {
 
   private key(c: BasicCredentials): string {
     return createHash('sha256').update(`${c.username}\u0000${c.password}`).digest('hex');
+  }
+
+  /**
+   * Runs one check for identical credentials that arrive together: a client that opens with a
+   * burst of requests pays one password compare (and one throttle attempt) for the burst, so a
+   * cold cache does not turn its own requests into 429s. The verdict is remembered on success.
+   */
+  async verifyOnce<T extends { result: string; user?: { id: string } }>(c: BasicCredentials, verify: () => Promise<T>): Promise<T> {
+    const key = this.key(c);
+    let pending = this.inFlight.get(key) as Promise<T> | undefined;
+    if (!pending) {
+      pending = verify().finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, pending);
+    }
+    const verdict = await pending;
+    if (verdict.result === 'ok' && verdict.user) this.set(c, verdict.user.id);
+    return verdict;
   }
 
   get(c: BasicCredentials): string | null {

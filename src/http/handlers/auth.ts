@@ -10,17 +10,15 @@ export function authHandlers(throttler: LoginThrottler): OperationHandlers {
   return {
     async login({ koa, body, services }) {
       const ip = clientIp(koa);
-      const wait = await throttler.retryAfter(body.username, ip, services.clock.now());
+      // Counted before the compare (see LoginThrottler), so concurrent guesses cannot pass the limit.
+      const wait = await throttler.attempt(body.username, ip, services.clock.now());
       if (wait > 0) {
         koa.set('Retry-After', String(wait));
         throw new DomainError('rate_limited', 'Too many failed logins; try again later.');
       }
       const user = await authenticate(services, body.username, body.password);
-      if (!user) {
-        await throttler.recordFailure(body.username, ip, services.clock.now());
-        throw new DomainError('not_authenticated', 'Invalid username or password.');
-      }
-      await throttler.recordSuccess(body.username);
+      if (!user) throw new DomainError('not_authenticated', 'Invalid username or password.');
+      await throttler.succeeded(body.username, ip);
       // The CSRF token guards session-authenticated changes; regenerating stores the session
       // under a fresh id, so an id planted before login is worthless (no fixation).
       const csrfToken = randomBytes(24).toString('base64url');

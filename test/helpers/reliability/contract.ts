@@ -124,6 +124,9 @@ const hostileString = fc.oneof(
   fc.constantFrom(...SQL_INJECTION),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
+  // Not valid Unicode text (lone surrogates), or refused by PostgreSQL's text and jsonb (NUL).
+  fc.constantFrom('\ud800', 'a\udfffb', '\udc00\ud800', 'x\ud83d', 'a\u0000\ud800'),
+  fc.string({ unit: fc.oneof(fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c)), fc.constantFrom('a', '😀')), minLength: 1, maxLength: 8 }),
   fc.constantFrom('', ' ', '\u0000', 'null', 'undefined', '../../etc/passwd', '<script>alert(1)</script>', '😀'.repeat(300), '\u202e\u200b', 'ｆｕｌｌｗｉｄｔｈ'),
   fc.integer({ min: 1, max: 200_000 }).map((n) => 'x'.repeat(n)),
 );
@@ -250,12 +253,59 @@ function notificationArb(contract: Contract, op: Operation, rc: RequestContext):
       signed: false,
     })),
     // not even JSON
-    fc.oneof(hostileString, fc.constantFrom('{', '[]', 'null', '{"order_id":')).map((s) => ({ body: s, signed: false })),
+    fc.oneof(hostileString, fc.constantFrom('{', '[]', 'null', '{"order_id":', nested(10_000), nested(100_000, 'object'), `{"order_id": ${nested(5_000, 'mixed')}}`)).map((s) => ({ body: s, signed: false })),
   );
 }
 
+const DEPTHS = [31, 32, 33, 64, 1_000, 10_000, 100_000];
+
+/** A JSON text with a value nested `depth` containers deep in place of one field (or as the body). */
+function deepBodyArb(contract: Contract, schema: Schema, hints: Record<string, fc.Arbitrary<Json>>): fc.Arbitrary<string> {
+  const props = Object.keys(contract.resolve(schema).properties ?? {});
+  return fc
+    .tuple(validArb(contract, schema, hints), fc.constantFrom(...props, '(body)'), fc.constantFrom(...DEPTHS), fc.constantFrom('array' as const, 'object' as const, 'mixed' as const))
+    .map(([valid, field, depth, kind]) => {
+      if (field === '(body)' || valid === null || typeof valid !== 'object') return nested(depth, kind);
+      return JSON.stringify({ ...valid, [field]: '__DEEP__' }).replace('"__DEEP__"', nested(depth, kind));
+    });
+}
+
 /** Requests for one operation: path, query, headers, credentials and body, valid and hostile. */
-export function requestArb(contract: Contract, op: Operation, rc: RequestContext): fc.Arbitrary<HostileRequest> {
+/**
+ * encodeURIComponent, except that a lone surrogate (which it refuses) is sent as the three bytes
+ * a careless encoder makes of it (`%ED%A0%80`): percent-encoding that is no UTF-8.
+ */
+export function encodePathValue(value: string): string {
+  let out = '';
+  for (const part of value.split(/([\uD800-\uDFFF])/)) {
+    if (part === '') continue;
+    try {
+      out += encodeURIComponent(part);
+    } catch {
+      const c = part.charCodeAt(0);
+      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
+    }
+  }
+  return out;
+}
+
+/** Which requests to make: every kind (default), or only the attacker's classes of issue 16 in bodies. */
+export type RequestFocus = 'all' | 'attacker';
+
+/** A valid body with invalid text (lone surrogates, NUL) in a field, in a key, or one level down. */
+function invalidTextBodyArb(contract: Contract, schema: Schema, hints: Record<string, fc.Arbitrary<Json>>): fc.Arbitrary<string> {
+  const props = Object.keys(contract.resolve(schema).properties ?? {});
+  const bad = fc.oneof(fc.constantFrom(...INVALID_TEXT), fc.tuple(fc.string({ maxLength: 5 }), fc.constantFrom(...INVALID_TEXT)).map(([a, b]) => a + b));
+  return fc
+    .tuple(validArb(contract, schema, hints), fc.constantFrom(...props, '(key)'), bad, fc.boolean())
+    .map(([valid, field, text, deeper]) => {
+      const base = valid !== null && typeof valid === 'object' && !Array.isArray(valid) ? valid : {};
+      if (field === '(key)') return JSON.stringify({ ...base, [text]: 1 });
+      return JSON.stringify({ ...base, [field]: deeper ? { note: text } : text });
+    });
+}
+
+export function requestArb(contract: Contract, op: Operation, rc: RequestContext, focus: RequestFocus = 'all'): fc.Arbitrary<HostileRequest> {
   const pathParams = op.params.filter((p) => p.in === 'path');
   const queryParams = op.params.filter((p) => p.in === 'query');
   const pathArb = fc.record(
@@ -265,7 +315,8 @@ export function requestArb(contract: Contract, op: Operation, rc: RequestContext
         fc.oneof(
           { weight: 6, arbitrary: fc.constantFrom(...(rc.pathValues[p.name] ?? ['x'])) },
           { weight: 2, arbitrary: validArb(contract, p.schema) },
-          { weight: 1, arbitrary: hostileString.map((s) => s.slice(0, 300)).filter((s) => s !== '') },
+          // `.` and `..` are dot segments, never values, by the rules of URLs (RFC 3986 §5.2.4).
+          { weight: 1, arbitrary: hostileString.map((s) => s.slice(0, 300)).filter((s) => s !== '' && s !== '.' && s !== '..') },
         ),
       ]),
     ),
@@ -281,19 +332,25 @@ export function requestArb(contract: Contract, op: Operation, rc: RequestContext
     ? fc.oneof({ weight: 20, arbitrary: fc.constant('user' as const) }, { weight: 1, arbitrary: fc.constantFrom('none' as const, 'wrong' as const, 'malformed' as const) })
     : fc.constantFrom('none', 'none', 'user');
   const bodyArb: fc.Arbitrary<{ body?: string; signed: boolean; contentType: string }> =
-    op.id === 'receiveGatewayNotification'
+    focus === 'attacker' && op.body && op.id !== 'receiveGatewayNotification'
+      ? fc
+          .oneof(deepBodyArb(contract, op.body.schema, rc.bodyHints), invalidTextBodyArb(contract, op.body.schema, rc.bodyHints))
+          .map((b) => ({ body: b, signed: false, contentType: 'application/json' }))
+    : op.id === 'receiveGatewayNotification'
       ? notificationArb(contract, op, rc).map((b) => ({ ...b, contentType: 'application/json' }))
       : op.body
         ? fc.oneof(
             { weight: 9, arbitrary: hostileArb(contract, op.body.schema, rc.bodyHints).map((v) => ({ body: JSON.stringify(v) ?? 'null', signed: false, contentType: 'application/json' })) },
             { weight: 1, arbitrary: fc.constantFrom('{', 'not json', '', '{"a":1}').map((b) => ({ body: b, signed: false, contentType: 'application/json' })) },
+            // nested deeper than any body of the API, at a field or as the whole body
+            { weight: 1, arbitrary: deepBodyArb(contract, op.body.schema, rc.bodyHints).map((b) => ({ body: b, signed: false, contentType: 'application/json' })) },
             { weight: 1, arbitrary: fc.constantFrom('a=1', '<xml/>').map((b) => ({ body: b, signed: false, contentType: 'text/plain' })) },
           )
         : fc.constant({ body: undefined, signed: false, contentType: 'application/json' });
   const idempotencyArb = op.params.some((p) => p.name === 'Idempotency-Key') ? fc.option(headerSafe, { nil: undefined }) : fc.constant(undefined);
 
   return fc.record({ path: pathArb, query: queryArb, auth: authArb, body: bodyArb, idempotency: idempotencyArb, trailingSlash: fc.boolean() }).map((r) => {
-    let path = op.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String((r.path as Record<string, Json>)[name])));
+    let path = op.path.replace(/\{(\w+)\}/g, (_, name: string) => encodePathValue(String((r.path as Record<string, Json>)[name])));
     if (!r.trailingSlash) path = path.replace(/\/$/, '');
     const query = new URLSearchParams();
     // Kept within what HTTP servers and proxies accept in a request line (Node: 16 KiB of headers).
@@ -309,3 +366,48 @@ export function requestArb(contract: Contract, op: Operation, rc: RequestContext
     return { method: op.method, url: `${path}${qs ? `?${qs}` : ''}`, headers, body: r.body.body, signed: r.body.signed, auth: r.auth };
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Classes of input the attacker of issue 16 used
+
+/**
+ * Spellings of an absolute path that name the same resource: without or with doubled trailing
+ * slash, repeated slashes, `.` and `..` segments (also percent-encoded), percent-encoded letters.
+ * A server must answer each exactly as it answers the path itself. Send them with callRawPath:
+ * fetch() resolves dot segments before sending.
+ */
+export function pathVariants(path: string): string[] {
+  const segs = path.split('/').filter(Boolean);
+  const head = segs.slice(0, -1);
+  const last = segs[segs.length - 1] ?? '';
+  const join = (parts: string[]) => `/${parts.join('/')}`;
+  const hex = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`;
+  return [
+    join(segs),
+    `${join(segs)}//`,
+    `/${segs.join('//')}/`,
+    `/${segs.join('///')}`,
+    `${join([...head, '.', last])}/`,
+    `${join([...head, 'x', '..', last])}/`,
+    join([...head, 'x', '%2e%2E', last]),
+    `${join([...head, hex(last[0] ?? 'a') + last.slice(1)])}/`,
+    join([...head, [...last].map(hex).join('')]),
+    `${join(segs)}/.`,
+    `${join(segs)}/x/..`,
+  ];
+}
+
+/** Nesting of `n` containers: arrays, objects or both in turn. */
+export function nested(n: number, kind: 'array' | 'object' | 'mixed' = 'array'): string {
+  let open = '';
+  let close = '';
+  for (let i = 0; i < n; i++) {
+    const array = kind === 'array' || (kind === 'mixed' && i % 2 === 0);
+    open += array ? '[' : '{"a":';
+    close = (array ? ']' : '}') + close;
+  }
+  return `${open}1${close}`;
+}
+
+/** Strings that are not valid Unicode text, or that PostgreSQL refuses in text and jsonb. */
+export const INVALID_TEXT = ['\ud800', 'a\udfffb', '\udc00\ud800', 'x\ud83d', '\u0000', 'a\u0000\ud800'];

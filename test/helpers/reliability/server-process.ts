@@ -129,3 +129,45 @@ export function cookieOf(answer: HttpAnswer): string {
     .map((c) => c.split(';')[0])
     .join('; ');
 }
+
+/**
+ * One HTTP call with the request target sent exactly as given. fetch() resolves `.` and `..`
+ * segments (and `%2e%2e`) before sending, as a browser does; an attacker's client does not.
+ */
+export async function callRawPath<T = any>(baseUrl: string, method: string, rawPath: string, opts: CallOptions = {}): Promise<HttpAnswer<T>> {
+  const { request } = await import('node:http');
+  const url = new URL(baseUrl);
+  const headers: Record<string, string> = { ...opts.headers };
+  let body: string | undefined = opts.rawBody;
+  if (body === undefined && opts.body !== undefined) body = JSON.stringify(opts.body);
+  if (body !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(body));
+  }
+  if (opts.basic) headers.authorization = `Basic ${Buffer.from(`${opts.basic.username}:${opts.basic.password}`).toString('base64')}`;
+  if (opts.cookie) headers.cookie = opts.cookie;
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, method, path: rawPath, headers, timeout: 30_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const responseHeaders = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) responseHeaders.set(k, Array.isArray(v) ? v.join(', ') : v);
+        let parsed: unknown = text;
+        if (/json/.test(responseHeaders.get('content-type') ?? '') && text !== '') {
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            parsed = text;
+          }
+        }
+        resolve({ status: res.statusCode ?? 0, headers: responseHeaders, body: parsed as T, text });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
