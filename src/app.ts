@@ -13,6 +13,7 @@ import { VerifiedCredentialCache } from './http/auth/basic-auth.js';
 import { LoginThrottler } from './http/auth/login-throttle.js';
 import { databaseSessionStore } from './http/auth/session-store.js';
 import { docsMiddleware } from './http/docs.js';
+import { healthMiddleware } from './http/health.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
 import { allHandlers } from './http/handlers/index.js';
 import { consoleLogger, quietLogger, type Logger } from './logger.js';
@@ -96,6 +97,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.silent = true;
 
   app.use(errorBoundary(logger));
+  app.use(healthMiddleware({ orm, config }));
   if (config.logRequests) app.use(requestLogger(logger));
   if (simulator) app.use(simulator.middleware);
   app.use(docsMiddleware());

@@ -127,7 +127,7 @@ export async function migratorOf(orm: Orm): Promise<Migrator> {
 }
 
 /** This build's migrations that the database does not record as applied, in order (none on most starts). */
-export async function pendingMigrations(orm: Orm): Promise<string[]> {
+export async function pendingMigrations(orm: Pick<Orm, 'em'>): Promise<string[]> {
   const expected = dialectOfPlatform(orm.em.getPlatform()) === 'sqlite' ? sqliteMigrationNames : postgresqlMigrationNames;
   let rows: { name: string }[];
   try {

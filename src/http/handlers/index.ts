@@ -2,6 +2,7 @@ import type { CatalogueCache } from '../../services/plans/catalogue-cache.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { authHandlers } from './auth.js';
+import { healthHandlers } from './health.js';
 import { invoiceHandlers } from './invoices.js';
 import { notificationHandlers } from './notifications.js';
 import { paymentHandlers } from './payments.js';
@@ -23,5 +24,6 @@ export function allHandlers(deps: { throttler: LoginThrottler; catalogue: Catalo
     ...subscriptionHandlers,
     ...paymentHandlers,
     ...invoiceHandlers,
+    ...healthHandlers,
   };
 }
