@@ -61,6 +61,8 @@ describe.each(DATABASES)('health probes on %s', (kind) => {
     expect(post.headers.get('allow')).toBe('GET, HEAD');
     // No session is started by a probe.
     expect(ready.headers.getSetCookie()).toEqual([]);
+    // They live at the root only, as the contract's path-level `servers` says.
+    expect((await call(server.url, 'GET', '/api/subscriptions/healthz/')).status).toBe(404);
   });
 
   it('/readyz is 503 naming the schema while a migration is missing, and 200 once it is back', async () => {

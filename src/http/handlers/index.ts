@@ -2,7 +2,6 @@ import type { CatalogueCache } from '../../services/plans/catalogue-cache.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { authHandlers } from './auth.js';
-import { healthHandlers } from './health.js';
 import { invoiceHandlers } from './invoices.js';
 import { notificationHandlers } from './notifications.js';
 import { paymentHandlers } from './payments.js';
@@ -24,6 +23,5 @@ export function allHandlers(deps: { throttler: LoginThrottler; catalogue: Catalo
     ...subscriptionHandlers,
     ...paymentHandlers,
     ...invoiceHandlers,
-    ...healthHandlers,
   };
 }
