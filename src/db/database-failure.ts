@@ -20,7 +20,7 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 
 const UNAVAILABLE_MESSAGES =
-  /ECONNREFUSED|Connection terminated|terminating connection|connection (is )?closed|Timeout acquiring a connection|database is locked|does not exist|no such table|not currently accepting connections|the database system is (starting|shutting) up/i;
+  /ECONNREFUSED|connection|terminat|not queryable|database is locked|does not exist|no such table|the database system is (starting|shutting) up/i;
 
 function chain(err: unknown): unknown[] {
   const out: unknown[] = [];
