@@ -70,7 +70,7 @@ export async function runBillingScenario(
 ): Promise<BillingFigures> {
   const db = await freshDatabase(kind as 'sqlite' | 'postgresql');
   // BENCH_BILLING_DEBUG=1 logs the SQL MikroORM sends (not the bound bulk writes of bulk-sql.ts).
-  const orm = await openOrm(db.url, { debug: process.env.BENCH_BILLING_DEBUG === '1' });
+  const orm = await openOrm(db.url, { create: true, debug: process.env.BENCH_BILLING_DEBUG === '1' });
   try {
     await migrateUp(orm);
     const config = loadConfig({ DATABASE_URL: db.url, SESSION_SECRET: 'bench', LOG_REQUESTS: 'false' });

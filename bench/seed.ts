@@ -30,7 +30,7 @@ async function inChunks<T>(orm: Orm, items: T[], size: number, write: (em: Orm['
 }
 
 export async function seedBench(databaseUrl: string, opts: { webhookOrders: number; serverKey: string }): Promise<BenchFixtures> {
-  const orm = await openOrm(databaseUrl);
+  const orm = await openOrm(databaseUrl, { create: true });
   try {
     await migrateUp(orm);
     await orm.em.getConnection().execute('create table bench_inserts (id varchar(36) primary key, payload text not null, created_at ' + (databaseUrl.startsWith('sqlite:') ? 'integer' : 'timestamptz') + ' not null)');

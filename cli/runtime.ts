@@ -1,15 +1,13 @@
 import type { Command } from 'commander';
 import { loadConfig, loadDotEnv, type Config } from '../src/config.js';
-import { openOrm, type Orm } from '../src/db/orm.js';
+import { assertSchemaCurrent, openOrm, type Orm } from '../src/db/orm.js';
 import { systemClock } from '../src/domain/clock.js';
-import { DomainError } from '../src/domain/errors.js';
-import { GatewayError } from '../src/gateway/errors.js';
 import { MidtransClient } from '../src/gateway/midtrans-client.js';
 import { API_ROOT } from '../src/http/api.js';
 import type { ServiceContext } from '../src/services/context.js';
+import { EXIT, exitStatusFor } from '../src/services/shared/classify-failure.js';
 
-/** Exit statuses: 0 success, 1 a check found a problem, 2 bad input, 3 conflict/state, 4 not found, 5 gateway or database. */
-export const EXIT = { ok: 0, checkFailed: 1, usage: 2, conflict: 3, notFound: 4, unavailable: 5, internal: 70 } as const;
+export { EXIT };
 
 export class CliFailure extends Error {
   constructor(message: string, readonly exitCode: number) {
@@ -17,20 +15,10 @@ export class CliFailure extends Error {
   }
 }
 
-/** The one mapping from failures to exit statuses and messages (the CLI twin of src/http/problem.ts). */
+/** The exit status and message of a failure: the CLI's own refusals, else the shared classification. */
 export function exitCodeFor(err: unknown): { code: number; message: string } {
   if (err instanceof CliFailure) return { code: err.exitCode, message: err.message };
-  if (err instanceof DomainError) {
-    const details = err.errors.map((e) => `\n  ${e.field || '(input)'}: ${e.message}`).join('');
-    const code =
-      err.code === 'validation_error' ? EXIT.usage
-      : err.code === 'not_found' ? EXIT.notFound
-      : err.code.startsWith('gateway') || err.code === 'service_unavailable' ? EXIT.unavailable
-      : EXIT.conflict;
-    return { code, message: `${err.code}: ${err.message}${details}` };
-  }
-  if (err instanceof GatewayError) return { code: EXIT.unavailable, message: `gateway ${err.kind}: ${err.message}` };
-  return { code: EXIT.internal, message: err instanceof Error ? err.message : String(err) };
+  return exitStatusFor(err);
 }
 
 export interface GlobalOptions {
@@ -79,12 +67,29 @@ export function gatewayFor(config: Config): MidtransClient {
 }
 
 /**
+ * Opens the configured database for a command: never creates it (only `db migrate` does), and
+ * refuses an unreachable one or one whose schema is behind this build.
+ */
+export async function openDatabase(config: Config, opts: { create?: boolean; requireCurrentSchema?: boolean } = {}): Promise<Orm> {
+  const orm = await openOrm(config.databaseUrl, { create: opts.create ?? false });
+  if (opts.requireCurrentSchema ?? true) {
+    try {
+      await assertSchemaCurrent(orm);
+    } catch (err) {
+      await orm.close(true);
+      throw err;
+    }
+  }
+  return orm;
+}
+
+/**
  * Runs a command body with an open database and a forked entity manager, closing it afterwards.
  * Failures are printed and turned into the exit status.
  */
 export async function withServices<T>(run: (services: ServiceContext, orm: Orm) => Promise<T>): Promise<T> {
   const config = cliConfig();
-  const orm = await openOrm(config.databaseUrl);
+  const orm = await openDatabase(config);
   try {
     return await run({ em: orm.em.fork(), config, gateway: gatewayFor(config), clock: systemClock }, orm);
   } finally {

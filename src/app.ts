@@ -1,8 +1,8 @@
 import { RequestContext } from '@mikro-orm/core';
 import Koa from 'koa';
 import session from 'koa-session';
-import type { Config } from './config.js';
-import { migrateUp, openOrm, type Orm } from './db/orm.js';
+import { developmentSessionSecret, type Config } from './config.js';
+import { assertSchemaCurrent, migrateUp, openOrm, type Orm } from './db/orm.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import { MidtransClient } from './gateway/midtrans-client.js';
 import type { PaymentGateway } from './gateway/types.js';
@@ -14,6 +14,7 @@ import { VerifiedCredentialCache } from './http/auth/basic-auth.js';
 import { LoginThrottler } from './http/auth/login-throttle.js';
 import { databaseSessionStore } from './http/auth/session-store.js';
 import { docsMiddleware } from './http/docs.js';
+import { healthMiddleware } from './http/health.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
 import { allHandlers } from './http/handlers/index.js';
 import { consoleLogger, quietLogger, type Logger } from './logger.js';
@@ -61,8 +62,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const logger = options.logger ?? (config.logRequests ? consoleLogger : quietLogger);
   const clock = options.clock ?? systemClock;
   const ownsOrm = !options.orm;
-  const orm = options.orm ?? (await openOrm(config.databaseUrl));
-  if (ownsOrm && config.migrateOnStart) await migrateUp(orm);
+  // Only a server told to migrate may create its database; otherwise a missing, unreachable or
+  // out-of-date database stops the start with one clear line (src/main.ts).
+  const orm = options.orm ?? (await openOrm(config.databaseUrl, { create: config.migrateOnStart }));
+  if (ownsOrm) {
+    try {
+      if (config.migrateOnStart) await migrateUp(orm);
+      else await assertSchemaCurrent(orm);
+    } catch (err) {
+      await orm.close(true);
+      throw err;
+    }
+  }
 
   const selfUrl = (options.selfUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
   const notificationUrl = config.gateway.notificationUrl ?? `${selfUrl}${API_ROOT}/webhook/notification/`;
@@ -94,7 +105,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const throttler = new LoginThrottler(orm, config.loginThrottleLimit, config.loginThrottleWindowSeconds * 1000);
   const credentialCache = new VerifiedCredentialCache(config.basicAuthCacheSeconds * 1000);
 
-  const app = new Koa({ proxy: config.trustProxy, keys: config.sessionSecrets });
+  const keys = config.sessionSecrets.length > 0 ? config.sessionSecrets : [developmentSessionSecret(config.databaseUrl)];
+  const app = new Koa({ proxy: config.trustProxy, keys });
   app.silent = true;
 
   app.use(requestMetrics(metrics));
@@ -105,6 +117,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     if (canonical !== ctx.path) ctx.path = canonical;
     return next();
   });
+  app.use(healthMiddleware({ orm, config }));
   app.use(metricsEndpoint(metrics, config.metricsToken));
   if (config.logRequests) app.use(requestLogger(logger));
   if (simulator) app.use(simulator.middleware);

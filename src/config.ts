@@ -1,15 +1,20 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { PROJECT_ROOT } from './project-root.js';
 
 /** The one typed configuration object; `loadConfig()` builds it from the environment. */
 export interface Config {
   env: 'development' | 'test' | 'production';
   host: string;
   port: number;
-  /** `sqlite:PATH`, `sqlite::memory:` or `postgres://…` */
+  /** `sqlite:/ABSOLUTE/PATH`, `sqlite::memory:` or `postgres://…` (a relative SQLite path is resolved from the project root). */
   databaseUrl: string;
-  /** Apply pending migrations when the server starts (default on SQLite only). */
+  /**
+   * Apply pending migrations when the server starts, creating the database if it is missing.
+   * Default: only on the default SQLite database (DATABASE_URL unset), so that `npm start` works
+   * out of the box while a mistyped URL never makes a new, empty database.
+   */
   migrateOnStart: boolean;
   gateway: {
     /** null means the built-in simulator mounted on this server. */
@@ -32,7 +37,10 @@ export interface Config {
     PROTECTED_PATHS: string[];
     SUBSCRIPTION_REQUIRED_REDIRECT: string;
   };
-  /** First key signs; the rest still verify (rotation). */
+  /**
+   * First key signs; the rest still verify (rotation). Empty: a development secret kept beside
+   * the SQLite file, made when the app starts (loading the configuration writes no file).
+   */
   sessionSecrets: string[];
   /** Set the `Secure` flag on the session cookie (behind TLS). */
   secureCookies: boolean;
@@ -101,21 +109,49 @@ function amount(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+/** The default database: a SQLite file under the project root, wherever the process was started. */
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/billing.sqlite';
+
 /**
  * A development session secret that survives restarts, so that logins outlive a restart
- * without anyone having to configure one. Kept beside the SQLite file it belongs with.
+ * without anyone having to configure one. Kept beside the SQLite file it belongs with; called
+ * by the app once its database is open, so that it never makes a folder of its own.
  */
-function developmentSessionSecret(databaseUrl: string): string {
+export function developmentSessionSecret(databaseUrl: string): string {
   const path = databaseUrl.startsWith('sqlite:') && !databaseUrl.includes(':memory:')
     ? join(dirname(databaseUrl.slice('sqlite:'.length)), '.session-secret')
     : null;
   if (path && existsSync(path)) return readFileSync(path, 'utf8').trim();
   const secret = randomBytes(32).toString('hex');
-  if (path) {
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, secret, { mode: 0o600 });
-  }
+  if (path && existsSync(dirname(path))) writeFileSync(path, secret, { mode: 0o600 });
   return secret;
+}
+
+/**
+ * Checks DATABASE_URL's form (a malformed one is a configuration error, exit 2) and resolves a
+ * relative SQLite path from the project root, so that the CLI run from a subfolder and the
+ * server open the same file.
+ */
+export function normaliseDatabaseUrl(url: string): string {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path === '') throw new ConfigError('DATABASE_URL sqlite: needs a path (sqlite:./data/billing.sqlite) or :memory:');
+    if (path === ':memory:') return url;
+    return `sqlite:${isAbsolute(path) ? path : resolve(PROJECT_ROOT, path)}`;
+  }
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError('DATABASE_URL must start with sqlite: or postgres://');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError('DATABASE_URL is not a valid postgres:// URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)');
+  }
+  if (parsed.hostname === '') throw new ConfigError('DATABASE_URL names no host (postgres://USER@HOST[:PORT]/DATABASE)');
+  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  if (database === '' || database.includes('/')) {
+    throw new ConfigError('DATABASE_URL names no database (postgres://USER@HOST[:PORT]/DATABASE)');
+  }
+  return url;
 }
 
 /** Reads `.env` (when present) into `process.env` without overriding what is already set. */
@@ -138,10 +174,7 @@ function simulatorThreeDs(raw: string | undefined): Config['simulator']['threeDs
 
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
-  const databaseUrl = env.DATABASE_URL || 'sqlite:./data/billing.sqlite';
-  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must start with sqlite: or postgres://');
-  }
+  const databaseUrl = normaliseDatabaseUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL);
   const gatewayBaseUrl = env.GATEWAY_BASE_URL ? env.GATEWAY_BASE_URL.replace(/\/+$/, '') : null;
   const serverKey = env.GATEWAY_SERVER_KEY || '';
   const sessionSecrets = list(env.SESSION_SECRET);
@@ -165,7 +198,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 3000),
     databaseUrl,
-    migrateOnStart: bool(env, 'MIGRATE_ON_START', databaseUrl.startsWith('sqlite:')),
+    migrateOnStart: bool(env, 'MIGRATE_ON_START', !env.DATABASE_URL),
     gateway: {
       baseUrl: gatewayBaseUrl,
       serverKey: serverKey || DEVELOPMENT_SERVER_KEY,
@@ -186,7 +219,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       PROTECTED_PATHS: list(env.SUBSCRIPTION_PROTECTED_PATHS),
       SUBSCRIPTION_REQUIRED_REDIRECT: env.SUBSCRIPTION_REQUIRED_REDIRECT || '/subscribe/',
     },
-    sessionSecrets: sessionSecrets.length > 0 ? sessionSecrets : [developmentSessionSecret(databaseUrl)],
+    sessionSecrets,
     secureCookies: bool(env, 'SECURE_COOKIES', false),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     topupMinAmount: amount(env, 'TOPUP_MIN_AMOUNT', '10000'),

@@ -1,21 +1,23 @@
-import { ConfigError, describeConfig, loadConfig, loadDotEnv } from './config.js';
+import { describeConfig, loadConfig, loadDotEnv, type Config } from './config.js';
 import { dialectOf } from './db/orm.js';
 import { API_ROOT } from './http/api.js';
-import { startServer } from './server.js';
+import { startServer, type RunningServer } from './server.js';
+import { EXIT, exitStatusFor } from './services/shared/classify-failure.js';
 
-loadDotEnv();
-let config;
+// A start that cannot work (bad configuration, a database that is unreachable, missing or behind)
+// ends with one line and the documented exit status (README "Exit codes"), not a stack trace.
+let config: Config;
+let running: RunningServer;
 try {
+  loadDotEnv();
   config = loadConfig();
+  running = await startServer(config);
 } catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`Configuration error: ${err.message}`);
-    process.exit(2);
-  }
-  throw err;
+  const { code, message } = exitStatusFor(err);
+  console.error(`Cannot start: ${message}`);
+  if (code === EXIT.internal && err instanceof Error && err.stack) console.error(err.stack);
+  process.exit(code);
 }
-
-const running = await startServer(config);
 const described = describeConfig(config);
 console.log(`Billing service listening on ${running.url}${API_ROOT}/`);
 console.log(`  database: ${described.database} (${dialectOf(config.databaseUrl)})`);

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp, type AppOptions, type BillingApp } from './app.js';
 import type { Config } from './config.js';
 import { deleteExpiredSessions } from './http/auth/session-store.js';
+import { startingProbeAnswer } from './http/health.js';
 import { startBillingScheduler } from './services/billing/billing-scheduler.js';
 import { startDeliveryWorker, type DeliveryWorker } from './services/delivery/delivery-worker.js';
 
@@ -22,7 +23,13 @@ export interface RunningServer {
 export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
   // Until the app is built (migrations, contract compilation), answer 503 at once rather than
   // leave early requests — a health check, a gateway notification — hanging with no handler.
-  let handle: RequestListener = (_req, res) => {
+  let handle: RequestListener = (req, res) => {
+    const probe = startingProbeAnswer(req.url ?? '/');
+    if (probe) {
+      res.writeHead(probe.status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      res.end(JSON.stringify(probe.body));
+      return;
+    }
     res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
     res.end(JSON.stringify({ type: 'https://billing.example/problems/service-unavailable', title: 'Service unavailable', status: 503, detail: 'The service is starting; retry shortly.', code: 'service_unavailable' }));
   };

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { COUNTERS, runBilling, type BillingRunReport } from '../../src/services/billing/run-billing.js';
-import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { startProgress } from '../progress.js';
+import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
 
 /** How far in the past `--at` may be without --allow-past: clock skew between hosts, not back-dating. */
 export const PAST_TOLERANCE_MS = 5 * 60 * 1000;
@@ -56,16 +57,15 @@ export function registerBillingCommands(program: Command): void {
         throw new CliFailure(`--at ${at.toISOString()} is in the past; invoices would be back-dated (pass --allow-past to do it anyway)`, EXIT.usage);
       }
       const limit = opts.limit === undefined ? undefined : parseLimit(opts.limit);
+      const progress = startProgress({ every: 25 });
       const report = await withServices((s) =>
         runBilling(s, {
           at,
           limit,
           dryRun: opts.dryRun,
-          onProgress: ({ processed, report: r }) => {
-            if (processed % 25 === 0) note(`… ${processed} subscriptions, ${r.renewed} renewed, ${r.errors.length} errors`);
-          },
+          onProgress: ({ seen, total, report: r }) => progress.update(seen, total, `${r.renewed} renewed, ${r.errors.length} errors`),
         }),
-      );
+      ).finally(() => progress.finish());
       output(globalOptions(cmd), report, () => human(report));
       // Exit 1 when a subscription could not be billed: the rest was done and is reported.
       if (report.errors.length > 0) process.exitCode = EXIT.checkFailed;

@@ -1,15 +1,15 @@
 import type { Command } from 'commander';
-import { dialectOf, migratorOf, openOrm } from '../../src/db/orm.js';
-import { cliConfig, globalOptions, note, output, table } from '../runtime.js';
+import { dialectOf, migratorOf } from '../../src/db/orm.js';
+import { cliConfig, globalOptions, note, openDatabase, output, table } from '../runtime.js';
 
 export function registerDbCommands(program: Command): void {
   const db = program.command('db').description('database migrations');
 
   db.command('migrate')
-    .description('apply pending migrations')
+    .description('apply pending migrations; the one command that creates the database (a PostgreSQL database, a SQLite file and its folder) when it is missing')
     .action(async (_opts, cmd: Command) => {
       const config = cliConfig();
-      const orm = await openOrm(config.databaseUrl);
+      const orm = await openDatabase(config, { create: true, requireCurrentSchema: false });
       try {
         const applied = (await (await migratorOf(orm)).up()).map((m) => m.name);
         output(globalOptions(cmd), { dialect: dialectOf(config.databaseUrl), applied }, () =>
@@ -24,7 +24,7 @@ export function registerDbCommands(program: Command): void {
     .description('list applied and pending migrations')
     .action(async (_opts, cmd: Command) => {
       const config = cliConfig();
-      const orm = await openOrm(config.databaseUrl);
+      const orm = await openDatabase(config, { requireCurrentSchema: false });
       try {
         const migrator = await migratorOf(orm);
         const executed = await migrator.getExecutedMigrations();

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { serializePayment, serializeRefund, serializeWebhookLog } from '../../src/http/serializers.js';
 import { refundPaymentAsStaff } from '../../src/services/payments/refund-payment.js';
 import { reconcilePayments, type ReconcileItem } from '../../src/services/webhooks/reconcile-payments.js';
+import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
 import { parseLimit, parseTime } from './webhooks.js';
 
@@ -34,11 +35,12 @@ export function registerPaymentCommands(program: Command): void {
     .option('--dry-run', 'ask the gateway and say what would happen, change nothing')
     .action(async (opts, cmd: Command) => {
       const input = { since: parseTime(opts.since, '--since'), limit: parseLimit(opts.limit), dryRun: Boolean(opts.dryRun) };
+      const progress = startProgress();
       const items = await withServices((s) =>
         reconcilePayments(s, input, (item, i, total) =>
-          note(`[${i + 1}/${total}] ${item.orderId}: gateway ${item.gatewayStatus ?? '?'}, ${item.statusBefore} -> ${item.statusAfter} (${item.result})`),
+          progress.update(i + 1, total, `${item.orderId}: gateway ${item.gatewayStatus ?? '?'}, ${item.statusBefore} -> ${item.statusAfter} (${item.result})`),
         ),
-      );
+      ).finally(() => progress.finish());
       const changed = items.filter((i) => i.changes.length > 0);
       output(globalOptions(cmd), { dry_run: input.dryRun, count: items.length, changed: changed.length, results: items.map(serializeItem) }, () =>
         items.length === 0

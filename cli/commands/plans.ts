@@ -11,7 +11,9 @@ function readPlansFile(file: string): unknown {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CliFailure(`cannot read ${file}: ${(err as Error).message}`, EXIT.usage);
+    // A file that is not there is "not found" (4), like any other thing named that does not exist.
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    throw new CliFailure(`cannot read ${file}: ${(err as Error).message}`, missing ? EXIT.notFound : EXIT.usage);
   }
   try {
     return /\.json$/i.test(file) ? JSON.parse(text) : parseYaml(text);

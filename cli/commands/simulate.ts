@@ -2,8 +2,35 @@ import type { Command } from 'commander';
 import { CliFailure, EXIT, cliConfig, globalOptions, output, serverUrl } from '../runtime.js';
 
 const ACTIONS = ['settle', 'capture', 'deny', 'cancel', 'expire', 'pending', 'refund'];
+const FRAUD_STATUSES = ['accept', 'challenge'];
 /** Actions on the whole simulator rather than one order: time passing at the gateway. */
 const CLOCK_ACTIONS = ['next-day', 'tick'];
+
+/** The simulator's answer as an exit status: its input refusals are bad input (2), like the CLI's own. */
+function exitForSimulatorStatus(status: number): number {
+  if (status === 404) return EXIT.notFound;
+  if (status === 400 || status === 413 || status === 422) return EXIT.usage;
+  if (status >= 500) return EXIT.unavailable;
+  return EXIT.conflict;
+}
+
+/** Every option is checked before the simulator is asked: a bad --amount must never become a full refund. */
+function validate(action: string, orderId: string | undefined, opts: { fraudStatus?: string; amount?: string }): void {
+  if (!ACTIONS.includes(action) && !CLOCK_ACTIONS.includes(action)) {
+    throw new CliFailure(`unknown action "${action}"; use one of ${[...ACTIONS, ...CLOCK_ACTIONS].join(', ')}`, EXIT.usage);
+  }
+  if (!CLOCK_ACTIONS.includes(action) && !orderId) throw new CliFailure(`simulate ${action} needs an order id`, EXIT.usage);
+  if (opts.amount !== undefined) {
+    if (action !== 'refund') throw new CliFailure(`--amount applies to refund only, not ${action}`, EXIT.usage);
+    if (!/^\d+(\.\d{1,2})?$/.test(opts.amount.trim()) || Number(opts.amount) <= 0) {
+      throw new CliFailure(`--amount must be a positive amount with at most two decimals, got "${opts.amount}"`, EXIT.usage);
+    }
+  }
+  if (opts.fraudStatus !== undefined) {
+    if (action !== 'capture') throw new CliFailure(`--fraud-status applies to capture only, not ${action}`, EXIT.usage);
+    if (!FRAUD_STATUSES.includes(opts.fraudStatus)) throw new CliFailure(`--fraud-status must be one of ${FRAUD_STATUSES.join(', ')}, got "${opts.fraudStatus}"`, EXIT.usage);
+  }
+}
 
 export function registerSimulateCommands(program: Command): void {
   program
@@ -12,31 +39,28 @@ export function registerSimulateCommands(program: Command): void {
       `tell the running server's gateway simulator to act on an order (${ACTIONS.join(', ')}), or to run ` +
         `the next day's card settlement batch (next-day) or what is due on its clock (tick); it notifies the webhook like Midtrans`,
     )
-    .option('--fraud-status <status>', 'for capture: accept or challenge', 'accept')
+    .option('--fraud-status <status>', 'for capture: accept (default) or challenge')
     .option('--amount <amount>', 'for refund: a partial amount (default: everything left)')
     .action(async (action: string, orderId: string | undefined, opts, cmd: Command) => {
-      if (!ACTIONS.includes(action) && !CLOCK_ACTIONS.includes(action)) {
-        throw new CliFailure(`unknown action "${action}"; use one of ${[...ACTIONS, ...CLOCK_ACTIONS].join(', ')}`, EXIT.usage);
-      }
+      validate(action, orderId, opts);
       const config = cliConfig();
       if (config.gateway.baseUrl) throw new CliFailure('GATEWAY_BASE_URL is set: the simulator is not in use', EXIT.usage);
       if (CLOCK_ACTIONS.includes(action)) return clockAction(action, cmd);
-      if (!orderId) throw new CliFailure(`simulate ${action} needs an order id`, EXIT.usage);
-      const url = new URL(`${serverUrl(config)}/_simulator/v2/${encodeURIComponent(orderId)}/${action}`);
-      if (action === 'capture') url.searchParams.set('fraud_status', opts.fraudStatus);
+      const url = new URL(`${serverUrl(config)}/_simulator/v2/${encodeURIComponent(orderId!)}/${action}`);
+      if (action === 'capture') url.searchParams.set('fraud_status', opts.fraudStatus ?? 'accept');
       let response: Response;
       try {
         response = await fetch(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: action === 'refund' && opts.amount ? JSON.stringify({ amount: Number(opts.amount) }) : '{}',
+          body: action === 'refund' && opts.amount !== undefined ? JSON.stringify({ amount: opts.amount.trim().replace(/\.0{1,2}$/, '') }) : '{}',
         });
       } catch (err) {
         throw new CliFailure(`cannot reach the server at ${serverUrl(config)} (is it running? BILLING_URL overrides the address): ${(err as Error).message}`, EXIT.unavailable);
       }
       const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
       if (!response.ok) {
-        throw new CliFailure(`simulator answered ${response.status}: ${JSON.stringify(body)}`, response.status === 404 ? EXIT.notFound : EXIT.conflict);
+        throw new CliFailure(`simulator answered ${response.status}: ${JSON.stringify(body)}`, exitForSimulatorStatus(response.status));
       }
       output(globalOptions(cmd), body, () => {
         const n = body.notification as { url?: string; http_status?: number | null; error?: string | null } | undefined;

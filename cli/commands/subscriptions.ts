@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { syncAllSubscriptions, type SyncAllResult } from '../../src/services/subscriptions/sync-subscription.js';
-import { EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { startProgress } from '../progress.js';
+import { EXIT, globalOptions, output, table, withServices } from '../runtime.js';
 
 export function registerSubscriptionCommands(program: Command): void {
   const subscriptions = program.command('subscriptions').description('subscriptions');
@@ -13,11 +14,12 @@ export function registerSubscriptionCommands(program: Command): void {
     )
     .option('--user <user>', 'only this user (username or id)')
     .action(async (opts: { user?: string }, cmd: Command) => {
+      const progress = startProgress();
       const items = await withServices((s) =>
         syncAllSubscriptions(s, { user: opts.user }, (item, i, total) =>
-          note(`[${i + 1}/${total}] ${item.subscription_id} (${item.username}): ${item.status_before} -> ${item.status_after} (${item.result})`),
+          progress.update(i + 1, total, `${item.subscription_id} (${item.username}): ${item.status_before} -> ${item.status_after} (${item.result})`),
         ),
-      );
+      ).finally(() => progress.finish());
       const changed = items.filter((i) => i.status_before !== i.status_after);
       output(globalOptions(cmd), { count: items.length, changed: changed.length, results: items }, () => human(items, changed.length));
       if (items.some((i) => i.result === 'gateway_error')) process.exitCode = EXIT.unavailable;

@@ -63,11 +63,15 @@ export function registerWalletCommands(program: Command): void {
     .action(async (ref: string, amount: string, opts: { reason: string; reference?: string }, cmd: Command) => {
       const result = await withServices(async (s) => {
         const user = await findWalletOwner(s, ref);
-        const { wallet: w, entry } = await adjustWallet(s, { user, amount, reason: opts.reason, reference: opts.reference });
-        return { username: user.username, wallet: serializeWallet(w), transaction: serializeWalletTransaction(entry) };
+        const { wallet: w, entry, alreadyApplied } = await adjustWallet(s, { user, amount, reason: opts.reason, reference: opts.reference });
+        return { username: user.username, wallet: serializeWallet(w), transaction: serializeWalletTransaction(entry), alreadyApplied };
       });
-      output(globalOptions(cmd), { wallet: result.wallet, transaction: result.transaction }, () =>
-        `${result.transaction.kind === 'credit' ? 'Credited' : 'Debited'} ${result.transaction.amount} ${result.wallet.currency} ${result.transaction.kind === 'credit' ? 'to' : 'from'} ${result.username}: balance ${result.wallet.balance} (entry ${result.transaction.id}).`,
+      const t = result.transaction;
+      const what = `${t.amount} ${result.wallet.currency} ${t.kind === 'credit' ? 'to' : 'from'} ${result.username}`;
+      output(globalOptions(cmd), { already_applied: result.alreadyApplied, wallet: result.wallet, transaction: t }, () =>
+        result.alreadyApplied
+          ? `Already applied: reference "${opts.reference?.trim()}" ${t.kind === 'credit' ? 'credited' : 'debited'} ${what} at ${t.created_at} (entry ${t.id}); nothing posted now. Balance ${result.wallet.balance}.`
+          : `${t.kind === 'credit' ? 'Credited' : 'Debited'} ${what}: balance ${result.wallet.balance} (entry ${t.id}).`,
       );
     });
 }

@@ -4,6 +4,7 @@ import { serializeWebhookLog } from '../../src/http/serializers.js';
 import { getWebhookLog, listWebhookLogs, parseWebhookLogStatuses } from '../../src/services/webhooks/list-webhook-logs.js';
 import { REPLAYABLE_STATUSES } from '../../src/services/webhooks/process-notification.js';
 import { replayWebhookLogs, type ReplayItem } from '../../src/services/webhooks/replay-webhook-logs.js';
+import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
 
 /** An ISO 8601 date or time from an option (`2026-01-15`, `2026-01-15T10:00:00Z`). */
@@ -102,7 +103,7 @@ export function registerWebhookCommands(program: Command): void {
     .option('--status <statuses>', `without ids: logs in these statuses (${REPLAYABLE_STATUSES.join(', ')})`, 'failed')
     .option('--since <time>', 'without ids: received at or after this ISO 8601 time')
     .option('--until <time>', 'without ids: received before this ISO 8601 time')
-    .option('--dry-run', 'say what would happen, change nothing')
+    .option('--dry-run', 'run the same processing in a transaction that is rolled back, and say per log what the replay would do (would_process, would_fail, duplicate, …); changes nothing')
     .action(async (ids: string[], opts, cmd: Command) => {
       const global = globalOptions(cmd);
       const input = {
@@ -112,11 +113,12 @@ export function registerWebhookCommands(program: Command): void {
         until: parseTime(opts.until, '--until'),
         dryRun: Boolean(opts.dryRun),
       };
+      const progress = startProgress();
       const items = await withServices((s) =>
         replayWebhookLogs(s, input, (item, i, total) =>
-          note(`[${i + 1}/${total}] ${item.log.id} ${item.log.orderId ?? '-'} ${item.previousStatus} -> ${input.dryRun ? item.result : item.log.status}`),
+          progress.update(i + 1, total, `${item.log.id} ${item.log.orderId ?? '-'} ${item.previousStatus} -> ${input.dryRun ? item.result : item.log.status}`),
         ),
-      );
+      ).finally(() => progress.finish());
       output(global, { dry_run: input.dryRun, count: items.length, results: items.map(serializeReplay) }, () =>
         items.length === 0
           ? 'Nothing to replay.'

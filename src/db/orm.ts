@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { PROJECT_ROOT } from '../project-root.js';
 import type { MikroORM, Options } from '@mikro-orm/core';
@@ -6,6 +6,8 @@ import type { AbstractSqlDriver } from '@mikro-orm/knex';
 import type { Migrator } from '@mikro-orm/migrations';
 import { migrationNames as postgresqlMigrationNames } from '../../migrations/postgresql/names.js';
 import { migrationNames as sqliteMigrationNames } from '../../migrations/sqlite/names.js';
+import { DatabaseUnavailableError } from '../domain/errors.js';
+import { describeDatabaseFailure } from './database-failure.js';
 import { dialectOf, dialectOfPlatform, type Dialect } from './dialect.js';
 import { allEntities } from './entities/index.js';
 
@@ -18,7 +20,16 @@ export function migrationsPath(dialect: Dialect): string {
   return resolve(PROJECT_ROOT, 'migrations', dialect);
 }
 
+/** What an operator runs to create or update the schema; named in every "schema behind" refusal. */
+export const MIGRATE_COMMAND = 'npx billing-admin db migrate';
+
 export interface OrmOptions {
+  /**
+   * Create the database when it does not exist (SQLite: its folder and file; PostgreSQL: the
+   * database, MikroORM's ensureDatabase). Only `db migrate` and a server that migrates on start
+   * pass it: anything else refuses a missing database rather than make an empty one.
+   */
+  create?: boolean;
   debug?: boolean;
   /** Connection pool size on PostgreSQL. */
   poolMax?: number;
@@ -28,6 +39,9 @@ function baseOptions(dialect: Dialect, opts: OrmOptions): Options {
   return {
     entities: allEntities,
     discovery: { warnWhenNoEntities: true },
+    // NOTE: MikroORM 6 defaults to true and then CREATES a PostgreSQL database it cannot find, so
+    // a mistyped DATABASE_URL used to make a new empty database. Only `create` may do that.
+    ensureDatabase: opts.create ?? false,
     // Each request and each job must use its own context (STACK.md, MikroORM §3).
     allowGlobalContext: false,
     forceUtcTimezone: true,
@@ -46,12 +60,31 @@ function baseOptions(dialect: Dialect, opts: OrmOptions): Options {
   };
 }
 
-/** Opens the database named by a `sqlite:PATH`, `sqlite::memory:` or `postgres://` URL. */
+/**
+ * Opens the database named by a `sqlite:PATH`, `sqlite::memory:` or `postgres://` URL and checks
+ * that it answers; throws DatabaseUnavailableError when it is missing (and `create` is not set)
+ * or cannot be reached.
+ */
 export async function openOrm(databaseUrl: string, opts: OrmOptions = {}): Promise<Orm> {
+  const orm = await initOrm(databaseUrl, opts);
+  const check = await orm.checkConnection();
+  if (!check.ok) {
+    await orm.close(true).catch(() => undefined);
+    throw new DatabaseUnavailableError(`database unavailable: ${describeDatabaseFailure(check.error ?? check.reason)}`);
+  }
+  return orm;
+}
+
+async function initOrm(databaseUrl: string, opts: OrmOptions): Promise<Orm> {
   const dialect = dialectOf(databaseUrl);
   if (dialect === 'sqlite') {
     const file = databaseUrl.slice('sqlite:'.length) || ':memory:';
-    if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
+    if (file !== ':memory:') {
+      if (opts.create) mkdirSync(dirname(resolve(file)), { recursive: true });
+      else if (!existsSync(file)) {
+        throw new DatabaseUnavailableError(`database unavailable: no SQLite database at ${resolve(file)}`, `create it with ${MIGRATE_COMMAND}, or fix DATABASE_URL`);
+      }
+    }
     // NOTE: each driver is loaded only for its dialect: a process never needs both, and the other
     // one's modules were memory and start time for nothing.
     const { MikroORM: SqliteORM } = await import('@mikro-orm/better-sqlite');
@@ -93,21 +126,35 @@ export async function migratorOf(orm: Orm): Promise<Migrator> {
   return new MigratorClass(orm.em);
 }
 
-/** Whether the database records every migration of this build as applied (most starts). */
-async function upToDate(orm: Orm): Promise<boolean> {
+/** This build's migrations that the database does not record as applied, in order (none on most starts). */
+export async function pendingMigrations(orm: Pick<Orm, 'em'>): Promise<string[]> {
   const expected = dialectOfPlatform(orm.em.getPlatform()) === 'sqlite' ? sqliteMigrationNames : postgresqlMigrationNames;
   let rows: { name: string }[];
   try {
     rows = await orm.em.getConnection().execute<{ name: string }[]>('select name from mikro_orm_migrations');
-  } catch {
-    return false; // a fresh database: no table yet
+  } catch (err) {
+    // No table yet is a fresh database (everything pending); anything else is an outage.
+    if (/mikro_orm_migrations/.test(String((err as Error).message)) && /exist|no such table/i.test(String((err as Error).message))) return [...expected];
+    throw err;
   }
   const applied = new Set(rows.map((r) => r.name));
-  return expected.every((name) => applied.has(name));
+  return expected.filter((name) => !applied.has(name));
+}
+
+/** Refuses a database whose schema is behind this build, naming the pending migrations and the command that applies them. */
+export async function assertSchemaCurrent(orm: Orm): Promise<void> {
+  const pending = await pendingMigrations(orm);
+  if (pending.length === 0) return;
+  const shown = pending.length > 3 ? `${pending.slice(0, 3).join(', ')} and ${pending.length - 3} more` : pending.join(', ');
+  throw new DatabaseUnavailableError(
+    `database schema is behind this build: ${pending.length} pending migration(s) (${shown})`,
+    `apply them with ${MIGRATE_COMMAND}`,
+    pending,
+  );
 }
 
 export async function migrateUp(orm: Orm): Promise<string[]> {
-  if (await upToDate(orm)) return [];
+  if ((await pendingMigrations(orm)).length === 0) return [];
   const applied = await (await migratorOf(orm)).up();
   return applied.map((m) => m.name);
 }

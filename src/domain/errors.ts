@@ -1,7 +1,8 @@
 /**
- * The closed set of failures a use case can report. Each has a stable snake_case code; the
- * HTTP layer maps them to problem+json in one place (src/http/problem.ts) and the CLI maps them
- * to exit codes in one place (cli/output.ts).
+ * The closed set of failures a use case can report. Each has a stable snake_case code.
+ * src/services/shared/classify-failure.ts turns anything thrown (these, gateway and database
+ * errors) into one of them; src/http/problem.ts maps the code to problem+json and the same
+ * module's exitStatusFor maps it to the CLI's and the server's exit status.
  */
 export type ErrorCode =
   | 'validation_error'
@@ -58,5 +59,20 @@ export class NotFoundError extends DomainError {
 export class InvalidStateError extends DomainError {
   constructor(message: string) {
     super('invalid_state', message);
+  }
+}
+
+/**
+ * Raised when the database cannot be used: unreachable, missing, or with a schema behind this
+ * build. `hint` says what the operator can do (never sent to HTTP clients).
+ */
+export class DatabaseUnavailableError extends DomainError {
+  constructor(
+    message: string,
+    readonly hint: string | null = null,
+    readonly pendingMigrations: string[] = [],
+  ) {
+    super('service_unavailable', message);
+    this.name = 'DatabaseUnavailableError';
   }
 }

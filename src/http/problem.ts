@@ -1,12 +1,6 @@
-import {
-  DriverException,
-  ForeignKeyConstraintViolationException,
-  NotFoundError as OrmNotFoundError,
-  UniqueConstraintViolationException,
-} from '@mikro-orm/core';
 import type { Context } from 'koa';
-import { DomainError, type ErrorCode, type FieldError } from '../domain/errors.js';
-import { GatewayError, gatewayErrorToProblemCode } from '../gateway/errors.js';
+import type { ErrorCode, FieldError } from '../domain/errors.js';
+import { classifyFailure } from '../services/shared/classify-failure.js';
 
 /** HTTP status and title of every error code: the one mapping from failures to HTTP. */
 const STATUS: Record<ErrorCode, [number, string]> = {
@@ -53,25 +47,13 @@ export function problem(code: ErrorCode, detail: string, errors?: FieldError[]):
 }
 
 /**
- * Turns anything thrown by a use case into a problem. Database constraint violations become
- * conflicts; unknown errors become null, so the caller logs them and answers a bare 500.
+ * Turns anything thrown by a use case into a problem, by the classification every caller shares
+ * (src/services/shared/classify-failure.ts); unknown errors become null, so the caller logs them
+ * and answers a bare 500.
  */
 export function toProblem(err: unknown): Problem | null {
-  if (err instanceof DomainError) return problem(err.code, err.message, err.errors);
-  if (err instanceof GatewayError) {
-    return problem(gatewayErrorToProblemCode(err), `The payment gateway answered: ${err.message}`);
-  }
-  if (err instanceof OrmNotFoundError) return problem('not_found', 'Not found.');
-  if (err instanceof UniqueConstraintViolationException) {
-    return problem('conflict', 'The request conflicts with a concurrent change; retry it.');
-  }
-  if (err instanceof ForeignKeyConstraintViolationException) {
-    return problem('conflict', 'The request refers to something that no longer exists.');
-  }
-  if (err instanceof DriverException && /ECONNREFUSED|terminat|connection|SQLITE_BUSY|database is locked/i.test(err.message)) {
-    return problem('service_unavailable', 'The database is unavailable; retry later.');
-  }
-  return null;
+  const failure = classifyFailure(err);
+  return failure ? problem(failure.code, failure.message, failure.errors) : null;
 }
 
 export function sendProblem(ctx: Context, p: Problem): void {

@@ -48,7 +48,7 @@ afterAll(async () => {
 
 async function openWorld(kind: DatabaseKind): Promise<World> {
   const db = await createTestDatabase(kind);
-  const orm = await openOrm(db.url);
+  const orm = await openOrm(db.url, { create: true });
   await migrateUp(orm);
   // SMTP and an outbound webhook configured: every notification also has its delivery rows.
   const config = loadConfig({

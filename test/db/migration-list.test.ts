@@ -24,7 +24,7 @@ describe.each(DATABASES)('migrating at start on %s', (kind) => {
 
   it('applies every migration to a fresh database, then has nothing to do', async () => {
     db = await createTestDatabase(kind);
-    const orm = await openOrm(db.url);
+    const orm = await openOrm(db.url, { create: true });
     try {
       expect(await migrateUp(orm)).toEqual(kind === 'sqlite' ? [...sqliteNames] : [...postgresqlNames]);
       expect(await migrateUp(orm)).toEqual([]);

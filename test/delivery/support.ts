@@ -216,7 +216,7 @@ export interface DeliveryDb {
 /** A fresh migrated database with its own ORM (no server): delivery is a background job. */
 export async function openDeliveryDb(kind: DatabaseKind): Promise<DeliveryDb> {
   const db = await createTestDatabase(kind);
-  const orm = await openOrm(db.url);
+  const orm = await openOrm(db.url, { create: true });
   await migrateUp(orm);
   return {
     db,

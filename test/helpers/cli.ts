@@ -12,9 +12,10 @@ export interface CliResult {
 }
 
 /** Runs `billing-admin` as a separate process, as an operator would. */
-export function runCli(args: string[], env: Record<string, string>, stdin?: string): Promise<CliResult> {
+export function runCli(args: string[], env: Record<string, string>, stdin?: string, opts: { cwd?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: opts.cwd,
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', LOG_REQUESTS: 'false', ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });

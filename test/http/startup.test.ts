@@ -21,7 +21,7 @@ describe('a server process that is still starting', () => {
     db = await createTestDatabase('sqlite');
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { ...process.env, NODE_ENV: 'test', PORT: String(port), DATABASE_URL: db.url, SESSION_SECRET: 's', LOG_REQUESTS: 'false' },
+      env: { ...process.env, NODE_ENV: 'test', PORT: String(port), DATABASE_URL: db.url, SESSION_SECRET: 's', LOG_REQUESTS: 'false', MIGRATE_ON_START: 'true' },
       stdio: 'ignore',
     });
     const statuses: number[] = [];

@@ -51,6 +51,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness
+         * @description Answers `200` whenever the process can serve HTTP at all. It touches neither the
+         *     database nor the gateway, so an orchestrator restarts the process only when it is stuck,
+         *     never because a dependency is down (that is `/readyz`).
+         */
+        get: operations["getHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness
+         * @description Whether this process can serve requests now: the database answers, its schema has every
+         *     migration of this build, and a payment gateway is configured (the built-in simulator
+         *     counts outside production). `200` when every check passes, else `503` with the checks
+         *     that failed; a load balancer sends traffic only on `200`.
+         */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/login/": {
         parameters: {
             query?: never;
@@ -764,6 +809,26 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The liveness answer. */
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        /** @description One readiness check; `detail` says why it failed (never a credential or a host name). */
+        ReadinessCheck: {
+            ok: boolean;
+            detail: string | null;
+        };
+        /** @description The readiness answer, with each check's result. */
+        Readiness: {
+            /** @enum {string} */
+            status: "ready" | "not_ready";
+            checks: {
+                database: components["schemas"]["ReadinessCheck"];
+                schema: components["schemas"]["ReadinessCheck"];
+                gateway: components["schemas"]["ReadinessCheck"];
+            };
+        };
         /**
          * @description A decimal amount with exactly two decimal places, as a string.
          * @example 150000.00
@@ -2560,6 +2625,138 @@ export interface operations {
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process is alive. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description Only `GET` and `HEAD` are served here (`method_not_allowed`); `Allow` lists them. */
+            405: {
+                headers: {
+                    /** @description The methods served. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/method-not-allowed",
+                     *       "title": "Method not allowed",
+                     *       "status": 405,
+                     *       "detail": "POST is not allowed on /healthz.",
+                     *       "code": "method_not_allowed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every check passed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "ready",
+                     *       "checks": {
+                     *         "database": {
+                     *           "ok": true,
+                     *           "detail": null
+                     *         },
+                     *         "schema": {
+                     *           "ok": true,
+                     *           "detail": null
+                     *         },
+                     *         "gateway": {
+                     *           "ok": true,
+                     *           "detail": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
+            /** @description Only `GET` and `HEAD` are served here (`method_not_allowed`); `Allow` lists them. */
+            405: {
+                headers: {
+                    /** @description The methods served. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/method-not-allowed",
+                     *       "title": "Method not allowed",
+                     *       "status": 405,
+                     *       "detail": "POST is not allowed on /readyz.",
+                     *       "code": "method_not_allowed"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description At least one check failed; `checks` says which. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "not_ready",
+                     *       "checks": {
+                     *         "database": {
+                     *           "ok": true,
+                     *           "detail": null
+                     *         },
+                     *         "schema": {
+                     *           "ok": false,
+                     *           "detail": "2 pending migration(s); apply them with npx billing-admin db migrate"
+                     *         },
+                     *         "gateway": {
+                     *           "ok": true,
+                     *           "detail": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
         };

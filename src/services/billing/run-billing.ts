@@ -21,7 +21,12 @@ export interface BillingRunOptions {
   batch?: boolean;
   /** Called when a page's batch failed and its subscriptions were billed one by one instead. */
   onBatchFallback?: (error: unknown) => void;
-  onProgress?: (progress: { processed: number; report: BillingRunReport }) => void;
+  /**
+   * Called after each subscription looked at: `seen` of about `total` (what was due when the run
+   * began, within --limit; counted only when this callback is given), `processed` of them had
+   * something due.
+   */
+  onProgress?: (progress: { processed: number; seen: number; total: number; report: BillingRunReport }) => void;
 }
 
 export interface BillingRunAction {
@@ -110,6 +115,14 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   // checked again under its lock). Not under --limit, whose room is known only after the page.
   const prefetch = batch && opts.limit === undefined && isPostgres(ctx.em);
   let next: Promise<string[]> | null = null;
+  // For the progress display only: one more scan of what is due, before anything changes.
+  let total = opts.onProgress ? (await dueSubscriptionIds(ctx.em.fork(), at, null, opts.limit ?? 1_000_000_000)).length : 0;
+  let seen = 0;
+  const progress = () => {
+    seen += 1;
+    total = Math.max(total, seen);
+    opts.onProgress?.({ processed: report.subscriptions, seen, total, report });
+  };
 
   for (;;) {
     const room = opts.limit === undefined ? Infinity : opts.limit - report.subscriptions;
@@ -139,7 +152,7 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
       if (done) {
         record(report, done);
         report.subscriptions += 1;
-        opts.onProgress?.({ processed: report.subscriptions, report });
+        progress();
         continue;
       }
       let stepped = false;
@@ -167,7 +180,7 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
         if (dryRun || step.error || !step.more) break;
       }
       if (stepped) report.subscriptions += 1;
-      opts.onProgress?.({ processed: report.subscriptions, report });
+      progress();
     }
     afterId = ids[ids.length - 1];
   }

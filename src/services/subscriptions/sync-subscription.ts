@@ -1,13 +1,13 @@
 import { Payment } from '../../db/entities/payment.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
+import { findWalletOwner } from '../wallet/find-wallet-owner.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
 import { recordAndApplyGatewayEvent } from '../webhooks/process-notification.js';
 import { eventFromTransaction } from '../payments/gateway-event.js';
 import { storeGatewayAnswer } from '../payments/submit-payment.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
-import { isUuid } from '../../domain/ids.js';
 
 export interface PaymentSyncResult {
   order_id: string;
@@ -79,7 +79,8 @@ export async function syncAllSubscriptions(
   progress?: (item: SyncAllResult, index: number, total: number) => void,
 ): Promise<SyncAllResult[]> {
   const where: Record<string, unknown> = { status: 'pending', paymentType: { $ne: 'wallet' }, subscription: { $ne: null } };
-  if (filter.user) where.user = isUuid(filter.user) ? { id: filter.user.toLowerCase() } : { username: filter.user };
+  // A user the operator names must exist: "nothing to sync" for a typo would hide it (exit 4).
+  if (filter.user) where.user = { id: (await findWalletOwner(ctx, filter.user)).id };
   const payments = await ctx.em.fork().find(Payment, where, { populate: ['subscription', 'user'], orderBy: { createdAt: 'asc' } });
   const subscriptions = new Map<string, { username: string; statusBefore: string }>();
   for (const p of payments) if (p.subscription) subscriptions.set(p.subscription.id, { username: p.user.username, statusBefore: p.subscription.status });

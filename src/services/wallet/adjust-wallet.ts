@@ -1,5 +1,5 @@
 import type { User } from '../../db/entities/user.js';
-import type { Wallet, WalletTransaction } from '../../db/entities/wallet.js';
+import { WalletTransaction, type Wallet } from '../../db/entities/wallet.js';
 import { DomainError, ValidationError } from '../../domain/errors.js';
 import { parseAmountInput } from '../../domain/money.js';
 import type { DataContext } from '../context.js';
@@ -18,7 +18,10 @@ export interface WalletAdjustmentInput {
  * A support adjustment of a user's wallet (`billing-admin wallet adjust`): a ledger entry with
  * source `adjustment`; a debit may not take the balance below zero (`insufficient_funds`).
  */
-export async function adjustWallet(ctx: DataContext, input: WalletAdjustmentInput): Promise<{ wallet: Wallet; entry: WalletTransaction }> {
+export async function adjustWallet(
+  ctx: DataContext,
+  input: WalletAdjustmentInput,
+): Promise<{ wallet: Wallet; entry: WalletTransaction; /** The reference was used before: nothing was posted now. */ alreadyApplied: boolean }> {
   const reason = input.reason.trim();
   if (reason === '') throw new ValidationError([{ field: 'reason', message: 'is required: say why the balance changes' }]);
   if (reason.length > 450) throw new ValidationError([{ field: 'reason', message: 'must be at most 450 characters' }]);
@@ -27,8 +30,12 @@ export async function adjustWallet(ctx: DataContext, input: WalletAdjustmentInpu
   const text = input.amount.trim();
   const negative = text.startsWith('-');
   const amount = parseAmountInput(negative ? text.slice(1) : text.replace(/^\+/, ''), ctx.config.walletCurrency);
-  const entry = await ctx.em.transactional((em) =>
-    postWalletEntry(
+  let alreadyApplied = false;
+  const entry = await ctx.em.transactional(async (em) => {
+    if (reference !== null) {
+      alreadyApplied = (await em.count(WalletTransaction, { source: 'adjustment', referenceId: `adjustment:${reference}` })) > 0;
+    }
+    return postWalletEntry(
       { ...ctx, em },
       {
         user: input.user,
@@ -39,12 +46,12 @@ export async function adjustWallet(ctx: DataContext, input: WalletAdjustmentInpu
         referenceId: reference === null ? null : `adjustment:${reference}`,
         description: `Adjustment: ${reason}`,
       },
-    ),
-  );
+    );
+  });
   if (entry.kind !== (negative ? 'debit' : 'credit') || entry.amount !== amount) {
     throw new DomainError('conflict', `Reference "${reference}" was already used for a ${entry.kind} of ${entry.amount}; use another reference.`);
   }
   const wallet = await getOrCreateWallet(ctx, input.user);
   await ctx.em.refresh(wallet);
-  return { wallet, entry };
+  return { wallet, entry, alreadyApplied };
 }

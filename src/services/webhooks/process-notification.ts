@@ -143,6 +143,16 @@ export async function recordNotification(ctx: DataContext, input: RecordInput): 
   return log;
 }
 
+/**
+ * A fresh entity manager for one step of the pipeline, inside the caller's transaction when
+ * there is one: a dry-run replay (replay-webhook-logs.ts) runs the whole pipeline in a
+ * transaction it rolls back, where each log's effects become a savepoint and its outcome is
+ * written and read in that same transaction, exactly as a real replay would commit them.
+ */
+function forkOf(ctx: DataContext): EntityManager {
+  return ctx.em.fork({ keepTransactionContext: true }) as EntityManager;
+}
+
 /** Thrown inside the effects transaction when another log already holds the deduplication key. */
 class AlreadyClaimed extends Error {}
 
@@ -151,7 +161,7 @@ class AlreadyClaimed extends Error {}
  * concurrent attempt that processed it wins. One conditional UPDATE (a write first, for SQLite).
  */
 async function settleLog(ctx: DataContext, logId: string, status: WebhookLogStatus, error: string | null): Promise<void> {
-  await ctx.em.fork().nativeUpdate(
+  await forkOf(ctx).nativeUpdate(
     WebhookLog,
     { id: logId, status: { $in: [...REPLAYABLE_STATUSES] } },
     { status, error: error === null ? null : clip(error, MAX_ERROR_LENGTH), attempts: raw('attempts + 1'), updatedAt: new Date() },
@@ -159,7 +169,7 @@ async function settleLog(ctx: DataContext, logId: string, status: WebhookLogStat
 }
 
 async function reload(ctx: DataContext, logId: string): Promise<WebhookLog> {
-  const log = await findOneRaw(ctx.em.fork(), WebhookLog, 'select * from webhook_logs where id = ?', [logId]);
+  const log = await findOneRaw(forkOf(ctx), WebhookLog, 'select * from webhook_logs where id = ?', [logId]);
   if (!log) throw new Error(`webhook log ${logId} vanished`);
   return log;
 }
@@ -169,7 +179,7 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
   const key = dedupKey(event);
   let changes: string[] | null;
   try {
-    changes = await ctx.em.fork().transactional(async (em: EntityManager) => {
+    changes = await forkOf(ctx).transactional(async (em: EntityManager) => {
       // The claim is the transaction's first statement and a write: SQLite takes its write lock
       // before reading anything, and PostgreSQL queues a concurrent claim of the same key here.
       let claimed: number;
@@ -192,7 +202,7 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
     }
   } catch (err) {
     if (err instanceof AlreadyClaimed) {
-      const holder = await ctx.em.fork().findOne(WebhookLog, { dedupKey: key });
+      const holder = await forkOf(ctx).findOne(WebhookLog, { dedupKey: key });
       const note = `Already processed as webhook log ${holder?.id ?? '(unknown)'} (${key}).`;
       await settleLog(ctx, logId, 'duplicate', note);
       const log = await reload(ctx, logId);
@@ -240,16 +250,6 @@ export async function processRecordedNotification(ctx: DataContext, logId: strin
     return { result: judgement.result, log: await reload(ctx, logId), changes: [], error: judgement.reason };
   }
   return applyOnce(ctx, logId, judgement.event);
-}
-
-export type NotificationPreview = 'would_process' | 'duplicate' | 'invalid' | 'unreadable' | 'skipped';
-
-/** What processRecordedNotification would do with the log now, without writing anything (dry runs). */
-export async function previewRecordedNotification(ctx: DataContext, log: WebhookLog): Promise<{ result: NotificationPreview; error: string | null }> {
-  if (!REPLAYABLE_STATUSES.includes(log.status)) return { result: 'skipped', error: null };
-  const judgement = judge(ctx, log);
-  if (!judgement.ok) return { result: judgement.result, error: judgement.reason };
-  return previewGatewayEvent(ctx, judgement.event);
 }
 
 /** Whether an event would be processed or is a duplicate, without writing anything. */

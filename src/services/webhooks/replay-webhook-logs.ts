@@ -1,14 +1,23 @@
+import type { EntityManager } from '@mikro-orm/knex';
 import type { WebhookLog, WebhookLogStatus } from '../../db/entities/webhook-log.js';
 import { ValidationError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
 import { getWebhookLog, listWebhookLogs } from './list-webhook-logs.js';
-import {
-  previewRecordedNotification,
-  processRecordedNotification,
-  REPLAYABLE_STATUSES,
-  type NotificationPreview,
-  type NotificationResult,
-} from './process-notification.js';
+import { processRecordedNotification, REPLAYABLE_STATUSES, type NotificationOutcome, type NotificationResult } from './process-notification.js';
+
+/**
+ * What a dry run says a real replay would do: `would_process` (it would be processed, with
+ * `changes`), `would_fail` (it would stay failed, with the `error`), or the real outcome's own
+ * name (`duplicate`, `invalid`, `unreadable`, `skipped`).
+ */
+export type ReplayPreview = 'would_process' | 'would_fail' | Exclude<NotificationResult, 'processed' | 'failed'>;
+
+function asPreview(result: NotificationResult): ReplayPreview {
+  return result === 'processed' ? 'would_process' : result === 'failed' ? 'would_fail' : result;
+}
+
+/** Thrown at the end of a dry run to roll back everything it rehearsed. */
+class DryRunRollback extends Error {}
 
 export interface ReplayInput {
   /** Replay exactly these logs (filters are ignored). */
@@ -21,10 +30,10 @@ export interface ReplayInput {
 }
 
 export interface ReplayItem {
-  /** The log after the replay (unchanged on a dry run). */
+  /** The log after the replay (as it is, unchanged, on a dry run). */
   log: WebhookLog;
   previousStatus: WebhookLogStatus;
-  result: NotificationResult | NotificationPreview;
+  result: NotificationResult | ReplayPreview;
   changes: string[];
   error: string | null;
 }
@@ -56,17 +65,34 @@ export async function replayWebhookLogs(
   }
 
   const items: ReplayItem[] = [];
-  for (const [index, log] of logs.entries()) {
-    let item: ReplayItem;
-    if (input.dryRun) {
-      const preview = await previewRecordedNotification(ctx, log);
-      item = { log, previousStatus: log.status, result: preview.result, changes: [], error: preview.error };
-    } else {
-      const outcome = await processRecordedNotification(ctx, log.id);
-      item = { log: outcome.log, previousStatus: log.status, result: outcome.result, changes: outcome.changes, error: outcome.error };
+  const replay = async (data: DataContext, after: (log: WebhookLog, outcome: NotificationOutcome) => ReplayItem) => {
+    for (const [index, log] of logs.entries()) {
+      const item = after(log, await processRecordedNotification(data, log.id));
+      items.push(item);
+      onProgress?.(item, index, logs.length);
     }
-    items.push(item);
-    onProgress?.(item, index, logs.length);
+  };
+  if (!input.dryRun) {
+    await replay(ctx, (log, outcome) => ({ log: outcome.log, previousStatus: log.status, result: outcome.result, changes: outcome.changes, error: outcome.error }));
+    return items;
+  }
+  // NOTE: a dry run runs the very same processing, in order, inside one transaction that it rolls
+  // back: each log sees what the logs before it would have done (a duplicate of an earlier one,
+  // an order settled by it), so its answer is the real replay's. While it runs it holds the locks
+  // a replay would take (on SQLite, the write lock).
+  try {
+    await ctx.em.fork().transactional(async (tx: EntityManager) => {
+      await replay({ ...ctx, em: tx }, (log, outcome) => ({
+        log,
+        previousStatus: log.status,
+        result: asPreview(outcome.result),
+        changes: outcome.changes,
+        error: outcome.error,
+      }));
+      throw new DryRunRollback();
+    });
+  } catch (err) {
+    if (!(err instanceof DryRunRollback)) throw err;
   }
   return items;
 }

@@ -17,7 +17,7 @@ export interface Account {
  * same use cases as the CLI), before any server process starts.
  */
 export async function prepareDatabase(databaseUrl: string, usernames: string[]): Promise<Record<string, Account>> {
-  const orm = await openOrm(databaseUrl);
+  const orm = await openOrm(databaseUrl, { create: true });
   try {
     await migrateUp(orm);
     const ctx = () => ({ em: orm.em.fork() as EntityManager, config: loadConfig({ DATABASE_URL: databaseUrl, SESSION_SECRET: 'x' }), clock: systemClock });

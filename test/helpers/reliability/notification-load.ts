@@ -152,7 +152,7 @@ export const userName = (seed: number, user: number) => `rel_${seed}_${user}`;
 
 /** Migrates the database and seeds the scenario's users, plans, subscriptions and top-ups. */
 export async function seedScenario(databaseUrl: string, scenario: Scenario, opts: { migrate?: boolean } = {}): Promise<void> {
-  const orm = await openOrm(databaseUrl);
+  const orm = await openOrm(databaseUrl, { create: true });
   try {
     if (opts.migrate !== false) await migrateUp(orm);
     const planIds = new Map<number, string>();

@@ -1,0 +1,67 @@
+import { ConnectionException, DriverException, TableNotFoundException } from '@mikro-orm/core';
+
+/*
+ * Which driver errors mean "the database cannot be used now" (exit 5, HTTP 503) rather than a
+ * bug: a refused or dropped connection, a database that does not exist, a server shutting down,
+ * a lock held too long, a missing table (an unmigrated schema). The drivers report these as
+ * error codes, sometimes wrapped by MikroORM (`cause`) and sometimes raw (a failed pool connect).
+ */
+
+/** Network-level codes (node:net) and PostgreSQL SQLSTATEs of an unusable database. */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
+  '3D000', // invalid_catalog_name: the database does not exist
+  '28000', '28P01', // authentication failed
+  '53300', // too_many_connections
+  '55000', // object_not_in_prerequisite_state (ALLOW_CONNECTIONS false)
+  '57P01', '57P02', '57P03', // admin_shutdown, crash_shutdown, cannot_connect_now
+  '08000', '08001', '08003', '08004', '08006',
+  'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_CANTOPEN', 'SQLITE_READONLY',
+]);
+
+const UNAVAILABLE_MESSAGES =
+  /ECONNREFUSED|connection|terminat|not queryable|database is locked|does not exist|no such table|the database system is (starting|shutting) up/i;
+
+function chain(err: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let e: unknown = err, depth = 0; e !== null && e !== undefined && depth < 5; depth++) {
+    out.push(e);
+    const next = (e as { cause?: unknown }).cause;
+    // AggregateError (a connect to several addresses) keeps its parts in `errors`.
+    e = next ?? (e as { errors?: unknown[] }).errors?.[0];
+  }
+  return out;
+}
+
+/** True when the error says the database is unreachable, missing, locked or not migrated. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof ConnectionException || err instanceof TableNotFoundException) return true;
+  return chain(err).some((e) => {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
+    return (e instanceof DriverException || e instanceof Error) && UNAVAILABLE_MESSAGES.test(e.message) && isDriverShaped(err);
+  });
+}
+
+/** Messages alone are trusted only from driver errors, so a domain "X does not exist" is not mistaken for an outage. */
+function isDriverShaped(err: unknown): boolean {
+  return chain(err).some(
+    (e) =>
+      e instanceof DriverException ||
+      typeof (e as { code?: unknown }).code === 'string' ||
+      /node_modules\/(pg|pg-pool|knex|tarn|better-sqlite3|@mikro-orm)\//.test((e as Error)?.stack ?? ''),
+  );
+}
+
+/** One line for an operator: the driver's own reason, without the SQL or a stack. */
+export function describeDatabaseFailure(err: unknown): string {
+  const parts = chain(err);
+  const innermost = [...parts].reverse().find((e) => e instanceof Error && e.message) as Error | undefined;
+  const message = innermost?.message ?? String(err);
+  const code = parts.map((e) => (e as { code?: unknown }).code).find((c) => typeof c === 'string');
+  const firstLine = message.split('\n')[0].replace(/^.* - /, '').trim();
+  if (code === '3D000') return `${firstLine} (npx billing-admin db migrate creates it, or fix DATABASE_URL)`;
+  if (/no such table|relation .* does not exist/i.test(firstLine)) return `${firstLine} (the schema is missing: npx billing-admin db migrate)`;
+  if (firstLine === '' && typeof code === 'string') return code;
+  return firstLine || 'unknown error';
+}

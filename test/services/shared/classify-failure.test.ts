@@ -1,0 +1,42 @@
+import { ConnectionException, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../../src/config.js';
+import { DatabaseUnavailableError, NotFoundError, ValidationError } from '../../../src/domain/errors.js';
+import { GatewayError } from '../../../src/gateway/errors.js';
+import { toProblem } from '../../../src/http/problem.js';
+import { classifyFailure, EXIT, exitStatusFor } from '../../../src/services/shared/classify-failure.js';
+
+/** One classification for HTTP and for exit statuses: each failure gets the same code in both. */
+describe('classifyFailure and its two readers', () => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+  const missingDatabase = Object.assign(new Error('database "nope" does not exist'), { code: '3D000' });
+
+  it.each([
+    ['a validation error', new ValidationError([{ field: 'amount', message: 'is not a number' }]), 'validation_error', 400, EXIT.usage],
+    ['a missing resource', new NotFoundError('User "nobody"'), 'not_found', 404, EXIT.notFound],
+    ['an unreachable gateway', new GatewayError('unavailable', 'connect ECONNREFUSED'), 'gateway_unavailable', 503, EXIT.unavailable],
+    ['a refused database connection (raw driver error)', refused, 'service_unavailable', 503, EXIT.unavailable],
+    ['a database that does not exist', missingDatabase, 'service_unavailable', 503, EXIT.unavailable],
+    ['a lost connection (MikroORM)', new ConnectionException(new Error('Connection terminated unexpectedly')), 'service_unavailable', 503, EXIT.unavailable],
+    ['a schema behind the build', new DatabaseUnavailableError('schema behind', 'run db migrate', ['M1']), 'service_unavailable', 503, EXIT.unavailable],
+    ['a unique violation', new UniqueConstraintViolationException(new Error('duplicate key')), 'conflict', 409, EXIT.conflict],
+  ])('%s', (_what, err, code, status, exit) => {
+    expect(classifyFailure(err)?.code).toBe(code);
+    expect(toProblem(err)?.status).toBe(status);
+    expect(exitStatusFor(err).code).toBe(exit);
+  });
+
+  it('the operator line names the driver reason and what to do; the client never sees it', () => {
+    const err = new DatabaseUnavailableError('database schema is behind this build', 'apply them with npx billing-admin db migrate');
+    expect(exitStatusFor(err).message).toContain('npx billing-admin db migrate');
+    expect(toProblem(err)?.detail).not.toContain('migrate');
+    expect(exitStatusFor(refused).message).toContain('ECONNREFUSED');
+    expect(toProblem(refused)?.detail).not.toContain('127.0.0.1');
+  });
+
+  it('bad configuration is 2 and an unexpected error is 70 (a bug), never 5', () => {
+    expect(exitStatusFor(new ConfigError('DATABASE_URL names no database')).code).toBe(EXIT.usage);
+    expect(exitStatusFor(new TypeError('x is undefined')).code).toBe(EXIT.internal);
+    expect(classifyFailure(new Error('User "x" does not exist'))).toBeNull();
+  });
+});
