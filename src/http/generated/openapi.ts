@@ -1767,7 +1767,7 @@ export interface components {
          * @example payment_pending
          * @enum {string}
          */
-        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired";
+        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired" | "payment_credited_to_wallet";
         /**
          * @example in_app
          * @enum {string}

@@ -12,6 +12,7 @@ import { topupStates, type TopupEvent } from '../../domain/states/topup-states.j
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { creditUnusableSettlement, type UnusableSettlementReason } from './credit-unusable-settlement.js';
 import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, type GatewayEvent } from './gateway-event.js';
 
 export interface EventOutcome {
@@ -118,37 +119,43 @@ export function paymentData(payment: Pick<Payment, 'id' | 'orderId' | 'grossAmou
   };
 }
 
+/**
+ * A settlement buys nothing when its invoice was already paid (a superseded payment settled
+ * after all) or voided, or when its subscription has ended (canceled, expired, or replaced by
+ * another): checked before anything is paid or revived.
+ */
+function unusableBecause(payment: Payment): UnusableSettlementReason | null {
+  const sub = payment.subscription;
+  if (sub && (sub.status === 'canceled' || sub.status === 'expired')) return 'subscription_ended';
+  if (payment.invoice?.status === 'paid') return 'invoice_already_paid';
+  if (payment.invoice?.status === 'void') return 'invoice_void';
+  return null;
+}
+
 /** A payment's money arrived: pay its invoice and start, renew or revive its subscription. */
 async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
   const changes: string[] = [];
   notify(ctx, payment.user, 'payment_succeeded', paymentData(payment));
+  const unusable = unusableBecause(payment);
+  if (unusable) {
+    changes.push(
+      await creditUnusableSettlement(ctx, {
+        user: payment.user,
+        orderId: payment.orderId,
+        amount: payment.grossAmount,
+        currency: payment.currency,
+        reason: unusable,
+        source: 'refund',
+        referenceId: `late-settlement:${payment.id}`,
+      }),
+    );
+    return changes;
+  }
   const invoice = payment.invoice;
-  const alreadyPaid = invoice?.status === 'paid';
   if (invoice && invoiceStates.applyIfAllowed(invoice, 'pay', at)) changes.push(`invoice ${invoice.number} paid`);
   const sub = payment.subscription;
   if (!sub) return changes;
 
-  if (sub.status === 'canceled' || sub.status === 'expired') {
-    const otherLive = await ctx.em.count(Subscription, { liveUserId: sub.user.id, id: { $ne: sub.id } });
-    if (otherLive > 0) {
-      // NOTE: money for a subscription that was replaced must not vanish: it goes to the wallet.
-      await postWalletEntry(ctx, {
-        user: payment.user,
-        kind: 'credit',
-        amount: payment.grossAmount,
-        currency: payment.currency,
-        source: 'refund',
-        referenceId: `late-settlement:${payment.id}`,
-        description: `Late payment ${payment.orderId} for a subscription that was already replaced`,
-      });
-      changes.push('late settlement credited to the wallet');
-      return changes;
-    }
-  }
-
-  // A second payment of an invoice already paid (a superseded payment settled after all) buys
-  // no second period: the subscription stays as the first payment left it.
-  if (alreadyPaid) return [...changes, `invoice ${invoice.number} was already paid: subscription unchanged`];
   const wasStatus = sub.status;
   const plan = sub.plan;
   if (invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd) {
@@ -299,7 +306,21 @@ async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<Even
 
   if (isSuccess(event)) {
     assertAmount(event, topup.amount);
+    const wasCanceled = topup.status === 'failed' || topup.status === 'expired';
     if (!topupStates.applyIfAllowed(topup, 'succeed', at)) return { changes: [] };
+    if (wasCanceled) {
+      // The customer paid a top-up we had given up on: the money still reaches the wallet, loudly.
+      const change = await creditUnusableSettlement(ctx, {
+        user: topup.user,
+        orderId: topup.orderId,
+        amount: topup.amount,
+        currency: topup.currency,
+        reason: 'topup_canceled',
+        source: 'topup',
+        referenceId: topup.id,
+      });
+      return { changes: ['top-up success after it had ended', change] };
+    }
     await postWalletEntry(ctx, {
       user: topup.user,
       kind: 'credit',

@@ -1,0 +1,59 @@
+import type { User } from '../../db/entities/user.js';
+import type { WalletTransactionSource } from '../../db/entities/wallet.js';
+import { consoleLogger } from '../../logger.js';
+import type { DataContext } from '../context.js';
+import { notify } from '../notifications/notify.js';
+import { postWalletEntry } from '../wallet/wallet-ledger.js';
+
+/** Why money that arrived could not be used for what it was meant to pay. */
+export type UnusableSettlementReason = 'invoice_already_paid' | 'invoice_void' | 'subscription_ended' | 'topup_canceled';
+
+export interface UnusableSettlement {
+  user: User;
+  orderId: string;
+  amount: string;
+  currency: string;
+  reason: UnusableSettlementReason;
+  /**
+   * The ledger key: (source, reference) is unique, so the credit is posted exactly once however
+   * often the settlement is reported. Top-ups keep their usual (`topup`, top-up id), so a late
+   * settlement and an ordinary one can never both credit.
+   */
+  source: Extract<WalletTransactionSource, 'refund' | 'topup'>;
+  referenceId: string;
+}
+
+/**
+ * NOTE: no payment is kept silently (DECISIONS §5, revised 2026-11-23). A settlement nobody can
+ * use — its invoice already paid by a newer payment or voided, its subscription canceled,
+ * expired or replaced, its top-up canceled or expired — still moved the customer's money, so
+ * its full amount goes to the wallet, the user gets an `in_app` notification (and the other
+ * channels), and a warning line is logged for support. The one home of that rule for payments
+ * and top-ups alike. Runs inside the caller's transaction; returns the change for the log.
+ */
+export async function creditUnusableSettlement(ctx: DataContext, input: UnusableSettlement): Promise<string> {
+  const entry = await postWalletEntry(ctx, {
+    user: input.user,
+    kind: 'credit',
+    amount: input.amount,
+    currency: input.currency,
+    source: input.source,
+    referenceId: input.referenceId,
+    description: `Payment ${input.orderId} could not be used (${input.reason}): credited to the wallet`,
+  });
+  notify(ctx, input.user, 'payment_credited_to_wallet', {
+    order_id: input.orderId,
+    amount: input.amount,
+    currency: input.currency,
+    reason: input.reason,
+    wallet_transaction_id: entry.id,
+  });
+  consoleLogger.warn('settlement credited to the wallet', {
+    order_id: input.orderId,
+    user_id: input.user.id,
+    amount: input.amount,
+    currency: input.currency,
+    reason: input.reason,
+  });
+  return `settlement credited to the wallet (${input.reason})`;
+}
