@@ -704,7 +704,9 @@ export interface components {
         Money: string;
         /**
          * @description An amount in a request body, as a JSON number or a decimal string. More than two
-         *     decimal places, or any decimals for IDR, answer `400`.
+         *     decimal places, or any decimals for IDR, answer `400`. Money is exact or refused: a
+         *     JSON number is read from its text, never through a float, so `20000.000000000001`
+         *     answers `400` and is not rounded to `20000.00`.
          */
         AmountInput: number | string;
         /**

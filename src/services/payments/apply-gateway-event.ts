@@ -4,7 +4,7 @@ import { Subscription } from '../../db/entities/subscription.js';
 import { Topup } from '../../db/entities/topup.js';
 import { cycleBoundary } from '../../domain/billing-calendar.js';
 import { DomainError } from '../../domain/errors.js';
-import { add, compare, isPositive, money, subtract, ZERO } from '../../domain/money.js';
+import { add, compare, isDecimalText, isPositive, money, subtract, ZERO } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
@@ -39,15 +39,15 @@ export async function applyGatewayEvent(ctx: DataContext, event: GatewayEvent): 
   throw new GatewayEventError(`Order ${event.orderId || '(none)'} is neither a subscription (SUB-) nor a top-up (TOPUP-) order.`);
 }
 
+/**
+ * NOTE: money is exact or refused: the notified gross_amount must equal the local amount as a
+ * decimal, digit for digit, so "150000.001" does not settle a 150000.00 payment (rounding it to
+ * the currency's precision first would). The webhook answers 503 and its log says why.
+ */
 function assertAmount(event: GatewayEvent, expected: string): void {
   if (event.grossAmount === null) return;
-  let received: string;
-  try {
-    received = money(event.grossAmount);
-  } catch {
-    throw new GatewayEventError(`gross_amount "${event.grossAmount}" is not a number.`);
-  }
-  if (compare(received, expected) !== 0) {
+  if (!isDecimalText(event.grossAmount)) throw new GatewayEventError(`gross_amount "${event.grossAmount}" is not a decimal number.`);
+  if (compare(event.grossAmount, expected) !== 0) {
     throw new GatewayEventError(`gross_amount ${event.grossAmount} does not match the local amount ${expected}.`);
   }
 }
@@ -215,16 +215,21 @@ async function onPaymentFailed(ctx: DataContext, payment: Payment, at: Date): Pr
 }
 
 /**
- * Refund notifications: each refund the gateway lists is recorded once by its refund_key
- * (ours, from refundPayment, or one made in the gateway's dashboard), and the payment's
- * refunded amount is the sum of its refunds.
+ * Refund notifications. NOTE: the gateway's cumulative `refund_amount` is the truth for what it
+ * refunded (DECISIONS §5, revised 2026-11-23). Refunds it lists with a refund_key (ours, from
+ * refundPayment, or a dashboard refund that carries one) are recorded once by that key; refunds
+ * without a key cannot be told apart from one notification to the next, so they are never
+ * added one by one: the part of the cumulative amount that no keyed refund explains is held by
+ * one gateway refund per payment (gatewayRefundKey), recomputed on every notification. A
+ * stale notification (a lower cumulative amount, out of order) never lowers what was recorded.
  */
 async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: GatewayEvent): Promise<string[]> {
   const changes: string[] = [];
-  const known = await ctx.em.find(Refund, { payment });
-  const listed = event.refunds.length > 0 ? event.refunds : [];
-  for (const r of listed) {
-    const existing = r.refundKey ? known.find((k) => k.refundKey === r.refundKey) : undefined;
+  const known = await ctx.em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
+  const recordedBefore = payment.refundedAmount;
+  for (const r of event.refunds) {
+    if (!r.refundKey) continue;
+    const existing = known.find((k) => k.refundKey === r.refundKey);
     if (existing) {
       if (existing.status !== 'succeeded') {
         existing.status = 'succeeded';
@@ -232,46 +237,57 @@ async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: G
       }
       continue;
     }
-    const key = r.refundKey ?? `${payment.orderId}-gw-${known.length + 1}`;
-    known.push(
-      ctx.em.create(Refund, {
-        payment,
-        refundKey: key,
-        amount: money(r.amount),
-        status: 'succeeded',
-        destination: 'gateway',
-        direct: false,
-        reason: 'refund made at the gateway',
-        createdAt: ctx.clock.now(),
-      } as Refund),
-    );
-    changes.push(`refund ${key} recorded`);
+    known.push(gatewayRefund(ctx, payment, r.refundKey, money(r.amount)));
+    changes.push(`refund ${r.refundKey} recorded`);
   }
-  // Without a refunds[] list, the cumulative amount tells what is missing.
-  if (listed.length === 0 && event.refundAmount) {
-    const recorded = known.filter((k) => k.status === 'succeeded').reduce((sum, k) => add(sum, k.amount), ZERO);
-    const missing = subtract(money(event.refundAmount), recorded);
-    if (compare(missing, ZERO) > 0) {
-      const pending = known.find((k) => k.status === 'pending' && compare(k.amount, missing) === 0);
-      if (pending) pending.status = 'succeeded';
-      else
-        known.push(
-          ctx.em.create(Refund, {
-            payment,
-            refundKey: `${payment.orderId}-gw-${money(event.refundAmount)}`,
-            amount: missing,
-            status: 'succeeded',
-            destination: 'gateway',
-            direct: false,
-            reason: 'refund made at the gateway',
-            createdAt: ctx.clock.now(),
-          } as Refund),
-        );
-      changes.push(`refund of ${missing} recorded`);
+  const reported = event.refundAmount ?? (event.refunds.length > 0 ? add(...event.refunds.map((r) => money(r.amount))) : null);
+  if (reported !== null) {
+    const truth = compare(money(reported), recordedBefore) > 0 ? money(reported) : recordedBefore;
+    const unkeyedKey = gatewayRefundKey(payment);
+    const explained = () => known.filter((k) => k.status === 'succeeded' && k.refundKey !== unkeyedKey).reduce((sum, k) => add(sum, k.amount), ZERO);
+    // Our own refunds still waiting for an answer are the likeliest explanation of the gap.
+    for (const pending of known.filter((k) => k.status === 'pending' && k.destination === 'gateway')) {
+      if (compare(pending.amount, subtract(truth, explained())) > 0) continue;
+      pending.status = 'succeeded';
+      changes.push(`refund ${pending.refundKey} confirmed by the refunded total`);
+    }
+    const unexplained = subtract(truth, explained());
+    const held = known.find((k) => k.refundKey === unkeyedKey);
+    if (isPositive(unexplained)) {
+      if (!held) {
+        known.push(gatewayRefund(ctx, payment, unkeyedKey, unexplained));
+        changes.push(`refund of ${unexplained} without a key recorded`);
+      } else if (compare(held.amount, unexplained) !== 0) {
+        held.amount = unexplained;
+        changes.push(`refunds without a key now ${unexplained}`);
+      }
+    } else if (held) {
+      // Keyed refunds now explain what it held: it was one of them, reported without its key before.
+      known.splice(known.indexOf(held), 1);
+      ctx.em.remove(held);
+      changes.push('refunds without a key matched to keyed ones');
     }
   }
   changes.push(...settleRefundTotals(ctx, payment, known));
   return changes;
+}
+
+/** The one refund row per payment that holds what the gateway refunded without a refund_key. */
+export function gatewayRefundKey(payment: Pick<Payment, 'orderId'>): string {
+  return `${payment.orderId}-gw`;
+}
+
+function gatewayRefund(ctx: DataContext, payment: Payment, refundKey: string, amount: string): Refund {
+  return ctx.em.create(Refund, {
+    payment,
+    refundKey,
+    amount,
+    status: 'succeeded',
+    destination: 'gateway',
+    direct: false,
+    reason: 'refund made at the gateway',
+    createdAt: ctx.clock.now(),
+  } as Refund);
 }
 
 function refundEvent(payment: Payment, refunded: string): PaymentEvent {
