@@ -47,8 +47,13 @@ const CHEAP_HASH = (() => {
   return ['scrypt', 16, 8, 1, salt.toString('base64'), key.toString('base64')].join('$');
 })();
 
-/** Each sequence starts at 09:00 UTC on 15 January of year 2030 + 4k: never a 29 February within two years, same calendar for every sequence. */
-const startOf = (k: number) => new Date(Date.UTC(2030 + 4 * k, 0, 15, 9, 0, 0));
+/**
+ * Each sequence starts at 09:00 UTC on 15 January of year 2030 + 4k: never a 29 February within
+ * two years, so every sequence sees the same calendar and a replay of one alone does the same.
+ * Past year 9000 (about 1,700 sequences) it starts over: the sequences before were retired,
+ * nothing of theirs is due any more.
+ */
+const startOf = (k: number) => new Date(Date.UTC(2030 + 4 * (k % 1700), 0, 15, 9, 0, 0));
 
 export interface World {
   kind: DatabaseKind;
