@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { Payment } from '../../../src/db/entities/payment.js';
 import { Subscription } from '../../../src/db/entities/subscription.js';
+import { Topup } from '../../../src/db/entities/topup.js';
 import { User } from '../../../src/db/entities/user.js';
 import { LIVE_SUBSCRIPTION_STATUSES } from '../../../src/domain/states/subscription-states.js';
 import { adjustWallet } from '../../../src/services/wallet/adjust-wallet.js';
@@ -86,8 +87,8 @@ export class Pay extends Step {
 }
 
 /**
- * The customer pays an order we had already given up on (its VA was canceled or superseded, or
- * the subscription ended): the gateway reports a settlement all the same.
+ * The customer pays an order we had already given up on (a payment canceled, superseded, failed
+ * or expired, a top-up canceled or expired): the gateway reports a settlement all the same.
  */
 export class PayLate extends Step {
   constructor(readonly pick: number) {
@@ -95,13 +96,18 @@ export class PayLate extends Step {
   }
   async act(c: Customer) {
     const em = c.world.server.running.billing.orm.em.fork();
-    const late = await em.find(Payment, { user: c.user.id, status: { $in: ['canceled', 'expired'] }, paymentType: { $ne: 'wallet' } }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const payments = await em.find(Payment, { user: c.user.id, status: { $in: ['canceled', 'expired', 'failed'] }, paymentType: { $ne: 'wallet' } });
+    const topups = await em.find(Topup, { user: c.user.id, status: { $in: ['failed', 'expired'] } });
+    const late = [
+      ...payments.map((p) => ({ orderId: p.orderId, amount: p.grossAmount, type: p.paymentType, at: p.createdAt })),
+      ...topups.map((t) => ({ orderId: t.orderId, amount: t.amount, type: t.paymentType, at: t.createdAt })),
+    ].sort((a, b) => a.at.getTime() - b.at.getTime() || a.orderId.localeCompare(b.orderId));
     if (late.length === 0) return;
     const p = late[this.pick % late.length];
     const key = c.world.server.running.billing.config.gateway.serverKey;
-    const body = signedNotification(key, { order_id: p.orderId, transaction_status: 'settlement', gross_amount: p.grossAmount, payment_type: p.paymentType });
+    const body = signedNotification(key, { order_id: p.orderId, transaction_status: 'settlement', gross_amount: p.amount, payment_type: p.type });
     const res = await c.world.server.api('POST', '/webhook/notification/', { body });
-    c.trace.push(`  late settlement of ${p.orderId} (${p.grossAmount}) -> ${res.status}`);
+    c.trace.push(`  late settlement of ${p.orderId} (${p.amount}) -> ${res.status}`);
     if (res.status >= 500) throw new Error(`the webhook answered ${res.status} to a late settlement: ${res.text}`);
   }
   toString() {
@@ -120,6 +126,18 @@ export class ChangePlan extends Step {
   }
   toString() {
     return `changePlan(${this.plan}, ${this.immediate ? 'now' : 'at renewal'})`;
+  }
+}
+
+/** The customer asks for a new payment of what is due (`POST /payments/charge/`): the older pending one is canceled. */
+export class ChargeAgain extends Step {
+  async act(c: Customer) {
+    const sub = await liveSubscription(c);
+    if (!sub) return;
+    await remember(c, await api(c, 'POST', '/payments/charge/', { subscription_id: sub.id }));
+  }
+  toString() {
+    return 'chargeAgain()';
   }
 }
 
@@ -227,6 +245,7 @@ export const customerCommands: fc.Arbitrary<Cmd>[] = [
   ...weighted(1, fc.tuple(plan, kind).map(([p, k]) => new Subscribe(p, k))),
   ...weighted(3, fc.tuple(pick, outcome).map(([i, a]) => new Pay(i, a))),
   ...weighted(1, pick.map((i) => new PayLate(i))),
+  ...weighted(1, fc.constant(null).map(() => new ChargeAgain())),
   ...weighted(3, fc.tuple(plan, fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) })).map(([p, now]) => new ChangePlan(p, now))),
   ...weighted(1, fc.boolean().map((now) => new Cancel(now))),
   ...weighted(2, fc.tuple(pick, fc.option(fc.integer({ min: 1, max: 99 }), { nil: null })).map(([i, pct]) => new RequestRefund(i, pct))),

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { customerCommands, openingMoves, type Model } from './customer-commands.js';
-import { newCustomer, retireCustomer, verifyAllWallets, type World } from './customer-world.js';
+import { newCustomer, retireCustomer, verifyAllWallets, type Customer, type World } from './customer-world.js';
 
 export interface SequenceOptions {
   numRuns: number;
@@ -58,4 +58,19 @@ export async function runCustomerSequences(world: World, options: SequenceOption
   }
   const wrong = await verifyAllWallets(world);
   if (wrong.length > 0) throw new Error(`billing-admin wallet verify fails:\n${wrong.join('\n')}`);
+}
+
+/**
+ * Runs one fixed list of moves as a fresh customer, with the same checks after every move: the
+ * issue's reported cases, kept as named sequences beside the random ones.
+ */
+export async function runMoves(world: World, moves: { run(m: Model, c: Customer): Promise<void>; toString(): string }[]): Promise<void> {
+  const customer = await newCustomer(world);
+  try {
+    for (const move of moves) await move.run({} as Model, customer);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\nmoves: ${moves.map(String).join(', ')}\ntrace:\n${customer.trace.join('\n')}`);
+  } finally {
+    await retireCustomer(customer);
+  }
 }
