@@ -51,11 +51,12 @@ abstract class Step implements Cmd {
   check(): boolean {
     return true;
   }
-  abstract act(c: Customer): Promise<void>;
+  /** Does the move; false when there was nothing to do it to (then nothing changed and nothing is checked). */
+  abstract act(c: Customer): Promise<boolean | void>;
   abstract toString(): string;
   async run(_m: Model, c: Customer): Promise<void> {
     c.trace.push(this.toString());
-    await this.act(c);
+    if ((await this.act(c)) === false) return;
     await judge(c, this.toString());
   }
 }
@@ -78,7 +79,7 @@ export class Pay extends Step {
     super();
   }
   async act(c: Customer) {
-    if (c.orders.length === 0) return;
+    if (c.orders.length === 0) return false;
     await gatewayAction(c, c.orders[c.orders.length - 1 - (this.pick % c.orders.length)], this.action);
   }
   toString() {
@@ -102,7 +103,7 @@ export class PayLate extends Step {
       ...payments.map((p) => ({ orderId: p.orderId, amount: p.grossAmount, type: p.paymentType, at: p.createdAt })),
       ...topups.map((t) => ({ orderId: t.orderId, amount: t.amount, type: t.paymentType, at: t.createdAt })),
     ].sort((a, b) => a.at.getTime() - b.at.getTime() || a.orderId.localeCompare(b.orderId));
-    if (late.length === 0) return;
+    if (late.length === 0) return false;
     const p = late[this.pick % late.length];
     const key = c.world.server.running.billing.config.gateway.serverKey;
     const body = signedNotification(key, { order_id: p.orderId, transaction_status: 'settlement', gross_amount: p.amount, payment_type: p.type });
@@ -121,7 +122,7 @@ export class ChangePlan extends Step {
   }
   async act(c: Customer) {
     const sub = await liveSubscription(c);
-    if (!sub) return;
+    if (!sub) return false;
     await remember(c, await api(c, 'POST', `/subscriptions/${sub.id}/change-plan/`, { plan_id: this.plan, immediate: this.immediate }));
   }
   toString() {
@@ -133,7 +134,7 @@ export class ChangePlan extends Step {
 export class ChargeAgain extends Step {
   async act(c: Customer) {
     const sub = await liveSubscription(c);
-    if (!sub) return;
+    if (!sub) return false;
     await remember(c, await api(c, 'POST', '/payments/charge/', { subscription_id: sub.id }));
   }
   toString() {
@@ -147,7 +148,7 @@ export class Cancel extends Step {
   }
   async act(c: Customer) {
     const sub = await liveSubscription(c);
-    if (!sub) return;
+    if (!sub) return false;
     await api(c, 'POST', `/subscriptions/${sub.id}/cancel/`, { immediate: this.immediate });
   }
   toString() {
@@ -163,7 +164,7 @@ export class RequestRefund extends Step {
   async act(c: Customer) {
     const em = c.world.server.running.billing.orm.em.fork();
     const paid = await em.find(Payment, { user: c.user.id, status: { $in: ['settled', 'partially_refunded'] } }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-    if (paid.length === 0) return;
+    if (paid.length === 0) return false;
     const p = paid[paid.length - 1 - (this.pick % paid.length)];
     const body = this.percent === null ? {} : { amount: Math.max(1, Math.floor((Number(p.grossAmount) * this.percent) / 100)), reason: 'property test' };
     await api(c, 'POST', `/payments/${p.id}/refund/`, body);
@@ -181,7 +182,7 @@ export class GatewayRefund extends Step {
   async act(c: Customer) {
     const em = c.world.server.running.billing.orm.em.fork();
     const paid = await em.find(Payment, { user: c.user.id, status: { $in: ['settled', 'partially_refunded'] }, paymentType: { $nin: ['wallet', 'bank_transfer', 'echannel'] } }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-    if (paid.length === 0) return;
+    if (paid.length === 0) return false;
     const p = paid[paid.length - 1 - (this.pick % paid.length)];
     await gatewayAction(c, p.orderId, 'refund', { amount: Math.max(1, Math.floor((Number(p.grossAmount) * this.percent) / 100)) });
   }
