@@ -213,7 +213,9 @@ const TEMPLATES: Record<NotificationType, (d: Data) => EmailDraft> = {
   payment_credited_to_wallet: (d) => ({
     subject: `${money(d.currency, d.amount)} added to your wallet${ref(d)}`,
     heading: 'Payment credited to your wallet',
-    paragraphs: ['A payment arrived that could no longer be used (the invoice was already paid, the subscription had ended or the top-up was canceled). Its full amount was added to your wallet balance.'],
+    paragraphs: [
+      `A payment arrived that could no longer be used (the invoice was already paid, the subscription had ended or the top-up was canceled). ${d.credited === false ? 'It is in another currency than your wallet, so our support team will refund it to you.' : 'Its full amount was added to your wallet balance.'}`,
+    ],
     facts: [['Order', str(d.order_id)], ['Amount', money(d.currency, d.amount)]],
   }),
   topup_expired: (d) => ({

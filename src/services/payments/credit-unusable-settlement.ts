@@ -32,6 +32,14 @@ export interface UnusableSettlement {
  * and top-ups alike. Runs inside the caller's transaction; returns the change for the log.
  */
 export async function creditUnusableSettlement(ctx: DataContext, input: UnusableSettlement): Promise<string> {
+  const fields = { order_id: input.orderId, user_id: input.user.id, amount: input.amount, currency: input.currency, reason: input.reason };
+  if (input.currency !== ctx.config.walletCurrency) {
+    // NOTE: the wallet holds one currency; money in another cannot go there. The settlement is
+    // still recorded (the webhook must not fail for ever), and support is told to refund it.
+    notify(ctx, input.user, 'payment_credited_to_wallet', { ...fields, credited: false });
+    consoleLogger.error('settlement could not be used nor credited (wallet currency differs): refund it', { ...fields, wallet_currency: ctx.config.walletCurrency });
+    return `settlement in ${input.currency} not credited (the wallet holds ${ctx.config.walletCurrency}): refund it`;
+  }
   const entry = await postWalletEntry(ctx, {
     user: input.user,
     kind: 'credit',
@@ -41,19 +49,7 @@ export async function creditUnusableSettlement(ctx: DataContext, input: Unusable
     referenceId: input.referenceId,
     description: `Payment ${input.orderId} could not be used (${input.reason}): credited to the wallet`,
   });
-  notify(ctx, input.user, 'payment_credited_to_wallet', {
-    order_id: input.orderId,
-    amount: input.amount,
-    currency: input.currency,
-    reason: input.reason,
-    wallet_transaction_id: entry.id,
-  });
-  consoleLogger.warn('settlement credited to the wallet', {
-    order_id: input.orderId,
-    user_id: input.user.id,
-    amount: input.amount,
-    currency: input.currency,
-    reason: input.reason,
-  });
+  notify(ctx, input.user, 'payment_credited_to_wallet', { ...fields, credited: true, wallet_transaction_id: entry.id });
+  consoleLogger.warn('settlement credited to the wallet', fields);
   return `settlement credited to the wallet (${input.reason})`;
 }
