@@ -25,7 +25,7 @@ export async function runCustomerSequences(world: World, options: SequenceOption
   const verifyEvery = options.verifyEvery ?? 25;
   let done = 0;
   let lastTrace: string[] = [];
-  const property = fc.asyncProperty(openingMoves, fc.commands(customerCommands, { maxCommands: options.maxCommands }), async (opening, cmds) => {
+  const property = fc.asyncProperty(openingMoves, fc.commands(customerCommands, { maxCommands: options.maxCommands, replayPath: process.env.PROPERTY_REPLAY || undefined }), async (opening, cmds) => {
     const customer = await newCustomer(world);
     try {
       for (const move of opening) await move.run({} as Model, customer);
@@ -52,7 +52,7 @@ export async function runCustomerSequences(world: World, options: SequenceOption
       `error: ${details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)}`,
       'trace of the failing sequence:',
       ...lastTrace,
-      `replay: PROPERTY_SEED=${details.seed} PROPERTY_PATH="${details.counterexamplePath}"`,
+      `replay: PROPERTY_SEED=${details.seed} PROPERTY_PATH="${details.counterexamplePath}" PROPERTY_REPLAY="<the replayPath printed after the commands>"`,
     ].join('\n');
     throw new Error(message);
   }
