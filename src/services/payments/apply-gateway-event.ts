@@ -335,6 +335,8 @@ async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<Even
         source: 'topup',
         referenceId: topup.id,
       });
+      // The top-up did succeed, whatever its order of arrival: told as any success is, too.
+      notify(ctx, topup.user, 'topup_succeeded', data);
       return { changes: ['top-up success after it had ended', change] };
     }
     await postWalletEntry(ctx, {
