@@ -16,6 +16,10 @@ import { docsMiddleware } from './http/docs.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
 import { allHandlers } from './http/handlers/index.js';
 import { consoleLogger, quietLogger, type Logger } from './logger.js';
+import { registerDatabaseGauges } from './metrics/database-gauges.js';
+import { instrumentGateway } from './metrics/instrumented-gateway.js';
+import { metricsEndpoint, requestMetrics } from './metrics/metrics-middleware.js';
+import { ServiceMetrics } from './metrics/service-metrics.js';
 import { CatalogueCache } from './services/plans/catalogue-cache.js';
 import { hasAccessGrantingSubscription } from './services/subscriptions/has-access.js';
 import { createSimulator, type Simulator } from './simulator/index.js';
@@ -38,6 +42,7 @@ export interface BillingApp {
   gateway: PaymentGateway;
   simulator: Simulator | null;
   clock: Clock;
+  metrics: ServiceMetrics;
   config: Config;
   logger: Logger;
   /** The webhook URL the gateway is told to notify. */
@@ -68,15 +73,22 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           serverKey: config.gateway.serverKey,
           notificationUrl: () => notificationUrl,
           publicBaseUrl: () => selfUrl,
+          threeDsMode: config.simulator.threeDs,
+          retryDelaysMs: config.simulator.notificationRetryMs ?? undefined,
+          refundConfirmationDelayMs: config.simulator.refundConfirmationMs,
         })
       : null;
-  const gateway =
+  const metrics = new ServiceMetrics();
+  registerDatabaseGauges(metrics, { orm, clock, walletVerifySeconds: config.metricsWalletVerifySeconds });
+  const gateway = instrumentGateway(
     options.gateway ??
-    new MidtransClient({
-      baseUrl: config.gateway.baseUrl ?? `${selfUrl}/_simulator`,
-      serverKey: config.gateway.serverKey,
-      timeoutMs: config.gateway.timeoutMs,
-    });
+      new MidtransClient({
+        baseUrl: config.gateway.baseUrl ?? `${selfUrl}/_simulator`,
+        serverKey: config.gateway.serverKey,
+        timeoutMs: config.gateway.timeoutMs,
+      }),
+    metrics,
+  );
 
   const throttler = new LoginThrottler(orm, config.loginThrottleLimit, config.loginThrottleWindowSeconds * 1000);
   const credentialCache = new VerifiedCredentialCache(config.basicAuthCacheSeconds * 1000);
@@ -84,7 +96,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const app = new Koa({ proxy: config.trustProxy, keys: config.sessionSecrets });
   app.silent = true;
 
+  app.use(requestMetrics(metrics));
   app.use(errorBoundary(logger));
+  app.use(metricsEndpoint(metrics, config.metricsToken));
   if (config.logRequests) app.use(requestLogger(logger));
   if (simulator) app.use(simulator.middleware);
   app.use(docsMiddleware());
@@ -138,6 +152,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     gateway,
     simulator,
     clock,
+    metrics,
     config,
     logger,
     notificationUrl,

@@ -19,6 +19,15 @@ export interface Config {
     notificationUrl: string | null;
     timeoutMs: number;
   };
+  /** The built-in gateway simulator (only when gateway.baseUrl is null); docs/gateway.md. */
+  simulator: {
+    /** when_asked: 3-D Secure whenever a charge asks for it (Midtrans); test_tokens_skip: sim-card-* tokens decide at once. */
+    threeDs: 'when_asked' | 'test_tokens_skip';
+    /** Delays of notification retries; null = Midtrans' schedule (2 min … 210 min). */
+    notificationRetryMs: number[] | null;
+    /** Time from a refund to the bank's confirmation (the second refund notification). */
+    refundConfirmationMs: number;
+  };
   subscriptionSettings: {
     PROTECTED_PATHS: string[];
     SUBSCRIPTION_REQUIRED_REDIRECT: string;
@@ -49,6 +58,10 @@ export interface Config {
   /** Seconds a process serves its cached plan catalogue before checking the plans table again (0 = every request). */
   planCacheSeconds: number;
   maxBodyBytes: number;
+  /** Bearer token GET /metrics requires; null: the endpoint is off (404). */
+  metricsToken: string | null;
+  /** How often a scrape may re-run the wallet check (it reads every ledger). */
+  metricsWalletVerifySeconds: number;
   logRequests: boolean;
 }
 
@@ -117,6 +130,12 @@ export function loadDotEnv(path = '.env'): void {
   }
 }
 
+function simulatorThreeDs(raw: string | undefined): Config['simulator']['threeDs'] {
+  if (raw === undefined || raw === '') return 'test_tokens_skip';
+  if (raw === 'when_asked' || raw === 'test_tokens_skip') return raw;
+  throw new ConfigError(`SIMULATOR_3DS must be when_asked or test_tokens_skip, got "${raw}"`);
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const databaseUrl = env.DATABASE_URL || 'sqlite:./data/billing.sqlite';
@@ -153,6 +172,16 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       notificationUrl: env.GATEWAY_NOTIFICATION_URL || null,
       timeoutMs: integer(env, 'GATEWAY_TIMEOUT_MS', 10_000),
     },
+    simulator: {
+      threeDs: simulatorThreeDs(env.SIMULATOR_3DS),
+      notificationRetryMs: env.SIMULATOR_NOTIFICATION_RETRY_MS
+        ? list(env.SIMULATOR_NOTIFICATION_RETRY_MS).map((d) => {
+            if (!/^\d+$/.test(d)) throw new ConfigError(`SIMULATOR_NOTIFICATION_RETRY_MS must be comma-separated milliseconds, got "${d}"`);
+            return Number(d);
+          })
+        : null,
+      refundConfirmationMs: integer(env, 'SIMULATOR_REFUND_CONFIRMATION_MS', 60_000),
+    },
     subscriptionSettings: {
       PROTECTED_PATHS: list(env.SUBSCRIPTION_PROTECTED_PATHS),
       SUBSCRIPTION_REQUIRED_REDIRECT: env.SUBSCRIPTION_REQUIRED_REDIRECT || '/subscribe/',
@@ -177,6 +206,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     basicAuthCacheSeconds: integer(env, 'BASIC_AUTH_CACHE_SECONDS', 60),
     planCacheSeconds: integer(env, 'PLAN_CACHE_SECONDS', 1),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576),
+    metricsToken: env.METRICS_TOKEN || null,
+    metricsWalletVerifySeconds: integer(env, 'METRICS_WALLET_VERIFY_SECONDS', 300),
     logRequests: bool(env, 'LOG_REQUESTS', nodeEnv !== 'test'),
     ...overrides,
   };

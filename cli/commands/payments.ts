@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { serializeWebhookLog } from '../../src/http/serializers.js';
+import { serializePayment, serializeRefund, serializeWebhookLog } from '../../src/http/serializers.js';
+import { refundPaymentAsStaff } from '../../src/services/payments/refund-payment.js';
 import { reconcilePayments, type ReconcileItem } from '../../src/services/webhooks/reconcile-payments.js';
-import { EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
 import { parseLimit, parseTime } from './webhooks.js';
 
 function serializeItem(item: ReconcileItem) {
@@ -57,5 +58,28 @@ export function registerPaymentCommands(program: Command): void {
       );
       if (items.some((i) => i.result === 'gateway_error')) process.exitCode = EXIT.unavailable;
       else if (!input.dryRun && items.some((i) => i.result === 'failed')) process.exitCode = EXIT.checkFailed;
+    });
+
+  payments
+    .command('refund <order_id>')
+    .description(
+      'support staff: refund a settled payment by its order id, bounded only by what is refundable ' +
+        '(gross - refunded - credited); unless --keep-subscription, the subscription it paid for is canceled now (cancel_reason refunded)',
+    )
+    .option('--amount <amount>', 'how much (default: all that is refundable)')
+    .requiredOption('--reason <reason>', 'why, kept with the refund')
+    .option('--keep-subscription', 'refund without ending the subscription the payment paid for')
+    .option('--direct', "use the gateway's direct refund (gateway-refunded payment types only)")
+    .action(async (orderId: string, opts, cmd: Command) => {
+      if (!String(opts.reason).trim()) throw new CliFailure('--reason may not be empty', EXIT.usage);
+      const refunded = await withServices((s) =>
+        refundPaymentAsStaff(s, orderId, { amount: opts.amount, reason: opts.reason, direct: Boolean(opts.direct), keepSubscription: Boolean(opts.keepSubscription) }),
+      );
+      const payment = serializePayment(refunded.payment);
+      const refund = serializeRefund(refunded.refund);
+      output(globalOptions(cmd), { payment, refund }, () =>
+        `Refunded ${refund.amount} ${payment.currency} of ${payment.order_id} to the ${refund.destination} (${refund.refund_key}, ${refund.status}); ` +
+        `payment ${payment.status}, refunded ${payment.refunded_amount}, credited ${payment.credited_amount}.`,
+      );
     });
 }

@@ -8,6 +8,7 @@ import type { User } from '../db/entities/user.js';
 import type { Wallet, WalletTransaction } from '../db/entities/wallet.js';
 import type { WebhookLog } from '../db/entities/webhook-log.js';
 import type { Schemas } from './operations.js';
+import { subtract } from '../domain/money.js';
 
 /**
  * The wire shape of every resource, in one place: the API and `billing-admin --json` print
@@ -77,6 +78,19 @@ export function serializeSubscription(s: Subscription): Schemas['Subscription'] 
     cancel_reason: s.cancelReason,
     paused_at: iso(s.pausedAt),
     pending_plan: s.pendingPlan ? serializePlanSummary(s.pendingPlan) : null,
+    pending_change:
+      s.pendingChange && s.pendingChangePlan
+        ? {
+            plan: serializePlanSummary(s.pendingChangePlan),
+            payment_id: s.pendingChange.payment_id,
+            effective: 'immediate',
+            requested_at: s.pendingChange.requested_at,
+            period_start: s.pendingChange.period_start,
+            period_end: s.pendingChange.period_end,
+            credit: s.pendingChange.credit,
+            amount_due: subtract(s.pendingChange.charge, s.pendingChange.credit),
+          }
+        : null,
     cycles_completed: s.cyclesCompleted,
     metadata: s.metadata,
     created_at: isoRequired(s.createdAt),
@@ -95,6 +109,7 @@ export function serializePayment(p: Payment): Schemas['Payment'] {
     gross_amount: p.grossAmount,
     currency: p.currency,
     refunded_amount: p.refundedAmount,
+    credited_amount: p.creditedAmount,
     transaction_id: p.transactionId,
     fraud_status: p.fraudStatus,
     payment_details: p.paymentDetails as Schemas['PaymentDetails'],

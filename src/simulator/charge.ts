@@ -32,14 +32,30 @@ function vaNumber(bank: SimBank, custom: string | null): string {
   return prefix + (custom.length > width ? custom.slice(0, width) : custom.padStart(width, '0'));
 }
 
-export type CardOutcome = 'accept' | 'challenge' | 'deny' | 'three_ds';
+export type CardOutcome = 'accept' | 'challenge' | 'deny';
 
-/** Test-card tokens decide the outcome; anything else waits for 3-D Secure. */
+/** What the issuer and the fraud check decide: test-card tokens pick it, any other card is accepted. */
 export function cardOutcome(token: string): CardOutcome {
-  if (token.startsWith('sim-card-accept')) return 'accept';
   if (token.startsWith('sim-card-challenge')) return 'challenge';
   if (token.startsWith('sim-card-deny')) return 'deny';
-  return 'three_ds';
+  return 'accept';
+}
+
+const isTestToken = (token: string): boolean => /^sim-card-(accept|challenge|deny)/.test(token);
+
+/**
+ * How the simulator treats credit_card.authentication (3-D Secure):
+ * - when_asked (Midtrans): every charge that asks for it waits on the 3-D Secure page; the token
+ *   picks the outcome once the customer authenticates there. No 3-D Secure when not asked.
+ * - test_tokens_skip (the historical simulator, the default): sim-card-* tokens decide at once
+ *   even when 3-D Secure is asked; other tokens wait on the page when it is asked.
+ */
+export const THREE_DS_MODES = ['when_asked', 'test_tokens_skip'] as const;
+export type ThreeDsMode = (typeof THREE_DS_MODES)[number];
+
+export function needsThreeDs(card: NonNullable<ValidCharge['card']>, token: string, mode: ThreeDsMode): boolean {
+  if (!card.authentication) return false;
+  return mode === 'when_asked' || !isTestToken(token);
 }
 
 export const SAVED_TOKEN_PREFIX = 'sim-card-accept-saved-';
@@ -84,6 +100,7 @@ function newCard(v: NonNullable<ValidCharge['card']>, token: string, redirectUrl
     saved_token_id_expired_at: null,
     initiated_by: v.initiated_by,
     save_token_requested: v.save_token_id,
+    authentication: v.authentication,
   };
 }
 
@@ -98,6 +115,7 @@ const PENDING_MESSAGES: Record<Exclude<SimPaymentType, 'credit_card'>, string> =
 export interface CreateContext {
   now: Date;
   publicBaseUrl: string;
+  threeDsMode: ThreeDsMode;
   overrideUrls: string[] | null;
   appendUrls: string[];
 }
@@ -175,28 +193,34 @@ export function createTransaction(v: ValidCharge, ctx: CreateContext): SimTransa
       tx.status_message = PENDING_MESSAGES.shopeepay;
       break;
     case 'credit_card':
-      applyCardOutcome(tx, v, `${base}/3ds/${id}`, ctx.now);
+      applyCardOutcome(tx, v, `${base}/3ds/${id}`, ctx);
       break;
   }
   tx.history.push({ transaction_status: tx.transaction_status, fraud_status: tx.fraud_status, at: ctx.now });
   return tx;
 }
 
-function applyCardOutcome(tx: SimTransaction, v: ValidCharge, redirectUrl: string, now: Date): void {
+function applyCardOutcome(tx: SimTransaction, v: ValidCharge, redirectUrl: string, ctx: CreateContext): void {
   const token = v.card?.token_id ?? '';
   const card = newCard(v.card!, token, redirectUrl);
   tx.card = card;
-  const outcome = cardOutcome(token);
-  if (outcome === 'three_ds') {
+  if (needsThreeDs(v.card!, token, ctx.threeDsMode)) {
     tx.status_message = 'Success, Credit Card transaction is successful';
     return;
   }
   card.redirect_url = null;
   // The 3-D Secure page's validity is the only expiry a card charge has.
   tx.expiry_time = null;
+  settleCardOutcome(tx, cardOutcome(token), ctx.now);
+}
+
+/** The charge's result once the card is known good or bad (at once, or after 3-D Secure). */
+export function settleCardOutcome(tx: SimTransaction, outcome: CardOutcome, now: Date): void {
+  const card = tx.card!;
   if (outcome === 'deny') {
     markCardDenied(card);
     tx.transaction_status = 'deny';
+    tx.fraud_status = 'accept';
     tx.status_message = 'Deny by Bank [BNI] with code [05] and message [Do not honor]';
     return;
   }

@@ -1,14 +1,14 @@
-import { createTransaction, MERCHANT_ID } from './charge.js';
+import { createTransaction, MERCHANT_ID, type ThreeDsMode } from './charge.js';
 import { validateCharge } from './charge-validation.js';
 import { FaultInjector } from './faults.js';
 import { IdempotencyStore } from './idempotency.js';
-import { Notifier } from './notifier.js';
+import { MIDTRANS_RETRY_DELAYS_MS, Notifier } from './notifier.js';
 import { actionAnswer, chargeAnswer, errorBody, money, notificationPayload, statusAnswer, type Body } from './payload.js';
 import { newId } from './random.js';
 import { applyRefund } from './refunds.js';
 import { TransactionStore } from './store.js';
 import { formatGmt7 } from './time.js';
-import { isDueToExpire, moves, type Move } from './transitions.js';
+import { isDueToExpire, isDueToSettle, moves, type Move } from './transitions.js';
 import {
   COMMAND_ACTIONS,
   SimulatorError,
@@ -26,10 +26,26 @@ export interface SimulatorOptions {
   notificationUrl: () => string;
   /** The URL this server is reachable at; QR, 3-D Secure and action URLs are built on it. */
   publicBaseUrl: () => string;
+  /** The simulator's clock: expiry, card settlement and refund confirmation follow it. */
   now?: () => Date;
   fetch?: typeof fetch;
-  /** Background retry delays of a failed notification; default [1000, 5000, 15000]. */
+  /**
+   * Delays before each retry of a failed notification. Default: Midtrans' schedule (MIDTRANS.md
+   * §7.8: 2, 10, 30, 90, 210 minutes, each with random jitter); tests pass shorter ones.
+   */
   retryDelaysMs?: number[];
+  /** Spread each retry delay randomly over (0, delay] as Midtrans does; default on only for the default schedule. */
+  retryJitter?: boolean;
+  /** 3-D Secure handling (see THREE_DS_MODES in charge.ts); default test_tokens_skip. */
+  threeDsMode?: ThreeDsMode;
+  /**
+   * How often the simulator looks at its clock on its own to expire unpaid transactions, settle
+   * yesterday's card captures and confirm refunds, pushing the notifications. Default 1000 ms; 0
+   * turns the timer off (tests then call tick()).
+   */
+  sweepIntervalMs?: number;
+  /** Time between a refund and the bank's confirmation (the second refund notification); default 60 s. */
+  refundConfirmationDelayMs?: number;
   /** Body size limit of Core API requests; default 1 MB. */
   bodyLimitBytes?: number;
   /**
@@ -91,6 +107,7 @@ export class SimulatorCore {
   readonly now: () => Date;
   /** refund_key → what was asked (null amount = "the rest") and answered, for replays. */
   readonly #refundKeys = new Map<string, { transactionId: string; requested: number | null; answer: Body }>();
+  readonly #sweeper: NodeJS.Timeout | null = null;
 
   constructor(opts: SimulatorOptions) {
     this.opts = opts;
@@ -98,18 +115,74 @@ export class SimulatorCore {
     this.idempotency = new IdempotencyStore(this.now);
     this.notifier = new Notifier({
       fetch: opts.fetch ?? globalThis.fetch,
-      retryDelaysMs: opts.retryDelaysMs ?? [1000, 5000, 15000],
+      retryDelaysMs: opts.retryDelaysMs ?? MIDTRANS_RETRY_DELAYS_MS,
+      jitter: opts.retryJitter ?? opts.retryDelaysMs === undefined,
       now: this.now,
     });
+    const every = opts.sweepIntervalMs ?? 1000;
+    if (every > 0) {
+      this.#sweeper = setInterval(() => this.tick(), every);
+      this.#sweeper.unref();
+    }
   }
 
-  /** Finds by order_id or transaction_id, first expiring it if its time is up. */
+  /**
+   * What happens at the gateway with time alone, up to now on the simulator's clock: pending
+   * transactions past their expiry expire, accepted card captures settle on the day after (an
+   * unreviewed challenge is cancelled then), refunds get their bank confirmation. Each change is
+   * notified like Midtrans does. Returns the order ids that changed.
+   */
+  tick(): string[] {
+    const now = this.now();
+    return this.store
+      .all()
+      .filter((tx) => this.#catchUp(tx, now))
+      .map((tx) => tx.order_id);
+  }
+
+  #catchUp(tx: SimTransaction, now: Date): boolean {
+    let changed = false;
+    if (isDueToExpire(tx, now) && moves.expire(tx, now).ok) {
+      this.notifyInBackground(tx);
+      changed = true;
+    } else if (isDueToSettle(tx, now) && moves.settleBatch(tx, now).ok) {
+      this.notifyInBackground(tx);
+      changed = true;
+    }
+    return this.#confirmRefunds(tx, now) || changed;
+  }
+
+  /** The next day's card settlement batch, now: every capture settles (or, if challenged, is cancelled). */
+  nextDay(): string[] {
+    const now = this.now();
+    const changed: string[] = [];
+    for (const tx of this.store.all()) {
+      if (tx.transaction_status === 'capture' && moves.settleBatch(tx, now).ok) {
+        this.notifyInBackground(tx);
+        changed.push(tx.order_id);
+      }
+    }
+    return changed;
+  }
+
+  /** The bank confirms refunds once their delay has passed: the second refund notification. */
+  #confirmRefunds(tx: SimTransaction, now: Date): boolean {
+    const delay = this.opts.refundConfirmationDelayMs ?? 60_000;
+    const due = tx.refunds.filter((r) => r.bank_confirmed_at === null && r.created_at.getTime() + delay <= now.getTime());
+    if (due.length === 0) return false;
+    for (const r of due) r.bank_confirmed_at = now;
+    this.notifyInBackground(tx);
+    return true;
+  }
+
+  stop(): void {
+    if (this.#sweeper) clearInterval(this.#sweeper);
+  }
+
+  /** Finds by order_id or transaction_id, first applying what its time has brought (see tick()). */
   lookup(id: string): SimTransaction | undefined {
     const tx = this.store.find(id);
-    if (tx && isDueToExpire(tx, this.now())) {
-      moves.expire(tx, this.now());
-      this.notifyInBackground(tx, 0);
-    }
+    if (tx) this.#catchUp(tx, this.now());
     return tx;
   }
 
@@ -131,6 +204,7 @@ export class SimulatorCore {
     const tx = createTransaction(v.value, {
       now: this.now(),
       publicBaseUrl: this.opts.publicBaseUrl(),
+      threeDsMode: this.opts.threeDsMode ?? 'test_tokens_skip',
       overrideUrls: override.length > 0 ? override : null,
       appendUrls: urlList(headers.append),
     });
@@ -265,6 +339,16 @@ export class SimulatorCore {
         break;
       }
     }
+    if (!move.ok) throw new SimulatorError(409, move.reason);
+    const [first] = await this.notifyNow(tx);
+    return { order_id: tx.order_id, transaction_status: tx.transaction_status, notification: first! };
+  }
+
+  /** The customer's answer on the 3-D Secure page; notifies and waits for the first attempt. */
+  async authenticate(id: string, passed: boolean): Promise<ActionResult> {
+    const tx = this.lookup(id);
+    if (!tx || tx.card === null) throw new SimulatorError(404, `no card transaction for ${id}`);
+    const move = moves.authenticate(tx, this.now(), passed);
     if (!move.ok) throw new SimulatorError(409, move.reason);
     const [first] = await this.notifyNow(tx);
     return { order_id: tx.order_id, transaction_status: tx.transaction_status, notification: first! };

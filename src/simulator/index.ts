@@ -6,6 +6,8 @@ import { buildMiddleware, HeldRequests } from './routes.js';
 import type { ActionOptions, ActionResult, CommandAction, Fault, SimTransaction } from './types.js';
 
 export { BANK_REJECT_REASON, type SimulatorOptions, type RequestRecord } from './core.js';
+export { THREE_DS_MODES, type ThreeDsMode } from './charge.js';
+export { MIDTRANS_RETRY_DELAYS_MS } from './notifier.js';
 export { PREFIX as SIMULATOR_PREFIX } from './routes.js';
 export type { DeliveryRecord } from './notifier.js';
 export * from './types.js';
@@ -16,6 +18,12 @@ export interface Simulator {
   /** The command route, in-process: move the transaction and notify (first attempt awaited). */
   act(orderId: string, action: CommandAction, opts?: ActionOptions): Promise<ActionResult>;
   setFault(fault: Fault): void;
+  /** The customer answers the 3-D Secure page (as POST /_simulator/3ds/:id does). */
+  authenticate(id: string, passed: boolean): Promise<ActionResult>;
+  /** Applies what is due on the simulator's clock now (expiry, card settlement, refund confirmation); the order ids changed. */
+  tick(): string[];
+  /** Runs the next day's card settlement batch now; the order ids changed. */
+  nextDay(): string[];
   /** The stored record (latest for an order_id), or undefined. */
   transaction(id: string): SimTransaction | undefined;
   /** Core API calls received, faulted ones included. */
@@ -24,7 +32,7 @@ export interface Simulator {
   deliveries(): readonly DeliveryRecord[];
   /** Forget all transactions, keys, faults and logs. */
   reset(): void;
-  /** Cancel pending notification retries and release requests held by the timeout fault. */
+  /** Stop the clock sweeper, cancel pending notification retries and release requests held by the timeout fault. */
   close(): void;
 }
 
@@ -35,6 +43,9 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
   return {
     middleware: buildMiddleware(core, held),
     act: (orderId, action, actOpts) => core.act(orderId, action, actOpts),
+    authenticate: (id, passed) => core.authenticate(id, passed),
+    tick: () => core.tick(),
+    nextDay: () => core.nextDay(),
     setFault: (fault) => {
       const checked = parseFault(fault);
       if (typeof checked === 'string') throw new TypeError(checked);
@@ -45,6 +56,7 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
     deliveries: () => core.notifier.log,
     reset: () => core.reset(),
     close: () => {
+      core.stop();
       core.notifier.close();
       held.releaseAll();
     },

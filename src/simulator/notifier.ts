@@ -5,6 +5,9 @@ import type { DeliveryOutcome } from './types.js';
 const SEND_TIMEOUT_MS = 15_000;
 const MAX_REDIRECTS = 5;
 const LOG_LIMIT = 1000;
+const MINUTE = 60_000;
+/** Midtrans retries about 2, 10, 30, 90 and 210 minutes after each failure (MIDTRANS.md §7.8). */
+export const MIDTRANS_RETRY_DELAYS_MS = [2 * MINUTE, 10 * MINUTE, 30 * MINUTE, 90 * MINUTE, 210 * MINUTE];
 
 /** Retries Midtrans allows after a given answer (MIDTRANS.md §7.8); null = a network failure. */
 function retriesAfter(httpStatus: number | null): number {
@@ -29,6 +32,8 @@ export interface DeliveryRecord extends DeliveryOutcome {
 export interface NotifierOptions {
   fetch: typeof fetch;
   retryDelaysMs: number[];
+  /** Each retry waits a random time up to its delay ("e.g. first retry anywhere up to ~2 min"). */
+  jitter: boolean;
   now: () => Date;
 }
 
@@ -134,7 +139,11 @@ export class Notifier {
     });
     const delays = this.#opts.retryDelaysMs;
     const allowed = Math.min(retriesAfter(outcome.http_status), delays.length);
-    if (attempt < allowed) this.#schedule(delays[attempt] ?? 0, () => void this.#attempt(url, payload, attempt + 1));
+    if (attempt < allowed) {
+      const delay = delays[attempt] ?? 0;
+      const wait = this.#opts.jitter ? Math.ceil(Math.random() * delay) : delay;
+      this.#schedule(wait, () => void this.#attempt(url, payload, attempt + 1));
+    }
     return outcome;
   }
 

@@ -19,16 +19,27 @@ export function qrSvg(tx: SimTransaction): string {
   );
 }
 
-/** The page a 3-D Secure redirect_url opens: buttons that send the capture or deny command. */
+/**
+ * The page a 3-D Secure redirect_url opens. Its two forms post back to the same URL with
+ * result=authenticate or result=fail, as the customer's bank page would report the outcome.
+ */
 export function threeDsPage(tx: SimTransaction): string {
-  const order = encodeURIComponent(tx.order_id);
-  const button = (action: string, label: string) =>
-    `<form method="post" action="../v2/${order}/${action}"><button type="submit">${label}</button></form>`;
+  const button = (result: string, label: string) =>
+    `<form method="post"><input type="hidden" name="result" value="${result}"><button type="submit" name="submit" value="${result}">${label}</button></form>`;
+  const open = tx.transaction_status === 'pending' && tx.card?.redirect_url != null;
   return (
     `<!doctype html><html><head><meta charset="utf-8"><title>3-D Secure (simulator)</title></head><body>` +
     `<h1>3-D Secure</h1><p>Order ${escapeXml(tx.order_id)}, IDR ${tx.gross_amount}, status ${escapeXml(tx.transaction_status)}</p>` +
-    button('capture', 'Authenticate') +
-    button('deny', 'Fail authentication') +
+    (open ? button('authenticate', 'Authenticate') + button('fail', 'Fail authentication') : '<p>Nothing left to authenticate.</p>') +
+    `</body></html>`
+  );
+}
+
+/** What the bank page shows after the customer answered. */
+export function threeDsDone(tx: SimTransaction): string {
+  return (
+    `<!doctype html><html><head><meta charset="utf-8"><title>3-D Secure (simulator)</title></head><body>` +
+    `<h1>3-D Secure finished</h1><p id="result" data-transaction-status="${escapeXml(tx.transaction_status)}">Order ${escapeXml(tx.order_id)} is ${escapeXml(tx.transaction_status)}</p>` +
     `</body></html>`
   );
 }

@@ -125,16 +125,20 @@ function refundFields(tx: SimTransaction): Body {
   if (tx.refunds.length === 0) return {};
   return {
     refund_amount: money(tx.refunds.reduce((sum, r) => sum + r.refund_amount, 0)),
-    refunds: tx.refunds.map((r) => ({
-      refund_chargeback_id: r.refund_chargeback_id,
-      refund_chargeback_uuid: r.refund_chargeback_uuid,
-      refund_amount: money(r.refund_amount),
-      created_at: formatGmt7(r.created_at),
-      reason: r.reason,
-      refund_key: r.refund_key,
-      refund_method: r.refund_method,
-      bank_confirmed_at: formatGmt7(r.bank_confirmed_at),
-    })),
+    refunds: tx.refunds.map((r) => {
+      const shown: Body = {
+        refund_chargeback_id: r.refund_chargeback_id,
+        refund_chargeback_uuid: r.refund_chargeback_uuid,
+        refund_amount: money(r.refund_amount),
+        created_at: formatGmt7(r.created_at),
+        reason: r.reason,
+        refund_key: r.refund_key,
+        refund_method: r.refund_method,
+      };
+      // Absent until the bank confirms: the first of the two refund notifications has none.
+      if (r.bank_confirmed_at !== null) shown['bank_confirmed_at'] = formatGmt7(r.bank_confirmed_at);
+      return shown;
+    }),
   };
 }
 

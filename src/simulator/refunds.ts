@@ -41,7 +41,7 @@ export function applyRefund(tx: SimTransaction, input: RefundInput, now: Date): 
     reason: input.reason,
     refund_key: input.refundKey,
     refund_method: 'online',
-    bank_confirmed_at: now,
+    bank_confirmed_at: null,
     direct: input.direct,
   };
   tx.refunds.push(refund);

@@ -4,9 +4,9 @@ import type { CoreAnswer, SimulatorCore } from './core.js';
 import { parseFault } from './faults.js';
 import { isAuthorized, readJsonBody } from './http-util.js';
 import { IdempotencyStore } from './idempotency.js';
-import { qrSvg, threeDsPage } from './pages.js';
+import { qrSvg, threeDsDone, threeDsPage } from './pages.js';
 import { errorBody } from './payload.js';
-import { COMMAND_ACTIONS, SimulatorError, type CoreOperation } from './types.js';
+import { COMMAND_ACTIONS, SimulatorError, type CoreOperation, type FaultMode } from './types.js';
 
 export const PREFIX = '/_simulator';
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -41,6 +41,55 @@ function isPermataCharge(body: unknown): boolean {
   return b?.payment_type === 'permata' || (b?.payment_type === 'bank_transfer' && b.bank_transfer?.bank === 'permata');
 }
 
+/** What a faulty gateway (or a proxy in front of it) gives back instead of its answer. */
+function answerWithFault(ctx: Koa.Context, mode: Exclude<FaultMode, 'none'>, held: HeldRequests): Promise<void> | void {
+  switch (mode) {
+    case 'timeout':
+      return held.hold(ctx);
+    case 'http_500':
+      return send(ctx, 500, errorBody('500', 'Sorry, Our system is recovering from unexpected issues. Please retry.'));
+    case 'malformed':
+      ctx.status = 200;
+      ctx.type = 'text/html';
+      ctx.body = '<html><body>upstream answered garbage</body></html>';
+      return;
+    case 'redirect':
+      // e.g. a captive portal or a misconfigured load balancer; Midtrans clients do not follow it.
+      ctx.status = 302;
+      ctx.set('Location', 'https://maintenance.example/');
+      ctx.body = '';
+      return;
+  }
+}
+
+async function readRawBody(ctx: Koa.Context, limit: number): Promise<string | null> {
+  if (ctx.req.readableEnded) {
+    const parsed = (ctx.request as { body?: unknown }).body;
+    return parsed === undefined ? '' : typeof parsed === 'string' ? parsed : JSON.stringify(parsed);
+  }
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of ctx.req) {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+    size += buf.length;
+    if (size > limit) return null;
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function threeDsResult(raw: string): 'authenticate' | 'fail' | null {
+  let value: unknown = new URLSearchParams(raw).get('result');
+  if (raw.trim().startsWith('{')) {
+    try {
+      value = (JSON.parse(raw) as { result?: unknown }).result;
+    } catch {
+      return null;
+    }
+  }
+  return value === 'authenticate' || value === 'fail' ? value : null;
+}
+
 function send(ctx: Koa.Context, status: number, body: unknown): void {
   ctx.status = status;
   ctx.body = body;
@@ -56,14 +105,7 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
     async (ctx: Koa.Context): Promise<void> => {
       core.recordRequest({ operation: op, method: ctx.method, path: ctx.path, at: core.now() });
       const fault = core.faults.take(op);
-      if (fault === 'timeout') return held.hold(ctx);
-      if (fault === 'http_500') return send(ctx, 500, errorBody('500', 'Sorry, Our system is recovering from unexpected issues. Please retry.'));
-      if (fault === 'malformed') {
-        ctx.status = 200;
-        ctx.type = 'text/html';
-        ctx.body = '<html><body>upstream answered garbage</body></html>';
-        return;
-      }
+      if (fault.when === 'before' && fault.mode !== 'none') return answerWithFault(ctx, fault.mode, held);
       if (!isAuthorized(ctx.get('authorization'), core.opts.serverKey)) {
         return send(ctx, 401, errorBody('401', 'Access denied due to unauthorized transaction, please check client or server key'));
       }
@@ -79,12 +121,14 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
       const replay = key === null ? null : core.idempotency.replay(key);
       if (replay) return send(ctx, replay.httpStatus, replay.body);
       const answer = handler(ctx, body);
-      send(ctx, answer.httpStatus, answer.body);
       const code = String(answer.body['status_code'] ?? '');
       if (key !== null && answer.httpStatus === 200 && /^(20[0-2]|407)$/.test(code)) {
         core.idempotency.remember(key, { httpStatus: answer.httpStatus, body: answer.body });
       }
       if (answer.notify) core.notifyInBackground(answer.notify);
+      // The gateway did the work; only its answer is lost on the way back.
+      if (fault.when === 'after' && fault.mode !== 'none') return answerWithFault(ctx, fault.mode, held);
+      send(ctx, answer.httpStatus, answer.body);
     };
 
   const id = (ctx: Koa.Context): string => String(ctx.params['id']);
@@ -153,6 +197,27 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
     ctx.type = 'text/html';
     ctx.body = threeDsPage(tx);
   });
+
+  // The customer's answer on the 3-D Secure page: a form post (result=authenticate|fail) or JSON.
+  router.post('/3ds/:id', async (ctx) => {
+    const raw = await readRawBody(ctx, limit);
+    if (raw === null) return send(ctx, 413, { error: 'body too large' });
+    const result = threeDsResult(raw);
+    if (result === null) return send(ctx, 400, { error: 'result must be authenticate or fail' });
+    try {
+      await core.authenticate(id(ctx), result === 'authenticate');
+    } catch (e) {
+      if (e instanceof SimulatorError) return send(ctx, e.httpStatus, { error: e.message });
+      throw e;
+    }
+    ctx.type = 'text/html';
+    ctx.body = threeDsDone(core.store.find(id(ctx))!);
+  });
+
+  // Time passing at the gateway: tick applies what is due on the simulator's clock now; next-day
+  // runs the card settlement batch as if the next day had come.
+  router.post('/tick', (ctx) => send(ctx, 200, { changed: core.tick() }));
+  router.post('/next-day', (ctx) => send(ctx, 200, { changed: core.nextDay() }));
 
   router.get('/faults', (ctx) => send(ctx, 200, core.faults.describe()));
   router.post('/faults', async (ctx) => {

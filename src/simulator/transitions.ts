@@ -1,4 +1,4 @@
-import { markCardCaptured, markCardDenied } from './charge.js';
+import { cardOutcome, markCardCaptured, markCardDenied } from './charge.js';
 import type { SimFraudStatus, SimStatus, SimTransaction } from './types.js';
 
 export type Move = { ok: true } | { ok: false; reason: string };
@@ -45,6 +45,23 @@ export const moves = {
     return refuse(tx, 'capture');
   },
 
+  /**
+   * The customer finishes the 3-D Secure page: failed authentication denies; a passed one
+   * gives what the card token decides (sim-card-deny, sim-card-challenge, else accept).
+   */
+  authenticate(tx: SimTransaction, now: Date, passed: boolean): Move {
+    if (tx.card === null || tx.card.redirect_url === null || tx.transaction_status !== 'pending') return refuse(tx, 'authenticate');
+    const outcome = passed ? cardOutcome(tx.card.token_id) : 'deny';
+    if (outcome === 'deny') {
+      markCardDenied(tx.card);
+      setStatus(tx, 'deny', 'accept', now);
+      return OK;
+    }
+    markCardCaptured(tx.card, now);
+    setStatus(tx, 'capture', outcome, now);
+    return OK;
+  },
+
   approve(tx: SimTransaction, now: Date): Move {
     if (!isChallenged(tx)) return refuse(tx, 'approve');
     setStatus(tx, 'capture', 'accept', now);
@@ -69,6 +86,16 @@ export const moves = {
     return OK;
   },
 
+  /**
+   * The daily card settlement batch: an accepted capture settles; a challenge nobody approved
+   * or denied is cancelled (MIDTRANS.md §2.8, §7.4).
+   */
+  settleBatch(tx: SimTransaction, now: Date): Move {
+    if (tx.transaction_status !== 'capture') return refuse(tx, 'settle');
+    if (tx.fraud_status === 'challenge') return moves.cancel(tx, now);
+    return moves.settle(tx, now);
+  },
+
   cancel(tx: SimTransaction, now: Date): Move {
     if (tx.transaction_status !== 'pending' && tx.transaction_status !== 'capture') return refuse(tx, 'cancel');
     setStatus(tx, 'cancel', tx.fraud_status, now);
@@ -85,4 +112,27 @@ export const moves = {
 /** A pending transaction past its expiry_time expires the next time anyone looks at it. */
 export function isDueToExpire(tx: SimTransaction, now: Date): boolean {
   return tx.transaction_status === 'pending' && tx.expiry_time !== null && tx.expiry_time.getTime() <= now.getTime();
+}
+
+const GMT7_MS = 7 * 3_600_000;
+const DAY_MS = 86_400_000;
+/** Midtrans settles card captures at about 16:00 GMT+7 the day after (MIDTRANS.md §2.8). */
+const SETTLEMENT_HOUR_GMT7 = 16;
+
+/** When a card capture made at `capturedAt` settles: 16:00 GMT+7 on the next calendar day there. */
+export function cardSettlementDue(capturedAt: Date): Date {
+  const localDay = Math.floor((capturedAt.getTime() + GMT7_MS) / DAY_MS);
+  return new Date((localDay + 1) * DAY_MS + SETTLEMENT_HOUR_GMT7 * 3_600_000 - GMT7_MS);
+}
+
+/** The time the transaction entered its current capture state, or null when it is not a capture. */
+export function capturedAt(tx: SimTransaction): Date | null {
+  if (tx.transaction_status !== 'capture') return null;
+  const first = tx.history.find((h) => h.transaction_status === 'capture');
+  return first?.at ?? tx.transaction_time;
+}
+
+export function isDueToSettle(tx: SimTransaction, now: Date): boolean {
+  const at = capturedAt(tx);
+  return at !== null && cardSettlementDue(at).getTime() <= now.getTime();
 }

@@ -30,6 +30,8 @@ export interface SimCard {
   initiated_by: 'customer' | 'merchant';
   /** save_token_id was asked for; a pending 3-D Secure charge gets its saved token on capture. */
   save_token_requested: boolean;
+  /** credit_card.authentication was asked for (3-D Secure). */
+  authentication: boolean;
 }
 
 export interface SimRefund {
@@ -41,7 +43,8 @@ export interface SimRefund {
   reason: string;
   refund_key: string;
   refund_method: 'online';
-  bank_confirmed_at: Date;
+  /** null until the bank confirms; Midtrans notifies once before and once after (MIDTRANS.md §5.4). */
+  bank_confirmed_at: Date | null;
   /** Made through /refund/online/direct. */
   direct: boolean;
 }
@@ -107,11 +110,21 @@ export interface ActionResult {
 export const CORE_OPERATIONS = ['charge', 'status', 'cancel', 'expire', 'refund', 'direct_refund', 'approve', 'deny'] as const;
 export type CoreOperation = (typeof CORE_OPERATIONS)[number];
 
-export const FAULT_MODES = ['none', 'http_500', 'timeout', 'malformed'] as const;
+export const FAULT_MODES = ['none', 'http_500', 'timeout', 'malformed', 'redirect'] as const;
 export type FaultMode = (typeof FAULT_MODES)[number];
+
+/**
+ * before: the call fails before the gateway does anything (nothing changes).
+ * after: the gateway does the operation (state, notifications, Idempotency-Key) and then the
+ * answer is lost: held open (timeout), replaced by garbage, a 500 or a 302.
+ */
+export const FAULT_TIMINGS = ['before', 'after'] as const;
+export type FaultTiming = (typeof FAULT_TIMINGS)[number];
 
 export interface Fault {
   mode: FaultMode;
+  /** Default before. */
+  when?: FaultTiming;
   /** How many matching Core API calls are affected; unlimited when absent. */
   count?: number;
   /** Which Core API operations; all when absent. */

@@ -196,6 +196,8 @@ async function dump(w: World): Promise<Record<string, Rec[]>> {
     put(p.id, name);
     put(p.order_id, `order(${name})`);
   }
+  for (const f of raw.period_funds ?? []) put(f.id, `fund:${label.get(String(f.payment_id))}:${stamp(f.period_start)}`);
+  for (const g of raw.trial_grants ?? []) put(g.id, `trial:${userOf(g.user_id)}:${label.get(String(g.plan_id))}`);
   for (const e of [...raw.wallet_transactions].sort(byCreation)) put(e.id, numbered(`entry:${label.get(String(e.wallet_id))}:${e.source}`));
   // Notifications carry no reference of their own: named by user, type and channel.
   for (const n of [...raw.notifications].sort(byCreation)) put(n.id, numbered(`notification:${userOf(n.user_id)}:${n.notification_type}:${n.channel}`));

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DATABASES } from '../helpers/database.js';
+import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
 import { iso, startBilling, type BillingHarness } from './harness.js';
 
 async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
@@ -27,6 +28,16 @@ describe.each(DATABASES)('in-server billing scheduler (%s)', (kind) => {
     const renewed = await eventually(() => h!.sub(sub.id), (s) => s.cyclesCompleted === 2);
     expect(renewed.cyclesCompleted).toBe(2);
     expect(iso(renewed.currentPeriodEnd)).toBe('2027-03-31T10:00:00.000Z');
+
+    // GET /metrics counts the passes and what they did.
+    const { metrics } = h.server.running.billing;
+    const counted = await eventually(
+      async () => parsePrometheusText(await metrics.registry.metrics()),
+      (m) => sampleValue(m, 'billing_billing_run_outcomes_total', { outcome: 'renewed' }) >= 1,
+    );
+    expect(sampleValue(counted, 'billing_billing_run_outcomes_total', { outcome: 'renewed' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(counted, 'billing_billing_runs_total', { result: 'ok' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(counted, 'billing_billing_runs_total', { result: 'failed' })).toBe(0);
   });
 
   it('is off by default', async () => {

@@ -46,21 +46,22 @@ describe.each(DATABASES)('POST /subscriptions/{id}/change-plan/ on %s', (kind) =
   const get = (id: string) => server.api('GET', `/subscriptions/${id}/`, { auth: user });
 
   describe('immediate: true', () => {
-    it('an upgrade switches now and bills the prorated difference: an invoice with proration lines and a pending payment', async () => {
+    it('an upgrade by bank transfer takes effect when it is paid: pending_change until the proration payment settles', async () => {
       const { subscription } = await activeSubscription(server, user, 'basic-monthly');
       clock.advance(10 * DAY);
       const res = await change(subscription.id, { plan_id: 'pro-monthly', immediate: true });
       expect(res.status).toBe(200);
-      expect(res.body.subscription).toMatchObject({
-        status: 'active',
-        plan: { slug: 'pro-monthly' },
-        pending_plan: null,
-        current_period_start: subscription.current_period_start,
-        current_period_end: subscription.current_period_end,
-      });
       const payment = res.body.payment;
       expect(payment).toMatchObject({ status: 'pending', gross_amount: NET, payment_type: 'bank_transfer', subscription_id: subscription.id });
       expect(payment.payment_details.va_number).toBeDefined();
+      // Not paid yet: the subscription keeps its plan and shows the change waiting for the payment.
+      expect(res.body.subscription).toMatchObject({
+        status: 'active',
+        plan: { slug: 'basic-monthly' },
+        pending_plan: null,
+        pending_change: { plan: { slug: 'pro-monthly' }, payment_id: payment.id, effective: 'immediate', credit: CREDIT_BASIC, amount_due: NET },
+        current_period_end: subscription.current_period_end,
+      });
 
       const invoice = (await server.api('GET', `/invoices/${payment.invoice_id}/`, { auth: user })).body;
       expect(invoice).toMatchObject({ status: 'open', total_amount: NET, subtotal: NET });
@@ -69,13 +70,13 @@ describe.each(DATABASES)('POST /subscriptions/{id}/change-plan/ on %s', (kind) =
         expect.objectContaining({ kind: 'proration', amount: CHARGE_PRO, description: expect.stringContaining('Pro') }),
       ]);
       expect(invoice.lines[0].period_end).toBe(subscription.current_period_end);
-      expect(await notificationTypes(server, user)).toContain('subscription_plan_changed');
 
-      // Paying it leaves the period as it was.
+      // Paying it switches the plan and leaves the period as it was.
       await simulate(server, payment.order_id, 'settle');
       const after = (await get(subscription.id)).body;
-      expect(after).toMatchObject({ status: 'active', cycles_completed: 1, current_period_end: subscription.current_period_end });
+      expect(after).toMatchObject({ status: 'active', plan: { slug: 'pro-monthly' }, pending_change: null, cycles_completed: 1, current_period_end: subscription.current_period_end });
       expect((await server.api('GET', `/invoices/${payment.invoice_id}/`, { auth: user })).body.status).toBe('paid');
+      expect(await notificationTypes(server, user)).toContain('subscription_plan_changed');
     });
 
     it('a downgrade credits the unused difference to the wallet and returns no payment', async () => {
@@ -131,13 +132,13 @@ describe.each(DATABASES)('POST /subscriptions/{id}/change-plan/ on %s', (kind) =
       expect(tx.card!.token_id).toMatch(/^sim-card-accept-saved-/);
     });
 
-    it('when the gateway refuses the proration charge, the plan change is undone (5xx)', async () => {
+    it('when the gateway refuses the proration charge, the change is dropped (5xx)', async () => {
       const { subscription } = await activeSubscription(server, user, 'basic-monthly');
       clock.advance(10 * DAY);
       await server.request('POST', '/_simulator/faults', { body: { mode: 'http_500', count: 1, operations: ['charge'] } });
       const res = await change(subscription.id, { plan_id: 'pro-monthly' });
       expect(res.status).toBe(503);
-      expect((await get(subscription.id)).body).toMatchObject({ status: 'active', plan: { slug: 'basic-monthly' } });
+      expect((await get(subscription.id)).body).toMatchObject({ status: 'active', plan: { slug: 'basic-monthly' }, pending_change: null });
       const proration = await dbOf(server).findOneOrFail(Invoice, { user: user.id, billingReason: 'subscription_update' });
       expect(proration.status).toBe('void');
     });
@@ -152,10 +153,11 @@ describe.each(DATABASES)('POST /subscriptions/{id}/change-plan/ on %s', (kind) =
     });
 
     it('clears a scheduled change', async () => {
-      const { subscription } = await activeSubscription(server, user, 'basic-monthly');
+      await fundWallet(server, user, '150000.00');
+      const { subscription } = await activeSubscription(server, user, 'basic-monthly', 'wallet');
       await change(subscription.id, { plan_id: 'weekly', immediate: false });
       const res = await change(subscription.id, { plan_id: 'pro-monthly', immediate: true });
-      expect(res.body.subscription).toMatchObject({ plan: { slug: 'pro-monthly' }, pending_plan: null });
+      expect(res.body.subscription).toMatchObject({ plan: { slug: 'pro-monthly' }, pending_plan: null, pending_change: null });
     });
   });
 

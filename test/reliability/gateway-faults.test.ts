@@ -155,3 +155,150 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
     expect(mismatches).toEqual([]);
   });
 });
+
+/*
+ * "Done, then answer lost": the gateway DOES the charge, refund, cancel or top-up charge, and its
+ * answer never arrives readable (no answer within the timeout, a non-JSON 200, a 302). The
+ * customer may then retry. `payments sync` must bring every record to what the gateway did, with
+ * each effect counted once: one settled payment per paid order, one refund at the gateway and
+ * one here, one wallet credit per top-up. Notifications are lost, so sync is the only way back.
+ *
+ * NOTE (issue 15): these tests were written before the service-side change (helper i15svc) was
+ * merged. Without it, "charge … malformed|redirect" fail (the garbled answer fails the payment
+ * though the gateway has it, and it is settled there) and "refund … timeout|malformed|redirect"
+ * fail (the retry uses a new refund_key: two refunds at the gateway). Cancel and top-up pass.
+ */
+const AFTER_MODES = ['timeout', 'malformed', 'redirect'] as const;
+const AFTER_OPERATIONS = ['charge', 'refund', 'cancel', 'topup'] as const;
+
+describe.each(DATABASES)('gateway does the work, then the answer is lost (%s)', (kind) => {
+  let db: TestDatabase;
+  let server: ServerProcess;
+  let orm: Orm;
+  let accounts: Record<string, Account>;
+  const em = () => orm.em.fork() as EntityManager;
+  const user = (op: string, mode: string) => `lost_${op}_${mode}`;
+  const as = (name: string) => ({ basic: accounts[name] });
+  const faultAfter = async (mode: string, operations: string[]) => {
+    const res = await call(server.url, 'POST', '/_simulator/faults', { body: { mode, when: 'after', count: 1, operations } });
+    expect(res.status).toBe(200);
+  };
+  const gateway = async (orderId: string) => {
+    const res = await call(server.url, 'GET', `/_simulator/transactions/${orderId}`);
+    return res.status === 200 ? res.body : null;
+  };
+  const settleAtGateway = async (orderId: string) => {
+    const res = await call(server.url, 'POST', `/_simulator/v2/${orderId}/settle`);
+    expect(res.status, res.text).toBe(200);
+  };
+  const paymentsOf = (name: string) => em().find(Payment, { user: { username: name } }, { orderBy: { createdAt: 'asc' } });
+  const sync = async () => {
+    const res = await runCli(['payments', 'sync', '--json'], { ...baseEnv(db.url), ...SERVER_ENV, BILLING_URL: server.url });
+    expect(res.code, res.stderr).toBe(0);
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    accounts = await prepareDatabase(db.url, AFTER_MODES.flatMap((m) => AFTER_OPERATIONS.map((op) => user(op, m))));
+    server = await startServerProcess({ databaseUrl: db.url, env: SERVER_ENV });
+    orm = await openOrm(db.url);
+  });
+  afterAll(async () => {
+    await orm?.close(true);
+    await server?.stop();
+    await db?.drop();
+  });
+
+  const expectedPayment: Record<string, string> = { settlement: 'settled', pending: 'pending', cancel: 'canceled', expire: 'expired', deny: 'failed', capture: 'settled', partial_refund: 'partially_refunded', refund: 'refunded' };
+  /** Every payment of the user is where the gateway says it is, and none is left flagged. */
+  const converged = async (name: string) => {
+    const mismatches: string[] = [];
+    for (const p of await paymentsOf(name)) {
+      const tx = await gateway(p.orderId);
+      if (!tx) {
+        if (p.status === 'pending') mismatches.push(`${p.orderId}: pending, unknown to the gateway`);
+        continue;
+      }
+      if (p.status !== expectedPayment[tx.transaction_status]) mismatches.push(`${p.orderId}: ${p.status}, the gateway says ${tx.transaction_status}`);
+      if (p.outcomeUnknown) mismatches.push(`${p.orderId}: still flagged outcome-unknown`);
+    }
+    expect(mismatches).toEqual([]);
+  };
+  const answered = (res: { status: number; text: string }) => expect([200, 201, 202, 502, 503], res.text).toContain(res.status);
+  const cases = AFTER_OPERATIONS.flatMap((op) => AFTER_MODES.map((mode) => [op, mode] as const));
+
+  it.each(cases)('%s done, answer lost by %s: payments sync converges with the effect once', async (op, mode) => {
+    const name = user(op, mode);
+    switch (op) {
+      case 'charge': {
+        // A charge of a pending subscription: the gateway makes it, the customer pays it.
+        const pending = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+        expect(pending.status).toBe(201);
+        await faultAfter(mode, ['charge']);
+        answered(await call(server.url, 'POST', `${API}/payments/charge/`, { ...as(name), body: { subscription_id: pending.body.subscription.id } }));
+        const payable: string[] = [];
+        for (const p of await paymentsOf(name)) if ((await gateway(p.orderId))?.transaction_status === 'pending') payable.push(p.orderId);
+        // The first payment was superseded (cancelled at the gateway); the lost charge is the payable one.
+        expect(payable).toHaveLength(1);
+        await settleAtGateway(payable[0]!);
+        await sync();
+        await sync();
+        await converged(name);
+        expect((await paymentsOf(name)).filter((p) => p.status === 'settled')).toHaveLength(1);
+        expect((await call(server.url, 'GET', `${API}/subscriptions/${pending.body.subscription.id}/`, as(name))).body.status).toBe('active');
+        break;
+      }
+      case 'refund': {
+        // A card payment, settled at the gateway (the next day), refunded; the answer is lost and
+        // the customer asks again.
+        const paid = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'pro-monthly', payment_type: 'credit_card', token: 'sim-card-accept-4811' } });
+        expect(paid.status).toBe(201);
+        await settleAtGateway(paid.body.payment.order_id);
+        await faultAfter(mode, ['refund']);
+        answered(await call(server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(name), body: { amount: 50000 } }));
+        expect((await gateway(paid.body.payment.order_id)).refunds).toHaveLength(1);
+        const retried = await call(server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(name), body: { amount: 50000 } });
+        expect([200, 409, 502, 503], retried.text).toContain(retried.status);
+        await sync();
+        await sync();
+        await converged(name);
+        // One refund at the gateway, one here, with the same key and amount.
+        const atGateway = (await gateway(paid.body.payment.order_id)).refunds as { refund_key: string; refund_amount: number }[];
+        expect(atGateway.map((r) => r.refund_amount)).toEqual([50000]);
+        const local = await em().find(Refund, { payment: paid.body.payment.id });
+        expect(local.filter((r) => r.status === 'succeeded').map((r) => [r.refundKey, r.amount])).toEqual([[atGateway[0]!.refund_key, '50000.00']]);
+        expect(local.filter((r) => r.status === 'pending')).toEqual([]);
+        const after = await call(server.url, 'GET', `${API}/payments/${paid.body.payment.id}/`, as(name));
+        expect(after.body).toMatchObject({ status: 'partially_refunded', refunded_amount: '50000.00' });
+        break;
+      }
+      case 'cancel': {
+        // A new charge replaces the pending payment, whose cancel is done but not answered.
+        const replaced = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+        expect(replaced.status).toBe(201);
+        await faultAfter(mode, ['cancel']);
+        const recharge = await call(server.url, 'POST', `${API}/payments/charge/`, { ...as(name), body: { subscription_id: replaced.body.subscription.id } });
+        expect(recharge.status, recharge.text).toBe(201);
+        expect((await gateway(replaced.body.payment.order_id)).transaction_status).toBe('cancel');
+        await sync();
+        await sync();
+        await converged(name);
+        expect((await paymentsOf(name)).map((p) => p.status)).toEqual(['canceled', 'pending']);
+        break;
+      }
+      case 'topup': {
+        // The gateway makes the top-up charge, the customer pays it; credited once.
+        await faultAfter(mode, ['charge']);
+        answered(await call(server.url, 'POST', `${API}/topups/`, { ...as(name), body: { amount: 75000, payment_type: 'qris' } }));
+        const topup = await em().findOneOrFail(Topup, { user: { username: name } });
+        expect((await gateway(topup.orderId))?.transaction_status).toBe('pending');
+        await settleAtGateway(topup.orderId);
+        await sync();
+        await sync();
+        expect(await em().findOneOrFail(Topup, { user: { username: name } })).toMatchObject({ status: 'success', outcomeUnknown: false });
+        expect((await call(server.url, 'GET', `${API}/wallet/me/`, as(name))).body.balance).toBe('75000.00');
+        break;
+      }
+    }
+  });
+});

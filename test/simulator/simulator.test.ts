@@ -345,7 +345,7 @@ describe('notification delivery', () => {
 describe('faults', () => {
   it('can be set over HTTP, limited by count and operation, and validated', async () => {
     const set = await h.request('POST', '/_simulator/faults', { auth: false, body: JSON.stringify({ mode: 'http_500', count: 1, operations: ['status'] }) });
-    expect(set.json).toEqual({ mode: 'http_500', remaining: 1, operations: ['status'] });
+    expect(set.json).toEqual({ mode: 'http_500', when: 'before', remaining: 1, operations: ['status'] });
     const id = orderId();
     expect((await charge(gopay(id))).status).toBe(200);
     expect((await h.request('GET', `/_simulator/v2/${id}/status`)).status).toBe(500);

@@ -8,15 +8,19 @@ export * from './topup.js';
 export * from './notification.js';
 export * from './webhook-log.js';
 export * from './infrastructure.js';
+export * from './period-fund.js';
+export * from './trial-grant.js';
 
 import { DeliveryAttemptSchema } from './delivery-attempt.js';
 import { CounterSchema, InvoiceLineSchema, InvoiceSchema } from './invoice.js';
 import { IdempotencyRecordSchema, LoginThrottleSchema, SessionSchema } from './infrastructure.js';
 import { NotificationSchema } from './notification.js';
 import { PaymentSchema, RefundSchema } from './payment.js';
+import { PeriodFundSchema } from './period-fund.js';
 import { PlanSchema } from './plan.js';
 import { SubscriptionSchema } from './subscription.js';
 import { TopupSchema } from './topup.js';
+import { TrialGrantSchema } from './trial-grant.js';
 import { UserSchema } from './user.js';
 import { WalletSchema, WalletTransactionSchema } from './wallet.js';
 import { WebhookLogSchema } from './webhook-log.js';
@@ -30,6 +34,8 @@ export const allEntities = [
   CounterSchema,
   PaymentSchema,
   RefundSchema,
+  PeriodFundSchema,
+  TrialGrantSchema,
   WalletSchema,
   WalletTransactionSchema,
   TopupSchema,

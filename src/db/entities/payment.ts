@@ -19,6 +19,11 @@ export class Payment {
   currency!: string;
   /** Sum of the payment's succeeded refunds (kept in step by src/services/payments). */
   refundedAmount!: string;
+  /**
+   * Credits granted to the wallet from this payment's unused time (downgrades). With the refunds
+   * it bounds what can still be refunded: refundable = gross − refunded − credited.
+   */
+  creditedAmount!: string;
   transactionId: string | null = null;
   fraudStatus: string | null = null;
   /** The last transaction_status the gateway reported, verbatim. */
@@ -63,6 +68,7 @@ export const PaymentSchema = new EntitySchema<Payment>({
     grossAmount: moneyProperty,
     currency: { type: 'string', length: 3 },
     refundedAmount: zeroMoneyProperty,
+    creditedAmount: zeroMoneyProperty,
     transactionId: { type: 'string', length: 100, nullable: true },
     fraudStatus: { type: 'string', length: 20, nullable: true },
     gatewayStatus: { type: 'string', length: 30, nullable: true },

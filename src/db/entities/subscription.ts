@@ -6,6 +6,23 @@ import { User } from './user.js';
 export type SubscriptionStatus = 'pending' | 'trialing' | 'active' | 'paused' | 'past_due' | 'canceled' | 'expired';
 export type PaymentType = 'bank_transfer' | 'echannel' | 'gopay' | 'qris' | 'shopeepay' | 'credit_card' | 'wallet';
 
+/** What a paid-on-settlement plan change will do, fixed when it was asked for. */
+export interface PendingChange {
+  payment_id: string;
+  /** The change's time: prices, credit and a new period are reckoned from it. */
+  requested_at: string;
+  /** The period the subscription will be in once the change applies. */
+  period_start: string;
+  period_end: string;
+  /** True when the change starts a new period (plans of different intervals). */
+  resets_period: boolean;
+  /** The credit and the new plan's cost it was priced with (charge − credit is the payment). */
+  credit: string;
+  charge: string;
+  /** The period end the change was priced against: a renewal in between makes it stale. */
+  prior_period_end: string | null;
+}
+
 export class Subscription {
   id!: string;
   user!: User;
@@ -33,6 +50,9 @@ export class Subscription {
   cancelReason: string | null = null;
   pausedAt: Date | null = null;
   pendingPlan: Plan | null = null;
+  /** An immediate plan change waiting for its payment (DECISIONS §4): applied when it settles. */
+  pendingChangePlan: Plan | null = null;
+  pendingChange: PendingChange | null = null;
   cyclesCompleted = 0;
   metadata: Record<string, unknown> = {};
   customerDetails: Record<string, string> = {};
@@ -67,6 +87,8 @@ export const SubscriptionSchema = new EntitySchema<Subscription>({
     cancelReason: { type: 'string', length: 500, nullable: true },
     pausedAt: { type: 'Date', nullable: true },
     pendingPlan: { kind: 'm:1', entity: () => Plan, nullable: true },
+    pendingChangePlan: { kind: 'm:1', entity: () => Plan, nullable: true },
+    pendingChange: { type: 'json', nullable: true },
     cyclesCompleted: { type: 'integer', default: 0 },
     metadata: { type: 'json' },
     customerDetails: { type: 'json' },

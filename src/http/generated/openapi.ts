@@ -4,6 +4,53 @@
  */
 
 export interface paths {
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description The service's metrics in the Prometheus text format (version 0.0.4), for a scraper that
+         *     sends `Authorization: Bearer` with the `METRICS_TOKEN` setting. With `METRICS_TOKEN`
+         *     unset the endpoint is off and answers `404`. Neither sessions nor Basic credentials are
+         *     looked at, so a scrape touches no user data and no login throttle.
+         *
+         *     - `billing_http_request_duration_seconds{operation, status}`: a histogram of API
+         *       requests by contract `operationId` and HTTP status (`operation="unrouted"` for
+         *       answers given before routing: `401`/`429` from authentication, `413`/`415` on the body,
+         *       unknown paths); `_count` is the request count.
+         *     - `billing_webhook_notifications_total{outcome}`: gateway notifications by outcome,
+         *       `ok`, `duplicate`, `invalid` (signature), `failed`, `ignored`, or `error` (answered
+         *       with a problem before a log was written).
+         *     - `billing_gateway_request_duration_seconds{endpoint, outcome}`: calls to the gateway
+         *       (`charge`, `status`, `cancel`, `expire`, `refund`, `direct_refund`) by outcome (`ok`
+         *       or the error kind: `timeout`, `unavailable`, `validation`, …).
+         *     - `billing_billing_runs_total{result}` and `billing_billing_run_outcomes_total{outcome}`:
+         *       in-server billing passes (`BILLING_SCHEDULER_INTERVAL`) and what they did (`renewed`,
+         *       `charged`, `failed`, `past_due`, …, `error`). A `billing-admin billing run` is another
+         *       process and is not counted here.
+         *     - `billing_delivery_queue_depth{channel}` and
+         *       `billing_delivery_queue_oldest_age_seconds{channel}`: email and webhook entries
+         *       waiting to be delivered, read at scrape time.
+         *     - `billing_wallet_verify_ok`, `billing_wallet_verify_discrepancies`,
+         *       `billing_wallet_verify_timestamp_seconds`: the check of `billing-admin wallet verify`,
+         *       re-run by a scrape at most every `METRICS_WALLET_VERIFY_SECONDS` (default 300).
+         *     - `billing_metrics_database_up`: whether the scrape could read the database.
+         *
+         *     A sample Grafana dashboard is in `docs/grafana-dashboard.json`.
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/login/": {
         parameters: {
             query?: never;
@@ -279,10 +326,23 @@ export interface paths {
          * Change a subscription's plan
          * @description Moves a subscription to another active plan in the same currency.
          *
-         *     - `immediate: true` (default): switches now and prorates by the unused fraction of the
-         *       current period (new price × fraction − old price × fraction). A positive amount makes
-         *       an invoice with proration lines and a payment, which is returned; a negative amount
-         *       credits the wallet and `payment` is `null`.
+         *     - `immediate: true` (default). The credit is the unused share of what was actually
+         *       paid for the current period (settled, net of refunds and of earlier credits; a trial
+         *       or an unpaid period gives none), never of a list price.
+         *       - Same interval: charge = new price × unused fraction of the period − credit; the
+         *         period stays.
+         *       - Different interval: the period restarts now; charge = new price − credit, and
+         *         `next_billing_date` = now + the new interval.
+         *
+         *       A positive amount makes an invoice (credit and charge lines) and a payment, which is
+         *       returned. **A change that costs money takes effect when it is paid**: wallet and
+         *       saved-card payments settle at once and the plan switches in this response; any other
+         *       payment leaves `plan` as it is and shows the change in `pending_change` until the
+         *       payment settles. If the payment fails, expires or is canceled, or another change
+         *       replaces it, the pending change is dropped and its payment canceled. Asking for the
+         *       current plan while a change is pending just drops it. A zero or negative amount
+         *       switches now and credits the excess to the wallet; `payment` is `null`. On a trial the
+         *       plan switches now, free, and the trial runs on.
          *     - `immediate: false`: sets `pending_plan`, applied at the next renewal; `payment` is
          *       `null`.
          *
@@ -393,8 +453,15 @@ export interface paths {
         /**
          * Refund a payment
          * @description Refunds a `settled` or `partially_refunded` payment (any other status answers `409`
-         *     `invalid_state`). `amount` defaults to what remains refundable and may not exceed it
-         *     (`400`). Payments the gateway cannot refund (`wallet`, `bank_transfer`, `echannel`) are
+         *     `invalid_state`). **A refund gives back at most what is unused, and ends what it pays
+         *     back**: a customer may get back at most the unused share of the time the payment paid
+         *     for, and never more than is refundable (`gross_amount − refunded_amount −
+         *     credited_amount`); `amount` defaults to that and may not exceed it (`400`; `409` when it
+         *     is nothing). When the payment paid for time still to come, its subscription is
+         *     `canceled` at once with `cancel_reason: refunded` and its pending payments canceled.
+         *     (Support staff refund beyond that, or without ending the subscription, with
+         *     `billing-admin payments refund ORDER_ID [--amount A] --reason R [--keep-subscription]`.)
+         *     Payments the gateway cannot refund (`wallet`, `bank_transfer`, `echannel`) are
          *     refunded to the user's wallet (`destination: wallet`); the others go back through the
          *     gateway (`destination: gateway`), with `direct: true` using the gateway's direct
          *     refund. A refund is counted once even when the gateway's later `refund` or
@@ -740,8 +807,10 @@ export interface components {
         /** @description An RFC 9457 problem document. */
         Problem: {
             /**
-             * @description A URI reference identifying the problem type; `about:blank` when it adds nothing to `code`.
-             * @example about:blank
+             * @description A URI identifying the problem type: `https://billing.example/problems/` followed by
+             *     `code` with dashes for underscores (`validation_error` →
+             *     `https://billing.example/problems/validation-error`).
+             * @example https://billing.example/problems/validation-error
              */
             type: string;
             /**
@@ -975,6 +1044,7 @@ export interface components {
          *       "cancel_reason": null,
          *       "paused_at": null,
          *       "pending_plan": null,
+         *       "pending_change": null,
          *       "cycles_completed": 1,
          *       "metadata": {
          *         "bank": "bni"
@@ -1021,6 +1091,13 @@ export interface components {
             paused_at: string | null;
             /** @description The plan a scheduled change switches to at the next renewal, or null. */
             pending_plan: components["schemas"]["PlanSummary"] | components["schemas"]["NullValue"];
+            /**
+             * @description An immediate plan change waiting for its payment, or null. A change that costs money
+             *     takes effect when it is paid: until `payment_id` settles the subscription keeps its
+             *     `plan`. The change is dropped (and its payment canceled) when the payment fails,
+             *     expires or is canceled, or when another change replaces it.
+             */
+            pending_change: components["schemas"]["PendingPlanChange"] | components["schemas"]["NullValue"];
             /** @description Number of paid billing cycles. */
             cycles_completed: number;
             /** @description The metadata given on creation (for example `bank`). */
@@ -1061,6 +1138,7 @@ export interface components {
          *           "cancel_reason": null,
          *           "paused_at": null,
          *           "pending_plan": null,
+         *           "pending_change": null,
          *           "cycles_completed": 1,
          *           "metadata": {
          *             "bank": "bni"
@@ -1144,6 +1222,7 @@ export interface components {
          *         "cancel_reason": null,
          *         "paused_at": null,
          *         "pending_plan": null,
+         *         "pending_change": null,
          *         "cycles_completed": 0,
          *         "metadata": {
          *           "bank": "bni"
@@ -1161,6 +1240,7 @@ export interface components {
          *         "gross_amount": "150000.00",
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
+         *         "credited_amount": "0.00",
          *         "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1190,7 +1270,58 @@ export interface components {
              * @description True ends the subscription now; false cancels it at the end of the current period.
              * @default false
              */
-            immediate: boolean;
+            immediate?: boolean;
+        };
+        /**
+         * @description An immediate plan change priced at `requested_at` and applied when its payment settles.
+         * @example {
+         *       "plan": {
+         *         "id": "6c1f4c1e-3a55-4f0b-9f7e-2d8f1a9b7c11",
+         *         "name": "Business",
+         *         "slug": "business-monthly",
+         *         "price": "300000.00",
+         *         "currency": "IDR",
+         *         "interval": 1,
+         *         "interval_unit": "month"
+         *       },
+         *       "payment_id": "0b0d6a38-2f8e-4f4f-8a3e-5b7f0e6c1d22",
+         *       "effective": "immediate",
+         *       "requested_at": "2026-01-25T09:30:00Z",
+         *       "period_start": "2026-01-15T03:00:00Z",
+         *       "period_end": "2026-02-15T03:00:00Z",
+         *       "credit": "33871.00",
+         *       "amount_due": "169355.00"
+         *     }
+         */
+        PendingPlanChange: {
+            plan: components["schemas"]["PlanSummary"];
+            /**
+             * Format: uuid
+             * @description The payment that makes the change take effect when it settles.
+             */
+            payment_id: string;
+            /**
+             * @description The change applies as soon as the payment settles (a scheduled change is `pending_plan`).
+             * @enum {string}
+             */
+            effective: "immediate";
+            /**
+             * Format: date-time
+             * @description When the change was asked for; its price and, across intervals, the new period are reckoned from it.
+             */
+            requested_at: string;
+            /**
+             * Format: date-time
+             * @description The start of the period the subscription is in once the change applies.
+             */
+            period_start: string;
+            /**
+             * Format: date-time
+             * @description The end of that period (the next billing date).
+             */
+            period_end: string;
+            credit: components["schemas"]["Money"];
+            amount_due: components["schemas"]["Money"];
         };
         ChangePlanRequest: {
             /**
@@ -1202,7 +1333,7 @@ export interface components {
              * @description True switches now with proration; false schedules the change for the next renewal (`pending_plan`).
              * @default true
              */
-            immediate: boolean;
+            immediate?: boolean;
         };
         /**
          * @example {
@@ -1229,6 +1360,7 @@ export interface components {
          *         "cancel_reason": null,
          *         "paused_at": null,
          *         "pending_plan": null,
+         *         "pending_change": null,
          *         "cycles_completed": 1,
          *         "metadata": {
          *           "bank": "bni"
@@ -1246,6 +1378,7 @@ export interface components {
          *         "gross_amount": "77419.00",
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
+         *         "credited_amount": "0.00",
          *         "transaction_id": "0d8c6b4a-2e0f-4c8e-a6b4-2f0d8c6e4a2b",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1293,8 +1426,9 @@ export interface components {
             /**
              * @description The virtual-account bank (`bca`, `bni`, `bri`, `cimb`, `permata`), or `mandiri` for `echannel`.
              * @example bni
+             * @enum {string}
              */
-            bank?: string;
+            bank?: "bca" | "bni" | "bri" | "cimb" | "permata" | "mandiri";
             /**
              * @description The virtual-account number to transfer to.
              * @example 9880000012345678
@@ -1359,6 +1493,7 @@ export interface components {
          *       "gross_amount": "150000.00",
          *       "currency": "IDR",
          *       "refunded_amount": "0.00",
+         *       "credited_amount": "0.00",
          *       "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *       "fraud_status": "accept",
          *       "payment_details": {
@@ -1389,6 +1524,12 @@ export interface components {
             gross_amount: components["schemas"]["Money"];
             currency: components["schemas"]["Currency"];
             refunded_amount: components["schemas"]["Money"];
+            /**
+             * @description Credited to the wallet from this payment's unused time by plan changes (or because
+             *     the change it paid for no longer applied). What can still be refunded is
+             *     `gross_amount − refunded_amount − credited_amount`.
+             */
+            credited_amount: components["schemas"]["Money"];
             /** @description The gateway's transaction id; null for wallet payments. */
             transaction_id: string | null;
             /**
@@ -1422,6 +1563,7 @@ export interface components {
          *           "gross_amount": "150000.00",
          *           "currency": "IDR",
          *           "refunded_amount": "0.00",
+         *           "credited_amount": "0.00",
          *           "transaction_id": "2a4c6e8b-0d2f-4a6c-8e0b-2d4f6a8c0e2a",
          *           "fraud_status": null,
          *           "payment_details": {
@@ -1464,6 +1606,7 @@ export interface components {
          *         "gross_amount": "150000.00",
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
+         *         "credited_amount": "0.00",
          *         "transaction_id": "2a4c6e8b-0d2f-4a6c-8e0b-2d4f6a8c0e2a",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1493,7 +1636,7 @@ export interface components {
              * @description Use the gateway's direct refund (`/refund/online/direct`) instead of the standard refund. Ignored for refunds to the wallet.
              * @default false
              */
-            direct: boolean;
+            direct?: boolean;
         };
         Refund: {
             /**
@@ -1526,6 +1669,7 @@ export interface components {
          *         "gross_amount": "150000.00",
          *         "currency": "IDR",
          *         "refunded_amount": "50000.00",
+         *         "credited_amount": "0.00",
          *         "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *         "fraud_status": "accept",
          *         "payment_details": {
@@ -1568,11 +1712,7 @@ export interface components {
          *     }
          */
         PaymentStatusCheck: {
-            /**
-             * @description The payment's status in this service.
-             * @example pending
-             */
-            local_status: string;
+            local_status: components["schemas"]["PaymentStatus"];
             /** @description The gateway's transaction status object, as returned by its status API. */
             gateway_status: {
                 /** @example settlement */
@@ -2051,7 +2191,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/validation-error",
                  *       "title": "Validation failed",
                  *       "status": 400,
                  *       "detail": "The request body has 2 invalid fields.",
@@ -2071,7 +2211,12 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description No valid credentials were given, or the username and password are wrong (`not_authenticated`). */
+        /**
+         * @description No valid credentials were given, or the username and password are wrong
+         *     (`not_authenticated`). Credentials are checked whenever they are sent, so a public
+         *     operation (the plan catalogue, login, the webhook) answers `401` too when given a wrong
+         *     or malformed `Authorization` header.
+         */
         NotAuthenticated: {
             headers: {
                 /** @description The Basic challenge. */
@@ -2081,7 +2226,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/not-authenticated",
                  *       "title": "Not authenticated",
                  *       "status": 401,
                  *       "detail": "Authentication credentials were not provided or are invalid.",
@@ -2103,7 +2248,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/csrf-failed",
                  *       "title": "CSRF check failed",
                  *       "status": 403,
                  *       "detail": "The X-CSRF-Token header is missing or does not match the session.",
@@ -2121,7 +2266,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/not-found",
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "No subscription with this id.",
@@ -2144,7 +2289,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/invalid-state",
                  *       "title": "Invalid state",
                  *       "status": 409,
                  *       "detail": "Only an active subscription can be paused; this one is canceled.",
@@ -2162,7 +2307,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/payload-too-large",
                  *       "title": "Payload too large",
                  *       "status": 413,
                  *       "detail": "The request body exceeds 1 MB.",
@@ -2180,7 +2325,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/unsupported-media-type",
                  *       "title": "Unsupported media type",
                  *       "status": 415,
                  *       "detail": "Send the request body as application/json.",
@@ -2198,7 +2343,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/idempotency-key-reused",
                  *       "title": "Idempotency key reused",
                  *       "status": 422,
                  *       "detail": "This Idempotency-Key was used with a different request body.",
@@ -2208,7 +2353,11 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Too many failed attempts; retry later (`rate_limited`). */
+        /**
+         * @description Too many failed attempts for this username or address; retry after `Retry-After`
+         *     seconds (`rate_limited`). Any request carrying Basic credentials is refused this way
+         *     while the throttle holds, a public one (`GET /plans/`) included.
+         */
         RateLimited: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -2218,7 +2367,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/rate-limited",
                  *       "title": "Too many requests",
                  *       "status": 429,
                  *       "detail": "Too many failed login attempts. Try again in 30 seconds.",
@@ -2244,7 +2393,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/not-implemented",
                  *       "title": "Not implemented",
                  *       "status": 501,
                  *       "detail": "This operation is not implemented yet.",
@@ -2262,7 +2411,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/gateway-error",
                  *       "title": "Payment gateway error",
                  *       "status": 502,
                  *       "detail": "The gateway answered 406: Duplicate order ID.",
@@ -2272,7 +2421,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The payment gateway could not be reached or timed out (`gateway_unavailable`); the request may be retried. */
+        /**
+         * @description The payment gateway could not be reached or timed out (`gateway_unavailable`), or the
+         *     database is unavailable (`service_unavailable`); the request may be retried.
+         */
         GatewayUnavailable: {
             headers: {
                 [name: string]: unknown;
@@ -2280,11 +2432,32 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "type": "about:blank",
+                 *       "type": "https://billing.example/problems/gateway-unavailable",
                  *       "title": "Payment gateway unavailable",
                  *       "status": 503,
                  *       "detail": "The gateway did not answer within 10 seconds.",
                  *       "code": "gateway_unavailable"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The database is unavailable (`service_unavailable`), on any operation; the request may
+         *     be retried.
+         */
+        ServiceUnavailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/service-unavailable",
+                 *       "title": "Service unavailable",
+                 *       "status": 503,
+                 *       "detail": "The database is unavailable; retry later.",
+                 *       "code": "service_unavailable"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["Problem"];
@@ -2329,6 +2502,70 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example # HELP billing_webhook_notifications_total Gateway notifications received, by outcome
+                     *     # TYPE billing_webhook_notifications_total counter
+                     *     billing_webhook_notifications_total{outcome="ok"} 12
+                     *     billing_webhook_notifications_total{outcome="duplicate"} 3
+                     */
+                    "text/plain": string;
+                };
+            };
+            /** @description The bearer token is missing or wrong (`not_authenticated`). */
+            401: {
+                headers: {
+                    /** @description The Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/not-authenticated",
+                     *       "title": "Not authenticated",
+                     *       "status": 401,
+                     *       "detail": "Send METRICS_TOKEN as a bearer token.",
+                     *       "code": "not_authenticated"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Metrics are off because `METRICS_TOKEN` is not set (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "Metrics are off: set METRICS_TOKEN to serve them.",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     login: {
         parameters: {
             query?: never;
@@ -2379,6 +2616,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     logout: {
@@ -2406,7 +2644,11 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getCurrentUser: {
@@ -2440,7 +2682,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listPlans: {
@@ -2482,7 +2726,10 @@ export interface operations {
             };
             304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getPlan: {
@@ -2512,8 +2759,11 @@ export interface operations {
             };
             304: components["responses"]["NotModified"];
             400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listSubscriptions: {
@@ -2547,7 +2797,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createSubscription: {
@@ -2607,6 +2859,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -2633,7 +2886,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getSubscription: {
@@ -2660,7 +2915,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancelSubscription: {
@@ -2727,6 +2984,7 @@ export interface operations {
                      *       "cancel_reason": "Switching to an annual contract",
                      *       "paused_at": null,
                      *       "pending_plan": null,
+                     *       "pending_change": null,
                      *       "cycles_completed": 1,
                      *       "metadata": {
                      *         "bank": "bni"
@@ -2746,6 +3004,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -2805,6 +3064,7 @@ export interface operations {
                      *       "cancel_reason": null,
                      *       "paused_at": "2026-01-20T09:30:00Z",
                      *       "pending_plan": null,
+                     *       "pending_change": null,
                      *       "cycles_completed": 1,
                      *       "metadata": {
                      *         "bank": "bni"
@@ -2821,8 +3081,12 @@ export interface operations {
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     resumeSubscription: {
@@ -2879,6 +3143,7 @@ export interface operations {
                      *       "cancel_reason": null,
                      *       "paused_at": null,
                      *       "pending_plan": null,
+                     *       "pending_change": null,
                      *       "cycles_completed": 1,
                      *       "metadata": {
                      *         "bank": "bni"
@@ -2895,8 +3160,12 @@ export interface operations {
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     changeSubscriptionPlan: {
@@ -2950,6 +3219,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -2979,6 +3249,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3015,7 +3286,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     chargeSubscription: {
@@ -3065,6 +3338,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3094,7 +3368,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     refundPayment: {
@@ -3149,6 +3425,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3178,6 +3455,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3212,7 +3490,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getInvoice: {
@@ -3239,7 +3519,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     receiveGatewayNotification: {
@@ -3294,6 +3576,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
             /** @description The signature is invalid; the log is marked `invalid` and processing stops. */
             403: {
                 headers: {
@@ -3310,11 +3593,13 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             /**
              * @description Processing failed (unknown order, amount mismatch, database error); the log is
              *     marked `failed`. `503` is chosen because Midtrans retries a `503` four times over
-             *     about five hours but a `500` only once.
+             *     about five hours but a `500` only once. When the database is down before the log
+             *     can be written, the answer is a problem document (`service_unavailable`) instead.
              */
             503: {
                 headers: {
@@ -3328,6 +3613,16 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookAck"];
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unavailable; retry later.",
+                     *       "code": "service_unavailable"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3363,7 +3658,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listUnreadNotifications: {
@@ -3386,7 +3683,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getNotification: {
@@ -3413,7 +3712,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     markNotificationRead: {
@@ -3470,8 +3771,12 @@ export interface operations {
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getMyWallet: {
@@ -3494,7 +3799,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWalletTransactions: {
@@ -3522,7 +3829,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listTopups: {
@@ -3554,7 +3863,9 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createTopup: {
@@ -3617,6 +3928,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
@@ -3646,7 +3958,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

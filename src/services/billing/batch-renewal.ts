@@ -5,6 +5,7 @@ import { isPostgres } from '../../db/dialect.js';
 import { Invoice, InvoiceLine } from '../../db/entities/invoice.js';
 import { Notification } from '../../db/entities/notification.js';
 import { Payment } from '../../db/entities/payment.js';
+import { PeriodFund } from '../../db/entities/period-fund.js';
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
@@ -150,6 +151,7 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
     const invoices: RequiredEntityData<Invoice>[] = [];
     const lines: RequiredEntityData<InvoiceLine>[] = [];
     const payments: RequiredEntityData<Payment>[] = [];
+    const funds: RequiredEntityData<PeriodFund>[] = [];
     const entries: RequiredEntityData<WalletTransaction>[] = [];
     const notifications: RequiredEntityData<Notification>[] = [];
     const walletUpdates: unknown[][] = [];
@@ -175,9 +177,11 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
         paymentDetails: { wallet_transaction_id: randomUUID() },
       };
       payments.push({
-        ...payment, user: sub.user.id, subscription: sub.id, invoice: invoiceId, status: 'settled', refundedAmount: ZERO, transactionId: null,
+        ...payment, user: sub.user.id, subscription: sub.id, invoice: invoiceId, status: 'settled', refundedAmount: ZERO, creditedAmount: ZERO, transactionId: null,
         fraudStatus: null, gatewayStatus: 'settlement', outcomeUnknown: false, paidAt: at, expiresAt: null, createdAt: at, updatedAt: now,
       });
+      // The period this payment bought (as fundPaidPeriod in apply-gateway-event.ts).
+      funds.push({ id: randomUUID(), subscription: sub.id, payment: payment.id, amount: total, periodStart: input.periodStart, periodEnd: input.periodEnd, createdAt: at });
       const balanceAfter = subtract(wallet.balance, total);
       entries.push({
         id: payment.paymentDetails.wallet_transaction_id, wallet: wallet.id, kind: 'debit', amount: total, balanceAfter, source: 'payment',
@@ -198,6 +202,7 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
     await insertRows(em, Invoice, invoices);
     await insertRows(em, InvoiceLine, lines);
     await insertRows(em, Payment, payments);
+    await insertRows(em, PeriodFund, funds);
     await insertRows(em, WalletTransaction, entries);
     await insertRows(em, Notification, notifications);
     await updateRows(em, Wallet, ['balance'], walletUpdates, { sql: 'updated_at = ?', params: [now] });

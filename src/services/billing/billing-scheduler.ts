@@ -3,6 +3,7 @@ import type { Orm } from '../../db/orm.js';
 import type { Clock } from '../../domain/clock.js';
 import type { PaymentGateway } from '../../gateway/types.js';
 import type { Logger } from '../../logger.js';
+import type { ServiceMetrics } from '../../metrics/service-metrics.js';
 import { COUNTERS, runBilling, type BillingRunReport } from './run-billing.js';
 
 export interface BillingScheduler {
@@ -18,6 +19,7 @@ interface SchedulerDeps {
   gateway: PaymentGateway;
   clock: Clock;
   logger: Logger;
+  metrics?: ServiceMetrics;
 }
 
 /**
@@ -41,6 +43,10 @@ export function startBillingScheduler(deps: SchedulerDeps, intervalSeconds: numb
       .catch((err: unknown) => {
         deps.logger.error('billing run failed', { error: err instanceof Error ? err.message : String(err) });
         return null;
+      })
+      .then((report) => {
+        deps.metrics?.billingRun(report);
+        return report;
       })
       .finally(() => {
         running = null;

@@ -12,6 +12,8 @@ import { topupStates, type TopupEvent } from '../../domain/states/topup-states.j
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { fundPeriod } from '../subscriptions/period-funds.js';
+import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscriptions/plan-change.js';
 import { creditUnusableSettlement, type UnusableSettlementReason } from './credit-unusable-settlement.js';
 import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, type GatewayEvent } from './gateway-event.js';
 
@@ -138,15 +140,19 @@ async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): P
   notify(ctx, payment.user, 'payment_succeeded', paymentData(payment));
   const unusable = unusableBecause(payment);
   if (unusable) {
+    // What a refund or an earlier credit already gave back is not credited again.
+    const amount = subtract(payment.grossAmount, add(payment.refundedAmount, payment.creditedAmount));
+    if (!isPositive(amount)) return changes;
     changes.push(
       await creditUnusableSettlement(ctx, {
         user: payment.user,
         orderId: payment.orderId,
-        amount: payment.grossAmount,
+        amount,
         currency: payment.currency,
         reason: unusable,
         source: 'refund',
         referenceId: `late-settlement:${payment.id}`,
+        payment,
       }),
     );
     return changes;
@@ -156,6 +162,8 @@ async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): P
   const sub = payment.subscription;
   if (!sub) return changes;
 
+  // NOTE: a plan change takes effect when its payment settles (DECISIONS §4).
+  if (isChangePayment(payment)) return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
   const wasStatus = sub.status;
   const plan = sub.plan;
   if (invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd) {
@@ -171,6 +179,7 @@ async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): P
     sub.nextBillingDate = sub.currentPeriodEnd;
     sub.cyclesCompleted += 1;
   }
+  fundPaidPeriod(ctx, payment, at);
   if (wasStatus !== 'active') {
     subscriptionStates.apply(sub, 'activate', at);
     sub.cancelReason = null;
@@ -181,6 +190,17 @@ async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): P
     changes.push('subscription renewed');
   }
   return changes;
+}
+
+/** Records the period a create or renewal payment bought, the base of later credits and refunds. */
+function fundPaidPeriod(ctx: DataContext, payment: Payment, at: Date): void {
+  const sub = payment.subscription!;
+  const invoice = payment.invoice;
+  const cycle = invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd;
+  const start = cycle ? invoice.periodStart! : at;
+  const end = cycle ? invoice.periodEnd! : sub.currentPeriodEnd;
+  if (!end) return;
+  fundPeriod(ctx, { subscription: sub, payment, amount: subtract(payment.grossAmount, payment.refundedAmount), start, end });
 }
 
 export function subscriptionData(sub: Subscription): Record<string, unknown> {
@@ -199,6 +219,8 @@ async function onPaymentFailed(ctx: DataContext, payment: Payment, at: Date): Pr
   notify(ctx, payment.user, 'payment_failed', { ...paymentData(payment), gateway_status: payment.gatewayStatus });
   const sub = payment.subscription;
   if (!sub) return [];
+  // A plan change's payment failing drops the change; the subscription's own period is paid.
+  if (isChangePayment(payment)) return onChangePaymentFailed(ctx, payment);
   // A newer payment (pending or settled) means this one was superseded (charge/ cancels older
   // pending payments) or already made good: its failure says nothing about the subscription.
   const newer = await ctx.em.count(Payment, {

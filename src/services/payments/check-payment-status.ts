@@ -1,10 +1,11 @@
+import type { PaymentStatus } from '../../db/entities/payment.js';
 import type { User } from '../../db/entities/user.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
 import { findOwnPayment } from './find-payment.js';
 
 export interface PaymentStatusCheck {
-  local_status: string;
+  local_status: PaymentStatus;
   gateway_status: Record<string, unknown> & { transaction_status: string; status_code: string };
 }
 

@@ -1,12 +1,14 @@
+import type { Payment } from '../../db/entities/payment.js';
 import type { User } from '../../db/entities/user.js';
 import type { WalletTransactionSource } from '../../db/entities/wallet.js';
+import { add } from '../../domain/money.js';
 import { consoleLogger } from '../../logger.js';
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 
 /** Why money that arrived could not be used for what it was meant to pay. */
-export type UnusableSettlementReason = 'invoice_already_paid' | 'invoice_void' | 'subscription_ended' | 'topup_canceled';
+export type UnusableSettlementReason = 'invoice_already_paid' | 'invoice_void' | 'subscription_ended' | 'plan_change_dropped' | 'topup_canceled';
 
 export interface UnusableSettlement {
   user: User;
@@ -21,6 +23,8 @@ export interface UnusableSettlement {
    */
   source: Extract<WalletTransactionSource, 'refund' | 'topup'>;
   referenceId: string;
+  /** The subscription payment credited: its credited_amount grows, so no refund can pay it out again. */
+  payment?: Payment;
 }
 
 /**
@@ -49,6 +53,7 @@ export async function creditUnusableSettlement(ctx: DataContext, input: Unusable
     referenceId: input.referenceId,
     description: `Payment ${input.orderId} could not be used (${input.reason}): credited to the wallet`,
   });
+  if (input.payment) input.payment.creditedAmount = add(input.payment.creditedAmount, input.amount);
   notify(ctx, input.user, 'payment_credited_to_wallet', { ...fields, credited: true, wallet_transaction_id: entry.id });
   consoleLogger.warn('settlement credited to the wallet', fields);
   return `settlement credited to the wallet (${input.reason})`;

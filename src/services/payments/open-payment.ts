@@ -15,6 +15,8 @@ export const GATEWAY_CURRENCIES: readonly string[] = ['IDR'];
 export const WALLET_REFUNDED_TYPES: readonly PaymentType[] = ['wallet', 'bank_transfer', 'echannel'];
 
 export interface OpenPaymentInput {
+  /** The payment's id when the caller must name it before it exists (a pending plan change). */
+  id?: string;
   user: User;
   subscription: Subscription;
   invoice: Invoice;
@@ -31,6 +33,7 @@ export interface OpenPaymentInput {
  */
 export async function openPayment(ctx: DataContext, input: OpenPaymentInput): Promise<Payment> {
   const payment = ctx.em.create(Payment, {
+    ...(input.id ? { id: input.id } : {}),
     orderId: newSubscriptionOrderId(),
     user: input.user,
     subscription: input.subscription,

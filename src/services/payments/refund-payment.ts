@@ -2,7 +2,7 @@ import { LockMode } from '@mikro-orm/core';
 import { Payment, Refund } from '../../db/entities/payment.js';
 import type { User } from '../../db/entities/user.js';
 import { DomainError, InvalidStateError, NotFoundError, ValidationError } from '../../domain/errors.js';
-import { add, compare, isPositive, parseAmountInput, subtract, ZERO } from '../../domain/money.js';
+import { compare, isPositive, parseAmountInput } from '../../domain/money.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { RefundResult } from '../../gateway/types.js';
@@ -12,9 +12,11 @@ import { settleRefundTotals } from './apply-gateway-event.js';
 import { loadPayment } from './find-payment.js';
 import { WALLET_REFUNDED_TYPES } from './open-payment.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { cancelAtGateway } from '../subscriptions/end-subscription.js';
+import { endWhatRefundPaysBack, refundLimit, type RefundBound } from './refund-rules.js';
 
 export interface RefundPaymentInput {
-  /** A JSON number or decimal string; defaults to what remains refundable. */
+  /** A JSON number or decimal string; defaults to all the caller may refund (refund-rules.ts). */
   amount?: unknown;
   reason?: string;
   /** Use the gateway's direct refund (ignored for refunds to the wallet). */
@@ -26,37 +28,59 @@ export interface RefundedPayment {
   refund: Refund;
 }
 
-async function lockPayment(ctx: DataContext, user: User, id: string): Promise<Payment> {
-  const payment = await ctx.em.findOne(Payment, { id, user: user.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+async function lockPayment(ctx: DataContext, where: { id: string; user: string } | { orderId: string }): Promise<Payment> {
+  const payment = await ctx.em.findOne(Payment, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!payment) throw new NotFoundError('Payment');
   await ctx.em.populate(payment, ['invoice', 'user', 'subscription']);
   return payment;
 }
 
 /**
- * Refunds a settled or partially refunded payment, by default all that remains. Payment types
- * the gateway cannot refund go to the user's wallet at once; the others are refunded through
- * the gateway after the refund is recorded (pending), and counted once whether the gateway's
- * answer or its refund notification confirms it first (both match on refund_key).
+ * A customer's refund of their settled or partially refunded payment: at most the unused share
+ * of the time it paid for (by default all of that), and the subscription it paid for ends now.
  */
 export async function refundPayment(ctx: ServiceContext, user: User, id: string, input: RefundPaymentInput): Promise<RefundedPayment> {
+  return refund(ctx, { id, user: user.id }, input, 'customer', false);
+}
+
+export interface StaffRefundInput extends RefundPaymentInput {
+  /** Refund without ending the subscription the payment paid for. */
+  keepSubscription?: boolean;
+}
+
+/** Support staff's refund (billing-admin payments refund), bounded only by what is refundable. */
+export async function refundPaymentAsStaff(ctx: ServiceContext, orderId: string, input: StaffRefundInput): Promise<RefundedPayment> {
+  return refund(ctx, { orderId }, input, 'staff', input.keepSubscription === true);
+}
+
+/**
+ * Refunds a payment within its limit (refund-rules.ts). Payment types the gateway cannot refund
+ * go to the user's wallet at once; the others are refunded through the gateway after the refund
+ * is recorded (pending), and counted once whether the gateway's answer or its refund
+ * notification confirms it first (both match on refund_key).
+ */
+async function refund(
+  ctx: ServiceContext,
+  where: { id: string; user: string } | { orderId: string },
+  input: RefundPaymentInput,
+  bound: RefundBound,
+  keepSubscription: boolean,
+): Promise<RefundedPayment> {
   const reason = input.reason?.trim() || null;
 
   const recorded = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
-    const payment = await lockPayment(tctx, user, id);
+    const payment = await lockPayment(tctx, where);
     const toWallet = WALLET_REFUNDED_TYPES.includes(payment.paymentType);
     if (!paymentStates.can(payment, 'refund_partially')) {
       throw new InvalidStateError(`Only a settled payment can be refunded; this one is ${payment.status.replace(/_/g, ' ')}.`);
     }
     const refunds = await em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
-    // Refunds still waiting for the gateway hold their amount, so two refunds cannot exceed the payment.
-    const held = refunds.filter((r) => r.status !== 'failed').reduce((sum, r) => add(sum, r.amount), ZERO);
-    const remaining = subtract(payment.grossAmount, held);
-    if (!isPositive(remaining)) throw new InvalidStateError('Nothing of this payment is left to refund.');
-    const amount = input.amount === undefined || input.amount === null ? remaining : parseAmountInput(input.amount, payment.currency);
-    if (compare(amount, remaining) > 0) {
-      throw new ValidationError([{ field: 'amount', message: `may not exceed the ${remaining} ${payment.currency} that remains refundable` }]);
+    const limit = await refundLimit(tctx, payment, refunds, bound);
+    if (!isPositive(limit.limit)) throw new InvalidStateError('Nothing of this payment is left to refund.');
+    const amount = input.amount === undefined || input.amount === null ? limit.limit : parseAmountInput(input.amount, payment.currency);
+    if (compare(amount, limit.limit) > 0) {
+      throw new ValidationError([{ field: 'amount', message: `may not exceed the ${limit.limit} ${payment.currency} that remains refundable` }]);
     }
     const refund = em.create(Refund, {
       payment,
@@ -69,6 +93,7 @@ export async function refundPayment(ctx: ServiceContext, user: User, id: string,
       createdAt: ctx.clock.now(),
     } as Refund);
     await em.flush();
+    const toCancel = await endWhatRefundPaysBack(tctx, payment, amount, limit, keepSubscription);
     if (toWallet) {
       await postWalletEntry(tctx, {
         user: payment.user,
@@ -82,12 +107,13 @@ export async function refundPayment(ctx: ServiceContext, user: User, id: string,
       refund.status = 'succeeded';
       settleRefundTotals(tctx, payment, [...refunds, refund]);
     }
-    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet };
+    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet, toCancel };
   });
 
+  await cancelAtGateway(ctx, recorded.toCancel);
   if (!recorded.toWallet) await refundAtGateway(ctx, recorded, input.direct === true, reason);
   const refund = await ctx.em.fork().findOneOrFail(Refund, recorded.refundId);
-  return { payment: await loadPayment(ctx.em, id), refund };
+  return { payment: await loadPayment(ctx.em, recorded.paymentId), refund };
 }
 
 /**

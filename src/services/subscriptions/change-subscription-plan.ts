@@ -1,22 +1,25 @@
+import { randomUUID } from 'node:crypto';
 import type { Payment } from '../../db/entities/payment.js';
 import { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { InvalidStateError } from '../../domain/errors.js';
-import { compare, isPositive, multiplyAndRound, negate, subtract } from '../../domain/money.js';
-import { invoiceStates } from '../../domain/states/invoice-states.js';
+import { isPositive, negate } from '../../domain/money.js';
+import { priceChange } from '../../domain/plan-change-pricing.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { Bank } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
-import { createInvoice } from '../invoices/create-invoice.js';
+import { createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../payments/apply-gateway-event.js';
 import { loadPayment } from '../payments/find-payment.js';
 import { openPayment } from '../payments/open-payment.js';
 import { submitPayment } from '../payments/submit-payment.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
-import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { cancelAtGateway } from './end-subscription.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
+import { unusedCredit } from './period-funds.js';
+import { dropPendingChange, onChangePaymentFailed, switchPlan } from './plan-change.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 
 export interface ChangePlanInput {
@@ -27,38 +30,16 @@ export interface ChangePlanInput {
 
 export interface ChangedPlan {
   subscription: Subscription;
-  /** The proration payment, or null (scheduled change, wallet credit, or nothing to charge). */
+  /** The change's payment, or null (scheduled change, wallet credit, or nothing to charge). */
   payment: Payment | null;
 }
 
-export interface Proration {
-  /** What the unused time of the old plan was worth. */
-  credit: string;
-  /** What the same time on the new plan costs. */
-  charge: string;
-  /** charge − credit: positive is owed now, negative goes to the wallet. */
-  net: string;
-}
-
 /**
- * NOTE: proration by the unused fraction of the current period, in milliseconds:
- * net = new price × unused/total − old price × unused/total, each rounded to what the currency
- * can be charged in. Outside a running period nothing is prorated.
- */
-export function prorate(sub: Subscription, oldPlan: Plan, newPlan: Plan, at: Date): Proration | null {
-  if (!sub.currentPeriodStart || !sub.currentPeriodEnd) return null;
-  const total = sub.currentPeriodEnd.getTime() - sub.currentPeriodStart.getTime();
-  const unused = Math.min(total, Math.max(0, sub.currentPeriodEnd.getTime() - at.getTime()));
-  if (total <= 0 || unused <= 0) return null;
-  const credit = multiplyAndRound(oldPlan.price, unused, total, oldPlan.currency);
-  const charge = multiplyAndRound(newPlan.price, unused, total, newPlan.currency);
-  return { credit, charge, net: subtract(charge, credit) };
-}
-
-/**
- * Moves a subscription to another plan in the same currency: now, with proration (an invoice
- * and payment for a positive amount, a wallet credit for a negative one), or at the next
- * renewal as `pending_plan`.
+ * Moves a subscription to another plan in the same currency: now (priced by priceChange: an
+ * invoice and payment for a positive amount, a wallet credit for a negative one), or at the next
+ * renewal as `pending_plan`. A change that costs money waits for its payment (`pending_change`)
+ * unless it is paid at once (wallet, saved card). A new change replaces a pending one; asking
+ * for the current plan just drops it.
  */
 export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id: string, input: ChangePlanInput): Promise<ChangedPlan> {
   const immediate = input.immediate ?? true;
@@ -70,63 +51,50 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     const sub = await findOwnSubscription(em, user, id, { lock: true });
     subscriptionActions.assert(sub, 'change_plan');
     const oldPlan = sub.plan;
-    if (oldPlan.id === newPlan.id) throw new InvalidStateError(`The subscription is already on ${oldPlan.slug}.`);
+    const hadPending = sub.pendingChange !== null;
+    if (oldPlan.id === newPlan.id && !hadPending) throw new InvalidStateError(`The subscription is already on ${oldPlan.slug}.`);
     if (oldPlan.currency !== newPlan.currency) {
       throw new InvalidStateError(`${newPlan.slug} is priced in ${newPlan.currency}, the subscription in ${oldPlan.currency}.`);
+    }
+    // NOTE: another change replaces a pending one: its payment is canceled before anything else.
+    const toCancel = await dropPendingChange(tctx, sub);
+    if (oldPlan.id === newPlan.id) {
+      sub.pendingPlan = null;
+      return { paymentId: null, toCancel };
     }
     const plan = await em.findOneOrFail(Plan, newPlan.id);
     if (!immediate) {
       sub.pendingPlan = plan;
       notify(tctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, plan_name: plan.name, scheduled: true });
-      return { paymentId: null, oldPlanId: oldPlan.id };
+      return { paymentId: null, toCancel };
+    }
+    if (sub.status === 'trialing') {
+      // A trial costs nothing and buys nothing to credit: the plan changes, the trial runs on.
+      sub.plan = plan;
+      sub.pendingPlan = null;
+      notify(tctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, proration: null });
+      return { paymentId: null, toCancel };
     }
 
-    let paymentId: string | null = null;
-    const proration = sub.status === 'active' ? prorate(sub, oldPlan, plan, at) : null;
-    if (proration && isPositive(proration.net)) {
-      if (sub.paymentType === 'credit_card' && !sub.cardToken) {
-        throw new InvalidStateError('The subscription has no saved card to charge the proration to.');
-      }
-      const invoice = await createInvoice(tctx, {
-        user: sub.user,
-        subscription: sub,
-        currency: plan.currency,
-        billingReason: 'subscription_update',
-        issuedAt: at,
-        dueAt: at,
-        periodStart: at,
-        periodEnd: sub.currentPeriodEnd,
-        lines: [
-          { description: `Unused time on ${oldPlan.name}`, kind: 'proration', unitAmount: negate(proration.credit), periodStart: at, periodEnd: sub.currentPeriodEnd },
-          { description: `Remaining time on ${plan.name}`, kind: 'proration', unitAmount: proration.charge, periodStart: at, periodEnd: sub.currentPeriodEnd },
-        ],
-      });
-      const payment = await openPayment(tctx, {
-        user: sub.user,
-        subscription: sub,
-        invoice,
-        paymentType: sub.paymentType,
-        amount: invoice.totalAmount,
-        currency: plan.currency,
-      });
-      paymentId = payment.id;
-    } else if (proration && compare(proration.net, '0') < 0) {
-      await postWalletEntry(tctx, {
-        user: sub.user,
-        kind: 'credit',
-        amount: negate(proration.net),
-        currency: plan.currency,
-        source: 'proration',
-        referenceId: `plan-change:${sub.id}:${at.getTime()}`,
-        description: `Unused time on ${oldPlan.name} after moving to ${plan.name}`,
-      });
+    const terms = priceChange({
+      oldPlan,
+      newPlan: plan,
+      periodStart: sub.currentPeriodStart,
+      periodEnd: sub.currentPeriodEnd,
+      at,
+      credit: await unusedCredit(tctx, sub, at),
+    });
+    if (!isPositive(terms.net)) {
+      await switchPlan(tctx, sub, plan, terms, at, null);
+      return { paymentId: null, toCancel };
     }
-    sub.plan = plan;
-    sub.pendingPlan = null;
-    notify(tctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, proration: proration?.net ?? null });
-    return { paymentId, oldPlanId: oldPlan.id };
+    if (sub.paymentType === 'credit_card' && !sub.cardToken) {
+      throw new InvalidStateError('The subscription has no saved card to charge the change to.');
+    }
+    return { paymentId: await billChange(tctx, sub, plan, terms, at), toCancel };
   });
 
+  await cancelAtGateway(ctx, outcome.toCancel);
   if (outcome.paymentId) {
     const sub = await loadSubscription(ctx.em, id);
     if (sub.paymentType !== 'wallet') {
@@ -135,7 +103,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
         cardToken: sub.cardToken,
         merchantInitiated: sub.paymentType === 'credit_card',
         customer: sub.customerDetails,
-        onRejected: (t, payment) => revertPlanChange(t, payment, outcome.oldPlanId),
+        onRejected: async (t, payment) => void onChangePaymentFailed(t, payment),
       });
     }
   }
@@ -145,8 +113,46 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
   };
 }
 
-/** The gateway refused the proration charge: the subscription goes back to its old plan. */
-async function revertPlanChange(ctx: DataContext, payment: Payment, oldPlanId: string): Promise<void> {
-  if (payment.invoice) invoiceStates.applyIfAllowed(payment.invoice, 'void', ctx.clock.now());
-  if (payment.subscription) payment.subscription.plan = ctx.em.getReference(Plan, oldPlanId);
+/**
+ * Invoices a change that costs money and records it as the subscription's pending change; a
+ * wallet payment settles inside openPayment, which applies the change at once.
+ */
+async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms: ReturnType<typeof priceChange>, at: Date): Promise<string> {
+  const oldPlan = sub.plan;
+  const lines: InvoiceLineInput[] = [];
+  if (isPositive(terms.credit)) {
+    lines.push({ description: `Unused time on ${oldPlan.name}`, kind: 'proration', unitAmount: negate(terms.credit), periodStart: at, periodEnd: sub.currentPeriodEnd });
+  }
+  lines.push({
+    description: terms.resetsPeriod ? `${plan.name} (new period)` : `Remaining time on ${plan.name}`,
+    kind: terms.resetsPeriod ? 'subscription' : 'proration',
+    unitAmount: terms.charge,
+    periodStart: at,
+    periodEnd: terms.periodEnd,
+  });
+  const invoice = await createInvoice(ctx, {
+    user: sub.user,
+    subscription: sub,
+    currency: plan.currency,
+    billingReason: 'subscription_update',
+    issuedAt: at,
+    dueAt: at,
+    periodStart: at,
+    periodEnd: terms.periodEnd,
+    lines,
+  });
+  const paymentId = randomUUID();
+  sub.pendingChangePlan = plan;
+  sub.pendingChange = {
+    payment_id: paymentId,
+    requested_at: at.toISOString(),
+    period_start: terms.periodStart.toISOString(),
+    period_end: terms.periodEnd.toISOString(),
+    resets_period: terms.resetsPeriod,
+    credit: terms.credit,
+    charge: terms.charge,
+    prior_period_end: sub.currentPeriodEnd?.toISOString() ?? null,
+  };
+  await openPayment(ctx, { id: paymentId, user: sub.user, subscription: sub, invoice, paymentType: sub.paymentType, amount: invoice.totalAmount, currency: plan.currency });
+  return paymentId;
 }

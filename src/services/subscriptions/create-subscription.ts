@@ -2,6 +2,7 @@ import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Payment } from '../../db/entities/payment.js';
 import type { Plan } from '../../db/entities/plan.js';
 import { Subscription, type PaymentType } from '../../db/entities/subscription.js';
+import { TrialGrant } from '../../db/entities/trial-grant.js';
 import { User } from '../../db/entities/user.js';
 import { addDays, cycleBoundary } from '../../domain/billing-calendar.js';
 import { DomainError, ValidationError } from '../../domain/errors.js';
@@ -41,10 +42,13 @@ function customerDetails(user: User, given: CreateSubscriptionInput['customerDet
   return merged;
 }
 
-/** NOTE: a trial is given once per user and plan: a user who had this plan's trial pays from the start. */
+/**
+ * NOTE: a trial is given once per user and plan, ever (DECISIONS §4): the grant is recorded
+ * when the trial starts, so later plan changes and cancellations cannot give it back.
+ */
 async function trialAllowed(ctx: DataContext, user: User, plan: Plan): Promise<boolean> {
   if (plan.trialPeriodDays <= 0) return false;
-  return (await ctx.em.count(Subscription, { user: user.id, plan, trialEnd: { $ne: null } })) === 0;
+  return (await ctx.em.count(TrialGrant, { user: user.id, plan: plan.id })) === 0;
 }
 
 const isLiveUserViolation = (err: unknown): boolean =>
@@ -105,6 +109,7 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
         sub.nextBillingDate = sub.trialEnd;
         // Paid periods are counted from the end of the trial.
         sub.billingAnchor = sub.trialEnd;
+        em.create(TrialGrant, { user: owner, plan, createdAt: at } as TrialGrant);
         await em.flush();
         notify(tctx, owner, 'subscription_activated', subscriptionData(sub));
         return { subscriptionId: sub.id, paymentId: null, toCancel };

@@ -28,6 +28,8 @@ export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, re
   subscriptionStates.apply(sub, 'cancel', at);
   sub.cancelReason = reason;
   sub.nextBillingDate = null;
+  sub.pendingChange = null;
+  sub.pendingChangePlan = null;
   const orderIds: string[] = [];
   for (const payment of await ctx.em.find(Payment, { subscription: sub, status: 'pending' })) {
     paymentStates.apply(payment, 'cancel', at);

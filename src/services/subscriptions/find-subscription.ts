@@ -5,7 +5,7 @@ import type { User } from '../../db/entities/user.js';
 import { NotFoundError } from '../../domain/errors.js';
 
 /** Relations the subscription's wire shape needs. */
-export const SUBSCRIPTION_POPULATE = ['plan', 'pendingPlan', 'user'] as const;
+export const SUBSCRIPTION_POPULATE = ['plan', 'pendingPlan', 'pendingChangePlan', 'user'] as const;
 
 /**
  * One of the user's subscriptions (another user's is not found, never forbidden); locked for

@@ -26,6 +26,10 @@ export async function getActiveSubscription(ctx: Pick<DataContext, 'em'>, user: 
   );
   if (!sub) throw new NotFoundError('Active subscription');
   // Mapped into the same identity map, the plans initialise the subscription's references.
-  await findRaw(ctx.em, Plan, 'select * from plans where id in (?, ?)', [sub.plan.id, sub.pendingPlan?.id ?? sub.plan.id]);
+  await findRaw(ctx.em, Plan, 'select * from plans where id in (?, ?, ?)', [
+    sub.plan.id,
+    sub.pendingPlan?.id ?? sub.plan.id,
+    sub.pendingChangePlan?.id ?? sub.plan.id,
+  ]);
   return sub;
 }

@@ -22,11 +22,13 @@ export interface Operation {
   method: string;
   /** As written in the contract, e.g. /payments/{id}/refund/ */
   path: string;
+  /** The path's own server (`/metrics`, the probes: '' for the host's root), or null: under the API mount. */
+  base: string | null;
   secured: boolean;
   params: { name: string; in: 'path' | 'query' | 'header'; required: boolean; schema: Schema }[];
   body: { schema: Schema; required: boolean } | null;
-  /** status → content type and schema (null: no body documented). */
-  responses: Map<number, { contentType: string; schema: Schema } | null>;
+  /** status → schema by content type (null: no body documented). */
+  responses: Map<number, Map<string, Schema> | null>;
 }
 
 export interface Contract {
@@ -64,17 +66,17 @@ export function loadContract(): Contract {
     for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
       const raw = item[method];
       if (!raw) continue;
-      const responses = new Map<number, { contentType: string; schema: Schema } | null>();
+      const responses = new Map<number, Map<string, Schema> | null>();
       for (const [status, response] of Object.entries(raw.responses as Record<string, Json>)) {
-        const r = resolve(response);
-        const [contentType, media] = Object.entries((r.content ?? {}) as Record<string, Json>)[0] ?? [];
-        responses.set(Number(status), contentType ? { contentType, schema: media.schema } : null);
+        const media = Object.entries((resolve(response).content ?? {}) as Record<string, Json>);
+        responses.set(Number(status), media.length > 0 ? new Map(media.map(([type, m]) => [type, m.schema as Schema])) : null);
       }
       const security = raw.security ?? doc.security ?? [];
       operations.push({
         id: raw.operationId,
         method: method.toUpperCase(),
         path,
+        base: item.servers?.[0] ? String(item.servers[0].url).replace(/\/$/, '') : null,
         secured: security.length > 0,
         params: [...(item.parameters ?? []), ...(raw.parameters ?? [])].map((p: Json) => {
           const r = resolve(p);
@@ -94,8 +96,9 @@ export function loadContract(): Contract {
       const documented = op.responses.get(status) ?? null;
       if (documented === null) return body === '' || body === undefined ? [] : [`${status} documents no body, got ${String(body).slice(0, 200)}`];
       const type = (contentType ?? '').split(';')[0].trim();
-      if (type !== documented.contentType) return [`${status} answered ${type || 'no content type'}, documented ${documented.contentType}`];
-      const validate = validatorFor(documented.schema);
+      const schema = documented.get(type);
+      if (!schema) return [`${status} answered ${type || 'no content type'}, documented ${[...documented.keys()].join(' or ')}`];
+      const validate = validatorFor(schema);
       return validate(body) ? [] : (validate.errors ?? []).map((e) => `${status} body ${e.instancePath || '/'} ${e.message}`);
     },
   };

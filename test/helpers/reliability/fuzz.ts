@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { prepareDatabase } from './accounts.js';
 import { loadContract, requestArb, type Contract, type Operation, type RequestContext } from './contract.js';
 import { API, call, startServerProcess, TEST_SERVER_KEY, type ServerProcess } from './server-process.js';
+import type { StatusLog } from './status-log.js';
 
 /*
  * Property-based requests for every operation of the contract against a server process, with a
@@ -22,9 +23,9 @@ export interface FuzzFinding {
   problems: string[];
 }
 
-export async function startFuzzTarget(databaseUrl: string): Promise<FuzzTarget> {
+export async function startFuzzTarget(databaseUrl: string, env: Record<string, string> = {}): Promise<FuzzTarget> {
   const accounts = await prepareDatabase(databaseUrl, ['fuzz', 'other']);
-  const server = await startServerProcess({ databaseUrl, env: { LOGIN_THROTTLE_LIMIT: '100000000' } });
+  const server = await startServerProcess({ databaseUrl, env: { LOGIN_THROTTLE_LIMIT: '100000000', ...env } });
   const ids = { own: [] as string[], other: [] as string[] };
   const subscriptions = { own: [] as string[], other: [] as string[] };
   for (const who of ['fuzz', 'other'] as const) {
@@ -59,13 +60,13 @@ export async function startFuzzTarget(databaseUrl: string): Promise<FuzzTarget> 
   return { server, contract: loadContract(), context };
 }
 
-/** Sends `runs` generated requests to one operation and returns what broke the rules. */
-export async function fuzzOperation(target: FuzzTarget, op: Operation, runs: number, seed: number): Promise<FuzzFinding[]> {
+/** Sends `runs` generated requests to one operation and returns what broke the rules (each answer goes to `log` too). */
+export async function fuzzOperation(target: FuzzTarget, op: Operation, runs: number, seed: number, log?: StatusLog): Promise<FuzzFinding[]> {
   const findings: FuzzFinding[] = [];
   const statuses: Record<number, number> = {};
   const requests = fc.sample(requestArb(target.contract, op, target.context), { numRuns: runs, seed });
   for (const req of requests) {
-    const res = await fetch(`${target.server.url}${API}${req.url}`, { method: req.method, headers: req.headers, body: req.body, redirect: 'manual' });
+    const res = await fetch(`${target.server.url}${op.base ?? API}${req.url}`, { method: req.method, headers: req.headers, body: req.body, redirect: 'manual' });
     const text = await res.text();
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
     const contentType = res.headers.get('content-type');
@@ -78,7 +79,7 @@ export async function fuzzOperation(target: FuzzTarget, op: Operation, runs: num
         continue;
       }
     }
-    const problems = target.contract.check(op, res.status, contentType, body);
+    const problems = log ? [...log.record(op, describe(req), res.status, contentType, body).problems] : target.contract.check(op, res.status, contentType, body);
     // NOTE: a correctly signed notification the service cannot apply (unknown order, wrong
     // amount) is documented as 503 so that the gateway retries; an attacker cannot sign.
     const allowed5xx = op.id === 'receiveGatewayNotification' && req.signed && res.status === 503;

@@ -10,6 +10,9 @@ export interface PgChaos {
   cutConnections(): Promise<number>;
   /** ALLOW_CONNECTIONS false, cut everything, wait, allow again. */
   outage(ms: number): Promise<void>;
+  /** ALLOW_CONNECTIONS false and cut everything: down until allow(). */
+  refuse(): Promise<void>;
+  allow(): Promise<void>;
   /** Cuts connections every `everyMs` until the returned stop() is called. */
   keepCutting(everyMs: number): { stop(): Promise<number> };
   close(): Promise<void>;
@@ -26,6 +29,11 @@ export async function pgChaos(databaseUrl: string): Promise<PgChaos> {
   };
   return {
     cutConnections,
+    async refuse() {
+      await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+      await cutConnections();
+    },
+    allow: async () => void (await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)),
     async outage(ms) {
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
       try {

@@ -1,0 +1,50 @@
+import { LockMode } from '@mikro-orm/core';
+import type { Payment, Refund } from '../../db/entities/payment.js';
+import { Subscription } from '../../db/entities/subscription.js';
+import { add, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
+import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import type { DataContext } from '../context.js';
+import { endSubscriptionNow } from '../subscriptions/end-subscription.js';
+import { unusedOfPayment, withdrawFunds } from '../subscriptions/period-funds.js';
+
+/*
+ * NOTE: "a refund gives back at most what is unused, and ends what it pays back" (DECISIONS §5).
+ * Who asks decides the bound: a customer (the API) gets back at most the unused share of the
+ * time the payment paid for; support staff (billing-admin payments refund) are bounded only by
+ * what is refundable at all.
+ */
+
+export type RefundBound = 'customer' | 'staff';
+
+export interface RefundLimit {
+  /** settled − refunded (and held by pending refunds) − credits already granted from the payment. */
+  refundable: Money;
+  /** The unused share of what the payment paid for, now. */
+  unused: Money;
+  /** What this caller may refund. */
+  limit: Money;
+}
+
+export async function refundLimit(ctx: DataContext, payment: Payment, refunds: Refund[], bound: RefundBound): Promise<RefundLimit> {
+  // Refunds still waiting for the gateway hold their amount, so two refunds cannot exceed the payment.
+  const held = refunds.filter((r) => r.status !== 'failed').reduce((sum, r) => add(sum, r.amount), ZERO);
+  const refundable = subtract(payment.grossAmount, add(held, payment.creditedAmount));
+  const unused = await unusedOfPayment(ctx, payment, ctx.clock.now());
+  const limit = bound === 'staff' ? refundable : minimum(refundable, unused);
+  return { refundable, unused, limit: isPositive(limit) ? limit : ZERO };
+}
+
+/**
+ * Takes a recorded refund out of the time the payment paid for and, unless staff keep it, ends
+ * the subscription that time belonged to (`cancel_reason: refunded`). Returns the order ids to
+ * cancel at the gateway after the commit.
+ */
+export async function endWhatRefundPaysBack(ctx: DataContext, payment: Payment, amount: Money, limit: RefundLimit, keepSubscription: boolean): Promise<string[]> {
+  await withdrawFunds(ctx, payment, amount, ctx.clock.now());
+  // A payment of time already used (an old period) pays nothing current back: nothing to end.
+  if (keepSubscription || !payment.subscription || !isPositive(limit.unused)) return [];
+  const sub = await ctx.em.findOneOrFail(Subscription, payment.subscription.id, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  await ctx.em.populate(sub, ['plan', 'user']);
+  if (!subscriptionStates.can(sub, 'cancel')) return [];
+  return endSubscriptionNow(ctx, sub, 'refunded');
+}
