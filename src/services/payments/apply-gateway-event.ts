@@ -12,7 +12,7 @@ import { topupStates, type TopupEvent } from '../../domain/states/topup-states.j
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
-import { fundPeriod } from '../subscriptions/period-funds.js';
+import { fundPeriod, withdrawFunds } from '../subscriptions/period-funds.js';
 import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscriptions/plan-change.js';
 import { creditUnusableSettlement, type UnusableSettlementReason } from './credit-unusable-settlement.js';
 import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, type GatewayEvent } from './gateway-event.js';
@@ -249,6 +249,7 @@ async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: G
   const changes: string[] = [];
   const known = await ctx.em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
   const recordedBefore = payment.refundedAmount;
+  const madeAtGatewayBefore = madeAtGateway(known);
   for (const r of event.refunds) {
     if (!r.refundKey) continue;
     const existing = known.find((k) => k.refundKey === r.refundKey);
@@ -290,8 +291,18 @@ async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: G
       changes.push('refunds without a key matched to keyed ones');
     }
   }
+  // Refunds made at the gateway (not through refundPayment, which withdraws its own) give back
+  // time the payment paid for: taken out of its funds, so no later credit pays it out again.
+  const newlyAtGateway = subtract(madeAtGateway(known), madeAtGatewayBefore);
+  if (isPositive(newlyAtGateway)) await withdrawFunds(ctx, payment, newlyAtGateway, ctx.clock.now());
   changes.push(...settleRefundTotals(ctx, payment, known));
   return changes;
+}
+
+const GATEWAY_REFUND_REASON = 'refund made at the gateway';
+
+function madeAtGateway(refunds: Refund[]): string {
+  return refunds.filter((r) => r.status === 'succeeded' && r.reason === GATEWAY_REFUND_REASON).reduce((sum, r) => add(sum, r.amount), ZERO);
 }
 
 /** The one refund row per payment that holds what the gateway refunded without a refund_key. */
@@ -307,7 +318,7 @@ function gatewayRefund(ctx: DataContext, payment: Payment, refundKey: string, am
     status: 'succeeded',
     destination: 'gateway',
     direct: false,
-    reason: 'refund made at the gateway',
+    reason: GATEWAY_REFUND_REASON,
     createdAt: ctx.clock.now(),
   } as Refund);
 }
