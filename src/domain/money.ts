@@ -34,6 +34,12 @@ export function subtract(a: Money, b: Money): Money {
   return dec(a).minus(dec(b)).toFixed(2);
 }
 
+/** A plain decimal number as text ("150000", "150000.00", "-1.5"): no exponent, sign or spaces. */
+export function isDecimalText(text: string): boolean {
+  return /^-?\d{1,30}(\.\d{1,30})?$/.test(text);
+}
+
+/** Compares exactly: no rounding to two places first ("150000.001" is more than "150000.00"). */
 export function compare(a: Money, b: Money): -1 | 0 | 1 {
   return dec(a).comparedTo(dec(b)) as -1 | 0 | 1;
 }
@@ -84,7 +90,8 @@ export function parseAmountInput(value: unknown, currency: string, field = 'amou
   let text: string;
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) fail('must be a finite number');
-    // Numbers arrive already parsed by JSON; re-read them through their shortest decimal form.
+    // Request bodies are parsed exactly (src/domain/exact-json.ts): a number that reaches here
+    // is the one written, and a double's shortest decimal form gives its digits back.
     text = String(value);
     if (/e/i.test(text)) fail('is out of range');
   } else if (typeof value === 'string') {

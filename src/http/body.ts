@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { DomainError } from '../domain/errors.js';
+import { parseJsonExact } from '../domain/exact-json.js';
 
 /** Reads the raw request body as text, refusing more than `limit` bytes (413). */
 export async function readRawBody(ctx: Context, limit: number): Promise<string> {
@@ -17,11 +18,11 @@ export async function readRawBody(ctx: Context, limit: number): Promise<string> 
 
 export type ParsedBody = { ok: true; value: unknown } | { ok: false; error: string };
 
-/** Parses a JSON body; an empty body is `undefined`. */
+/** Parses a JSON body, numbers read exactly (src/domain/exact-json.ts); an empty body is `undefined`. */
 export function parseJsonBody(raw: string): ParsedBody {
   if (raw.trim() === '') return { ok: true, value: undefined };
   try {
-    return { ok: true, value: JSON.parse(raw) };
+    return { ok: true, value: parseJsonExact(raw) };
   } catch (e) {
     return { ok: false, error: (e as Error).message };
   }

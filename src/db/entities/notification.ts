@@ -20,7 +20,8 @@ export type NotificationType =
   | 'trial_will_end'
   | 'topup_succeeded'
   | 'topup_failed'
-  | 'topup_expired';
+  | 'topup_expired'
+  | 'payment_credited_to_wallet';
 
 export class Notification {
   id!: string;

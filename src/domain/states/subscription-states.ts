@@ -12,8 +12,8 @@ export type SubscriptionEvent = 'activate' | 'mark_past_due' | 'pause' | 'resume
 export const subscriptionStates = new StateMachine<SubscriptionStatus, SubscriptionEvent, Subscription>(
   'subscription',
   {
-    // Specification: a settlement activates from any state. A canceled or expired subscription
-    // is revived only by src/services/subscriptions, which first checks no other one is live.
+    // Specification: a settlement activates from any state. A settlement for a canceled or
+    // expired subscription is credited to the wallet instead (credit-unusable-settlement.ts).
     activate: { from: ['pending', 'trialing', 'active', 'past_due', 'paused', 'canceled', 'expired'], to: 'active' },
     // NOTE: a failed payment never resurrects a canceled, expired or paused subscription.
     mark_past_due: { from: ['pending', 'trialing', 'active', 'past_due'], to: 'past_due' },

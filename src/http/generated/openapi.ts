@@ -836,7 +836,9 @@ export interface components {
         Money: string;
         /**
          * @description An amount in a request body, as a JSON number or a decimal string. More than two
-         *     decimal places, or any decimals for IDR, answer `400`.
+         *     decimal places, or any decimals for IDR, answer `400`. Money is exact or refused: a
+         *     JSON number is read from its text, never through a float, so `20000.000000000001`
+         *     answers `400` and is not rounded to `20000.00`.
          */
         AmountInput: number | string;
         /**
@@ -1972,7 +1974,7 @@ export interface components {
          * @example payment_pending
          * @enum {string}
          */
-        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired";
+        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired" | "payment_credited_to_wallet";
         /**
          * @example in_app
          * @enum {string}

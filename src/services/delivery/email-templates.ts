@@ -210,6 +210,14 @@ const TEMPLATES: Record<NotificationType, (d: Data) => EmailDraft> = {
     paragraphs: ['The top-up was not completed and your wallet was not credited. You can start a new top-up at any time.'],
     facts: [['Order', str(d.order_id)], ['Amount', money(d.currency, d.amount)]],
   }),
+  payment_credited_to_wallet: (d) => ({
+    subject: `${money(d.currency, d.amount)} added to your wallet${ref(d)}`,
+    heading: 'Payment credited to your wallet',
+    paragraphs: [
+      `A payment arrived that could no longer be used (the invoice was already paid, the subscription had ended or the top-up was canceled). ${d.credited === false ? 'It is in another currency than your wallet, so our support team will refund it to you.' : 'Its full amount was added to your wallet balance.'}`,
+    ],
+    facts: [['Order', str(d.order_id)], ['Amount', money(d.currency, d.amount)]],
+  }),
   topup_expired: (d) => ({
     subject: `Top-up${ref(d)} expired`,
     heading: 'Top-up expired',

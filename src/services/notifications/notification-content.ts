@@ -22,6 +22,10 @@ const CONTENT: Record<NotificationType, (d: Data) => { title: string; message: s
   }),
   payment_succeeded: (d) => ({ title: 'Payment received', message: `We received ${text(d.currency)} ${text(d.amount)} for order ${text(d.order_id)}. Thank you.` }),
   payment_failed: (d) => ({ title: 'Payment failed', message: `The payment for order ${text(d.order_id)} did not go through (${text(d.gateway_status)}).` }),
+  payment_credited_to_wallet: (d) => ({
+    title: 'Payment credited to your wallet',
+    message: `${text(d.currency)} ${text(d.amount)} from order ${text(d.order_id)} could not be used (${text(d.reason).replace(/_/g, ' ')}), so ${d.credited === false ? 'support will refund it to you' : 'it was added to your wallet'}.`,
+  }),
   payment_refunded: (d) => ({ title: 'Payment refunded', message: `${text(d.currency)} ${text(d.refunded_amount)} of order ${text(d.order_id)} has been refunded.` }),
   subscription_activated: (d) => ({ title: 'Subscription active', message: `Your ${text(d.plan_name)} subscription is active.` }),
   subscription_past_due: (d) => ({ title: 'Payment overdue', message: `Your ${text(d.plan_name)} subscription is past due; please complete the payment to keep access.` }),

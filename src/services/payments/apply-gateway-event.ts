@@ -4,7 +4,7 @@ import { Subscription } from '../../db/entities/subscription.js';
 import { Topup } from '../../db/entities/topup.js';
 import { cycleBoundary } from '../../domain/billing-calendar.js';
 import { DomainError } from '../../domain/errors.js';
-import { add, compare, isPositive, money, subtract, ZERO } from '../../domain/money.js';
+import { add, compare, isDecimalText, isPositive, money, subtract, ZERO } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
@@ -12,8 +12,9 @@ import { topupStates, type TopupEvent } from '../../domain/states/topup-states.j
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
-import { fundPeriod } from '../subscriptions/period-funds.js';
+import { fundPeriod, withdrawFunds } from '../subscriptions/period-funds.js';
 import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscriptions/plan-change.js';
+import { creditUnusableSettlement, type UnusableSettlementReason } from './credit-unusable-settlement.js';
 import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, type GatewayEvent } from './gateway-event.js';
 
 export interface EventOutcome {
@@ -40,15 +41,15 @@ export async function applyGatewayEvent(ctx: DataContext, event: GatewayEvent): 
   throw new GatewayEventError(`Order ${event.orderId || '(none)'} is neither a subscription (SUB-) nor a top-up (TOPUP-) order.`);
 }
 
+/**
+ * NOTE: money is exact or refused: the notified gross_amount must equal the local amount as a
+ * decimal, digit for digit, so "150000.001" does not settle a 150000.00 payment (rounding it to
+ * the currency's precision first would). The webhook answers 503 and its log says why.
+ */
 function assertAmount(event: GatewayEvent, expected: string): void {
   if (event.grossAmount === null) return;
-  let received: string;
-  try {
-    received = money(event.grossAmount);
-  } catch {
-    throw new GatewayEventError(`gross_amount "${event.grossAmount}" is not a number.`);
-  }
-  if (compare(received, expected) !== 0) {
+  if (!isDecimalText(event.grossAmount)) throw new GatewayEventError(`gross_amount "${event.grossAmount}" is not a decimal number.`);
+  if (compare(event.grossAmount, expected) !== 0) {
     throw new GatewayEventError(`gross_amount ${event.grossAmount} does not match the local amount ${expected}.`);
   }
 }
@@ -120,37 +121,47 @@ export function paymentData(payment: Pick<Payment, 'id' | 'orderId' | 'grossAmou
   };
 }
 
+/**
+ * A settlement buys nothing when its invoice was already paid (a superseded payment settled
+ * after all) or voided, or when its subscription has ended (canceled, expired, or replaced by
+ * another): checked before anything is paid or revived.
+ */
+function unusableBecause(payment: Payment): UnusableSettlementReason | null {
+  const sub = payment.subscription;
+  if (sub && (sub.status === 'canceled' || sub.status === 'expired')) return 'subscription_ended';
+  if (payment.invoice?.status === 'paid') return 'invoice_already_paid';
+  if (payment.invoice?.status === 'void') return 'invoice_void';
+  return null;
+}
+
 /** A payment's money arrived: pay its invoice and start, renew or revive its subscription. */
 async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
   const changes: string[] = [];
   notify(ctx, payment.user, 'payment_succeeded', paymentData(payment));
+  const unusable = unusableBecause(payment);
+  if (unusable) {
+    // What a refund or an earlier credit already gave back is not credited again.
+    const amount = subtract(payment.grossAmount, add(payment.refundedAmount, payment.creditedAmount));
+    if (!isPositive(amount)) return changes;
+    changes.push(
+      await creditUnusableSettlement(ctx, {
+        user: payment.user,
+        orderId: payment.orderId,
+        amount,
+        currency: payment.currency,
+        reason: unusable,
+        source: 'refund',
+        referenceId: `late-settlement:${payment.id}`,
+        payment,
+      }),
+    );
+    return changes;
+  }
   const invoice = payment.invoice;
-  const alreadyPaid = invoice?.status === 'paid';
   if (invoice && invoiceStates.applyIfAllowed(invoice, 'pay', at)) changes.push(`invoice ${invoice.number} paid`);
   const sub = payment.subscription;
   if (!sub) return changes;
 
-  if (sub.status === 'canceled' || sub.status === 'expired') {
-    const otherLive = await ctx.em.count(Subscription, { liveUserId: sub.user.id, id: { $ne: sub.id } });
-    if (otherLive > 0) {
-      // NOTE: money for a subscription that was replaced must not vanish: it goes to the wallet.
-      await postWalletEntry(ctx, {
-        user: payment.user,
-        kind: 'credit',
-        amount: payment.grossAmount,
-        currency: payment.currency,
-        source: 'refund',
-        referenceId: `late-settlement:${payment.id}`,
-        description: `Late payment ${payment.orderId} for a subscription that was already replaced`,
-      });
-      changes.push('late settlement credited to the wallet');
-      return changes;
-    }
-  }
-
-  // A second payment of an invoice already paid (a superseded payment settled after all) buys
-  // no second period: the subscription stays as the first payment left it.
-  if (alreadyPaid) return [...changes, `invoice ${invoice.number} was already paid: subscription unchanged`];
   // NOTE: a plan change takes effect when its payment settles (DECISIONS §4).
   if (isChangePayment(payment)) return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
   const wasStatus = sub.status;
@@ -226,16 +237,22 @@ async function onPaymentFailed(ctx: DataContext, payment: Payment, at: Date): Pr
 }
 
 /**
- * Refund notifications: each refund the gateway lists is recorded once by its refund_key
- * (ours, from refundPayment, or one made in the gateway's dashboard), and the payment's
- * refunded amount is the sum of its refunds.
+ * Refund notifications. NOTE: the gateway's cumulative `refund_amount` is the truth for what it
+ * refunded (DECISIONS §5, revised 2026-11-23). Refunds it lists with a refund_key (ours, from
+ * refundPayment, or a dashboard refund that carries one) are recorded once by that key; refunds
+ * without a key cannot be told apart from one notification to the next, so they are never
+ * added one by one: the part of the cumulative amount that no keyed refund explains is held by
+ * one gateway refund per payment (gatewayRefundKey), recomputed on every notification. A
+ * stale notification (a lower cumulative amount, out of order) never lowers what was recorded.
  */
 async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: GatewayEvent): Promise<string[]> {
   const changes: string[] = [];
-  const known = await ctx.em.find(Refund, { payment });
-  const listed = event.refunds.length > 0 ? event.refunds : [];
-  for (const r of listed) {
-    const existing = r.refundKey ? known.find((k) => k.refundKey === r.refundKey) : undefined;
+  const known = await ctx.em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
+  const recordedBefore = payment.refundedAmount;
+  const madeAtGatewayBefore = madeAtGateway(known);
+  for (const r of event.refunds) {
+    if (!r.refundKey) continue;
+    const existing = known.find((k) => k.refundKey === r.refundKey);
     if (existing) {
       if (existing.status !== 'succeeded') {
         existing.status = 'succeeded';
@@ -243,46 +260,67 @@ async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: G
       }
       continue;
     }
-    const key = r.refundKey ?? `${payment.orderId}-gw-${known.length + 1}`;
-    known.push(
-      ctx.em.create(Refund, {
-        payment,
-        refundKey: key,
-        amount: money(r.amount),
-        status: 'succeeded',
-        destination: 'gateway',
-        direct: false,
-        reason: 'refund made at the gateway',
-        createdAt: ctx.clock.now(),
-      } as Refund),
-    );
-    changes.push(`refund ${key} recorded`);
+    known.push(gatewayRefund(ctx, payment, r.refundKey, money(r.amount)));
+    changes.push(`refund ${r.refundKey} recorded`);
   }
-  // Without a refunds[] list, the cumulative amount tells what is missing.
-  if (listed.length === 0 && event.refundAmount) {
-    const recorded = known.filter((k) => k.status === 'succeeded').reduce((sum, k) => add(sum, k.amount), ZERO);
-    const missing = subtract(money(event.refundAmount), recorded);
-    if (compare(missing, ZERO) > 0) {
-      const pending = known.find((k) => k.status === 'pending' && compare(k.amount, missing) === 0);
-      if (pending) pending.status = 'succeeded';
-      else
-        known.push(
-          ctx.em.create(Refund, {
-            payment,
-            refundKey: `${payment.orderId}-gw-${money(event.refundAmount)}`,
-            amount: missing,
-            status: 'succeeded',
-            destination: 'gateway',
-            direct: false,
-            reason: 'refund made at the gateway',
-            createdAt: ctx.clock.now(),
-          } as Refund),
-        );
-      changes.push(`refund of ${missing} recorded`);
+  const reported = event.refundAmount ?? (event.refunds.length > 0 ? add(...event.refunds.map((r) => money(r.amount))) : null);
+  if (reported !== null) {
+    const truth = compare(money(reported), recordedBefore) > 0 ? money(reported) : recordedBefore;
+    const unkeyedKey = gatewayRefundKey(payment);
+    const explained = () => known.filter((k) => k.status === 'succeeded' && k.refundKey !== unkeyedKey).reduce((sum, k) => add(sum, k.amount), ZERO);
+    // Our own refunds still waiting for an answer are the likeliest explanation of the gap.
+    for (const pending of known.filter((k) => k.status === 'pending' && k.destination === 'gateway')) {
+      if (compare(pending.amount, subtract(truth, explained())) > 0) continue;
+      pending.status = 'succeeded';
+      changes.push(`refund ${pending.refundKey} confirmed by the refunded total`);
+    }
+    const unexplained = subtract(truth, explained());
+    const held = known.find((k) => k.refundKey === unkeyedKey);
+    if (isPositive(unexplained)) {
+      if (!held) {
+        known.push(gatewayRefund(ctx, payment, unkeyedKey, unexplained));
+        changes.push(`refund of ${unexplained} without a key recorded`);
+      } else if (compare(held.amount, unexplained) !== 0) {
+        held.amount = unexplained;
+        changes.push(`refunds without a key now ${unexplained}`);
+      }
+    } else if (held) {
+      // Keyed refunds now explain what it held: it was one of them, reported without its key before.
+      known.splice(known.indexOf(held), 1);
+      ctx.em.remove(held);
+      changes.push('refunds without a key matched to keyed ones');
     }
   }
+  // Refunds made at the gateway (not through refundPayment, which withdraws its own) give back
+  // time the payment paid for: taken out of its funds, so no later credit pays it out again.
+  const newlyAtGateway = subtract(madeAtGateway(known), madeAtGatewayBefore);
+  if (isPositive(newlyAtGateway)) await withdrawFunds(ctx, payment, newlyAtGateway, ctx.clock.now());
   changes.push(...settleRefundTotals(ctx, payment, known));
   return changes;
+}
+
+const GATEWAY_REFUND_REASON = 'refund made at the gateway';
+
+function madeAtGateway(refunds: Refund[]): string {
+  return refunds.filter((r) => r.status === 'succeeded' && r.reason === GATEWAY_REFUND_REASON).reduce((sum, r) => add(sum, r.amount), ZERO);
+}
+
+/** The one refund row per payment that holds what the gateway refunded without a refund_key. */
+export function gatewayRefundKey(payment: Pick<Payment, 'orderId'>): string {
+  return `${payment.orderId}-gw`;
+}
+
+function gatewayRefund(ctx: DataContext, payment: Payment, refundKey: string, amount: string): Refund {
+  return ctx.em.create(Refund, {
+    payment,
+    refundKey,
+    amount,
+    status: 'succeeded',
+    destination: 'gateway',
+    direct: false,
+    reason: GATEWAY_REFUND_REASON,
+    createdAt: ctx.clock.now(),
+  } as Refund);
 }
 
 function refundEvent(payment: Payment, refunded: string): PaymentEvent {
@@ -317,7 +355,23 @@ async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<Even
 
   if (isSuccess(event)) {
     assertAmount(event, topup.amount);
+    const wasCanceled = topup.status === 'failed' || topup.status === 'expired';
     if (!topupStates.applyIfAllowed(topup, 'succeed', at)) return { changes: [] };
+    if (wasCanceled) {
+      // The customer paid a top-up we had given up on: the money still reaches the wallet, loudly.
+      const change = await creditUnusableSettlement(ctx, {
+        user: topup.user,
+        orderId: topup.orderId,
+        amount: topup.amount,
+        currency: topup.currency,
+        reason: 'topup_canceled',
+        source: 'topup',
+        referenceId: topup.id,
+      });
+      // The top-up did succeed, whatever its order of arrival: told as any success is, too.
+      notify(ctx, topup.user, 'topup_succeeded', data);
+      return { changes: ['top-up success after it had ended', change] };
+    }
     await postWalletEntry(ctx, {
       user: topup.user,
       kind: 'credit',

@@ -42,7 +42,8 @@ export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, re
 
 /**
  * Cancels payments at the gateway after our commit. A late settlement of a canceled payment is
- * still applied, and money for a replaced subscription goes to the wallet.
+ * still applied: its money goes to the wallet (credit-unusable-settlement.ts), the subscription
+ * stays ended.
  */
 export async function cancelAtGateway(ctx: ServiceContext, orderIds: string[]): Promise<void> {
   for (const orderId of orderIds) {

@@ -7,6 +7,7 @@ import type { PlanChangeTerms } from '../../domain/plan-change-pricing.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
+import { creditUnusableSettlement } from '../payments/credit-unusable-settlement.js';
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../payments/apply-gateway-event.js';
@@ -85,17 +86,18 @@ export async function applyPaidPlanChange(ctx: DataContext, payment: Payment): P
 async function creditUnusedChangePayment(ctx: DataContext, payment: Payment): Promise<string[]> {
   const amount = subtract(payment.grossAmount, add(payment.refundedAmount, payment.creditedAmount));
   if (!isPositive(amount)) return [];
-  payment.creditedAmount = add(payment.creditedAmount, amount);
-  await postWalletEntry(ctx, {
-    user: payment.user,
-    kind: 'credit',
-    amount,
-    currency: payment.currency,
-    source: 'refund',
-    referenceId: `unused-change:${payment.id}`,
-    description: `Payment ${payment.orderId} for a plan change that no longer applies`,
-  });
-  return ['plan change no longer pending: payment credited to the wallet'];
+  return [
+    await creditUnusableSettlement(ctx, {
+      user: payment.user,
+      orderId: payment.orderId,
+      amount,
+      currency: payment.currency,
+      reason: 'plan_change_dropped',
+      source: 'refund',
+      referenceId: `unused-change:${payment.id}`,
+      payment,
+    }),
+  ];
 }
 
 /**

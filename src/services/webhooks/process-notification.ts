@@ -2,6 +2,7 @@ import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
 import { findOneRaw } from '../../db/hot-reads.js';
+import { parseJsonExact } from '../../domain/exact-json.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
 import { applyGatewayEvent } from '../payments/apply-gateway-event.js';
@@ -90,7 +91,8 @@ type Reading = { ok: true; payload: Record<string, unknown> } | { ok: false; rea
 export function readNotification(raw: string, required: readonly string[] = SIGNED_FIELDS): Reading {
   let value: unknown;
   try {
-    value = JSON.parse(raw);
+    // Exact numbers: an amount sent as a JSON number is compared as written, never rounded.
+    value = parseJsonExact(raw);
   } catch (err) {
     return { ok: false, reason: `The body is not JSON: ${(err as Error).message}` };
   }

@@ -24,11 +24,12 @@ const CASES: Record<NotificationType, { data: Record<string, unknown>; shows: st
   topup_succeeded: { data: { ...topup, balance_after: '1250000.00' }, shows: ['TOPUP-77', 'IDR 250,000.00', 'IDR 1,250,000.00'] },
   topup_failed: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'did not go through'] },
   topup_expired: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'expired'] },
+  payment_credited_to_wallet: { data: { ...payment, reason: 'invoice_already_paid' }, shows: ['SUB-ORDER42', 'IDR 150,000.00', 'wallet'] },
 };
 
 describe('notification emails', () => {
-  it('covers all 16 notification types', () => {
-    expect(Object.keys(CASES)).toHaveLength(16);
+  it('covers all 17 notification types', () => {
+    expect(Object.keys(CASES)).toHaveLength(17);
   });
 
   it.each(Object.entries(CASES))('renders %s with a subject, a text and an HTML body that carry its key data', (type, { data, shows }) => {

@@ -1,0 +1,255 @@
+import { randomBytes, scryptSync } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/knex';
+import { Payment, Refund } from '../../../src/db/entities/payment.js';
+import { Subscription } from '../../../src/db/entities/subscription.js';
+import { Topup } from '../../../src/db/entities/topup.js';
+import { User } from '../../../src/db/entities/user.js';
+import { Invoice } from '../../../src/db/entities/invoice.js';
+import { Wallet, WalletTransaction } from '../../../src/db/entities/wallet.js';
+import { ManualClock } from '../../../src/domain/clock.js';
+import { add, compare, subtract, ZERO, type Money } from '../../../src/domain/money.js';
+import { ACCESS_GRANTING_STATUSES, LIVE_SUBSCRIPTION_STATUSES } from '../../../src/domain/states/subscription-states.js';
+import { dunningSchedule } from '../../../src/services/billing/dunning-schedule.js';
+import { runBilling } from '../../../src/services/billing/run-billing.js';
+import type { ServiceContext } from '../../../src/services/context.js';
+import { ledgerIssues, verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
+import type { PlanSeed } from '../../../src/services/plans/seed-plans.js';
+import type { DatabaseKind } from '../database.js';
+import { startTestServer, type Credentials, type HttpResult, type TestServer } from '../server.js';
+
+/*
+ * The world the customer-sequence property test (test/property/customer-sequences.test.ts)
+ * drives: ONE real server per database over HTTP, with the built-in gateway simulator and a
+ * manual clock, reused by every sequence; each sequence gets a fresh user and its own stretch of
+ * time, so sequences cannot see each other. After every step `checkMoneyRules` reads the
+ * user's rows and checks issue 14's invariants (see there).
+ */
+
+export const PROPERTY_PLANS: PlanSeed[] = [
+  { slug: 'p-cheap', name: 'Cheap', description: 'Cheap monthly', price: 50000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 1 },
+  { slug: 'p-dear', name: 'Dear', description: 'Dear monthly', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 2 },
+  { slug: 'p-yearly', name: 'Yearly', description: 'Twelve months at once', price: 1490000, currency: 'IDR', interval: 12, interval_unit: 'month', sort_order: 3 },
+  { slug: 'p-weekly', name: 'Weekly', description: 'Every week', price: 20000, currency: 'IDR', interval: 1, interval_unit: 'week', sort_order: 4 },
+  { slug: 'p-trial', name: 'Trial', description: 'Dear monthly with a 14-day trial', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', trial_period_days: 14, sort_order: 5 },
+];
+export const PLAN_SLUGS = PROPERTY_PLANS.map((p) => p.slug!);
+/** The one plan with a trial: a user may start at most one trial (one per user per plan). */
+export const TRIAL_PLANS = PROPERTY_PLANS.filter((p) => (p.trial_period_days ?? 0) > 0).length;
+
+const PASSWORD = 'property password';
+/**
+ * A scrypt hash with a tiny cost, made once: the parameters travel with the hash, so the server
+ * verifies it in microseconds and a fresh user per sequence costs no 100 ms of scrypt.
+ */
+const CHEAP_HASH = (() => {
+  const salt = randomBytes(16);
+  const key = scryptSync(PASSWORD.normalize('NFKC'), salt, 64, { N: 16, r: 8, p: 1 });
+  return ['scrypt', 16, 8, 1, salt.toString('base64'), key.toString('base64')].join('$');
+})();
+
+/**
+ * Each sequence starts at 09:00 UTC on 15 January of year 2030 + 4k: never a 29 February within
+ * two years, so every sequence sees the same calendar and a replay of one alone does the same.
+ * Past year 9000 (about 1,700 sequences) it starts over: the sequences before were retired,
+ * nothing of theirs is due any more.
+ */
+const startOf = (k: number) => new Date(Date.UTC(2030 + 4 * (k % 1700), 0, 15, 9, 0, 0));
+
+export interface World {
+  kind: DatabaseKind;
+  server: TestServer;
+  clock: ManualClock;
+  sequences: number;
+  ctx(): ServiceContext;
+  stop(): Promise<void>;
+}
+
+export async function startWorld(kind: DatabaseKind): Promise<World> {
+  const clock = new ManualClock(startOf(0));
+  const server = await startTestServer(kind, { clock, env: { LOGIN_THROTTLE_LIMIT: '100000000' } });
+  await server.seedPlans(PROPERTY_PLANS);
+  const { orm, config, gateway } = server.running.billing;
+  return {
+    kind,
+    server,
+    clock,
+    sequences: 0,
+    ctx: () => ({ em: orm.em.fork() as EntityManager, config, gateway, clock }),
+    stop: () => server.stop(),
+  };
+}
+
+/** What one sequence knows: its user and the gateway orders it made (for the simulator steps). */
+export interface Customer {
+  world: World;
+  user: Credentials & { id: string };
+  /** Order ids of the user's gateway payments and top-ups, in creation order. */
+  orders: string[];
+  /** What happened, one line per step, printed with a failure. */
+  trace: string[];
+}
+
+export async function newCustomer(world: World): Promise<Customer> {
+  world.clock.set(startOf(world.sequences));
+  world.sequences += 1;
+  const em = world.server.running.billing.orm.em.fork();
+  const username = `prop_${world.sequences}_${randomBytes(3).toString('hex')}`;
+  const user = em.create(User, {
+    username,
+    email: `${username}@example.com`,
+    passwordHash: CHEAP_HASH,
+    isStaff: false,
+    firstName: 'Prop',
+    lastName: 'Customer',
+    phone: null,
+  } as User);
+  await em.flush();
+  return { world, user: { id: user.id, username, password: PASSWORD }, orders: [], trace: [] };
+}
+
+/** Ends what the customer left live, so later sequences' billing runs never catch up on it. */
+export async function retireCustomer(c: Customer): Promise<void> {
+  const em = c.world.server.running.billing.orm.em.fork();
+  const live = await em.find(Subscription, { user: c.user.id, status: { $in: [...LIVE_SUBSCRIPTION_STATUSES] } });
+  for (const sub of live) await api(c, 'POST', `/subscriptions/${sub.id}/cancel/`, { immediate: true, reason: 'property test done' });
+}
+
+/** A request as the customer; any 5xx is a failure of the service (bad input is a 4xx). */
+export async function api(c: Customer, method: string, path: string, body?: unknown): Promise<HttpResult> {
+  const res = await c.world.server.api(method, path, { auth: c.user, body });
+  c.trace.push(`  ${method} ${path} ${body === undefined ? '' : JSON.stringify(body)} -> ${res.status}${res.status >= 400 ? ` ${res.body?.code ?? ''}` : ''}`);
+  // The gateway refusing (502 gateway_error, 503 gateway_unavailable) is an answer; any other 5xx is a failure.
+  const gatewayAnswer = (res.status === 502 || res.status === 503) && ['gateway_error', 'gateway_unavailable'].includes(res.body?.code);
+  if (res.status >= 500 && !gatewayAnswer) throw new Error(`${method} ${path} answered ${res.status}: ${res.text}`);
+  return res;
+}
+
+/** A simulator command (the gateway side); refused moves (already final) are fine, a 5xx from our webhook is not. */
+export async function gatewayAction(c: Customer, orderId: string, action: string, body: unknown = {}): Promise<void> {
+  const res = await c.world.server.request('POST', `/_simulator/v2/${encodeURIComponent(orderId)}/${action}`, { body });
+  const answered = res.body?.notification?.http_status as number | null | undefined;
+  c.trace.push(`  simulator ${action} ${orderId} ${JSON.stringify(body)} -> ${res.status}${answered ? `, webhook ${answered}` : ''}`);
+  if (answered !== undefined && answered !== null && answered >= 500) throw new Error(`the webhook answered ${answered} to the simulator's ${action} of ${orderId}`);
+}
+
+export async function billingRun(c: Customer): Promise<void> {
+  const report = await runBilling(c.world.ctx());
+  // A subscription the run could not bill is reported, not thrown (DECISIONS §7); the money rules judge what it left.
+  c.trace.push(`  billing run at ${c.world.clock.now().toISOString()}: ${report.subscriptions} subscription(s)${report.errors.map((e) => `; not billed: ${e.message}`).join('')}`);
+}
+
+const sum = (values: Money[]): Money => values.reduce((a, b) => add(a, b), ZERO);
+const PAID: readonly string[] = ['settled', 'partially_refunded', 'refunded'];
+const STILL_PAID: readonly string[] = ['settled', 'partially_refunded'];
+
+/**
+ * Issue 14's invariants for one user, from the stored rows:
+ * 1. wallet balance + refunds paid out to the customer ≤ money paid in through the gateway
+ *    (settled payments other than wallet ones, successful top-ups) + staff adjustments;
+ * 2. per payment, its refunds plus the wallet credits made from it never exceed it; per
+ *    subscription, likewise with the proration credits of its plan changes;
+ * 3. a subscription grants access only while a settled payment (not fully refunded) or a trial
+ *    covers now (or within the renewal's due days, the grace every unpaid renewal gets);
+ * 4. one trial per user per plan;
+ * 5. the user's wallet balance equals its ledger (the per-wallet check of `wallet verify`);
+ * 6. no payment is kept silently: of the payments of one invoice one pays it, the others are
+ *    credited to the wallet; so is one settled after its subscription was canceled; every
+ *    successful top-up is in the ledger.
+ * Returns the violations, empty when all hold.
+ */
+export async function checkMoneyRules(c: Customer): Promise<string[]> {
+  const em = c.world.server.running.billing.orm.em.fork();
+  const now = c.world.clock.now();
+  const config = c.world.server.running.billing.config;
+  const userId = c.user.id;
+  const problems: string[] = [];
+
+  const payments = await em.find(Payment, { user: userId }, { populate: ['invoice'], orderBy: { createdAt: 'asc', id: 'asc' } });
+  const refunds = await em.find(Refund, { payment: { user: userId } });
+  const topups = await em.find(Topup, { user: userId, status: 'success' });
+  const wallet = await em.findOne(Wallet, { user: userId });
+  const ledger = wallet ? await em.find(WalletTransaction, { wallet }, { orderBy: { createdAt: 'asc', id: 'asc' } }) : [];
+  const subs = await em.find(Subscription, { user: userId }, { populate: ['plan'] });
+  const openInvoices = await em.find(Invoice, { user: userId, status: 'open' });
+
+  // 1. No money from nowhere.
+  const paidIn = add(
+    sum(payments.filter((p) => p.paymentType !== 'wallet' && PAID.includes(p.status)).map((p) => p.grossAmount)),
+    sum(topups.map((t) => t.amount)),
+  );
+  const signed = (e: WalletTransaction) => (e.kind === 'credit' ? e.amount : subtract(ZERO, e.amount));
+  const staff = sum(ledger.filter((e) => e.source === 'adjustment').map(signed));
+  const paidOut = sum(refunds.filter((r) => r.destination === 'gateway' && r.status === 'succeeded').map((r) => r.amount));
+  const balance = wallet?.balance ?? ZERO;
+  if (compare(add(balance, paidOut), add(paidIn, staff)) > 0) {
+    problems.push(`money from nowhere: wallet ${balance} + refunded to the customer ${paidOut} > paid in ${paidIn} + staff ${staff}`);
+  }
+
+  // 2. Nothing given back beyond what a payment brought.
+  const refundedOf = (p: Payment) => sum(refunds.filter((r) => r.payment.id === p.id && r.status === 'succeeded').map((r) => r.amount));
+  const creditedFrom = (ids: string[]) =>
+    sum(ledger.filter((e) => e.kind === 'credit' && e.source !== 'adjustment' && e.source !== 'topup' && ids.some((id) => e.referenceId?.includes(id)) && !refunds.some((r) => r.id === e.referenceId)).map((e) => e.amount));
+  for (const p of payments.filter((x) => PAID.includes(x.status))) {
+    const back = add(refundedOf(p), creditedFrom([p.id]));
+    if (compare(back, p.grossAmount) > 0) problems.push(`payment ${p.orderId} (${p.grossAmount}) gave back ${back}: refunds ${refundedOf(p)}`);
+  }
+  for (const s of subs) {
+    const own = payments.filter((p) => p.subscription?.id === s.id && PAID.includes(p.status));
+    const paid = sum(own.map((p) => p.grossAmount));
+    const back = add(sum(own.map(refundedOf)), creditedFrom([s.id, ...own.map((p) => p.id)]));
+    if (compare(back, paid) > 0) problems.push(`subscription ${s.id} (${s.plan.slug}) was paid ${paid} but gave back ${back} in refunds and credits`);
+  }
+
+  // 3. Access only while paid for, or in a trial.
+  for (const s of subs.filter((x) => ACCESS_GRANTING_STATUSES.includes(x.status))) {
+    // The renewal (or the charge at a trial's end) is due some days after its invoice: access goes on meanwhile.
+    const inGrace = openInvoices.some((i) => i.subscription?.id === s.id && i.billingReason === 'subscription_cycle' && dunningSchedule(i.createdAt, config).dueAt.getTime() > now.getTime());
+    if (s.status === 'trialing') {
+      if (!inGrace && (!s.trialEnd || s.trialEnd.getTime() <= now.getTime())) problems.push(`subscription ${s.id} is trialing but no trial covers ${now.toISOString()}`);
+      continue;
+    }
+    const periodCovers = s.currentPeriodEnd !== null && s.currentPeriodEnd.getTime() > now.getTime();
+    const paidFor = payments.some(
+      (p) =>
+        p.subscription?.id === s.id &&
+        STILL_PAID.includes(p.status) &&
+        p.paidAt !== null &&
+        (p.invoice?.billingReason !== 'subscription_cycle' || (p.invoice.periodEnd !== null && s.currentPeriodEnd !== null && p.invoice.periodEnd.getTime() >= s.currentPeriodEnd.getTime())),
+    );
+    if (!((periodCovers && paidFor) || inGrace)) {
+      problems.push(`subscription ${s.id} (${s.plan.slug}) is ${s.status} at ${now.toISOString()} without a settled payment covering now (period end ${s.currentPeriodEnd?.toISOString() ?? 'none'})`);
+    }
+  }
+
+  // 4. One trial per user per plan.
+  const trials = subs.filter((s) => s.trialEnd !== null).length;
+  if (trials > TRIAL_PLANS) problems.push(`${trials} trials started for ${TRIAL_PLANS} trial plan(s)`);
+
+  // 6. No payment is kept silently: money that arrived and bought nothing is in the wallet.
+  const creditedLate = (p: Payment) => ledger.some((e) => e.kind === 'credit' && e.referenceId === `late-settlement:${p.id}`);
+  const byInvoice = new Map<string, Payment[]>();
+  for (const p of payments.filter((x) => PAID.includes(x.status) && x.invoice)) byInvoice.set(p.invoice!.id, [...(byInvoice.get(p.invoice!.id) ?? []), p]);
+  for (const [invoiceId, paid] of byInvoice) {
+    const kept = paid.filter((p) => !creditedLate(p));
+    if (kept.length > 1) problems.push(`invoice ${invoiceId} kept ${kept.length} payments (${kept.map((p) => p.orderId).join(', ')}) and credited none of the extra ones`);
+  }
+  for (const p of payments.filter((x) => PAID.includes(x.status) && x.paymentType !== 'wallet')) {
+    const sub = subs.find((x) => x.id === p.subscription?.id);
+    if (sub?.canceledAt && p.paidAt && p.paidAt.getTime() > sub.canceledAt.getTime() && !creditedLate(p)) {
+      problems.push(`payment ${p.orderId} settled after its subscription was canceled and was not credited to the wallet`);
+    }
+  }
+  for (const t of topups) {
+    if (!ledger.some((e) => e.source === 'topup' && e.referenceId === t.id)) problems.push(`top-up ${t.orderId} succeeded but the wallet was not credited`);
+  }
+
+  // 5. The wallet equals its ledger.
+  if (wallet) problems.push(...ledgerIssues(wallet.balance, ledger).issues.map((i) => `wallet: ${i}`));
+  return problems;
+}
+
+/** `billing-admin wallet verify` over every wallet of the world. */
+export async function verifyAllWallets(world: World): Promise<string[]> {
+  const result = await verifyWallets({ em: world.server.running.billing.orm.em.fork() as EntityManager });
+  return result.discrepancies.map((d) => `wallet of ${d.username}: ${d.issues.join('; ')}`);
+}
