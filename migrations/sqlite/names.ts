@@ -3,4 +3,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261122021700',
   'Migration20261122022508',
   'Migration20261122023017',
+  'Migration20261123211506',
 ];

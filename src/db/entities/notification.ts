@@ -20,7 +20,9 @@ export type NotificationType =
   | 'trial_will_end'
   | 'topup_succeeded'
   | 'topup_failed'
-  | 'topup_expired';
+  | 'topup_expired'
+  | 'payment_reversed'
+  | 'card_expiring';
 
 export class Notification {
   id!: string;

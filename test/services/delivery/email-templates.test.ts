@@ -24,11 +24,13 @@ const CASES: Record<NotificationType, { data: Record<string, unknown>; shows: st
   topup_succeeded: { data: { ...topup, balance_after: '1250000.00' }, shows: ['TOPUP-77', 'IDR 250,000.00', 'IDR 1,250,000.00'] },
   topup_failed: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'did not go through'] },
   topup_expired: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'expired'] },
+  payment_reversed: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'reversed'] },
+  card_expiring: { data: { plan_name: 'Pro', card_expires_at: '2027-03-01T00:00:00.000Z', next_billing_date: '2027-03-15T00:00:00.000Z' }, shows: ['Pro', 'expiring'] },
 };
 
 describe('notification emails', () => {
-  it('covers all 16 notification types', () => {
-    expect(Object.keys(CASES)).toHaveLength(16);
+  it('covers all 18 notification types', () => {
+    expect(Object.keys(CASES)).toHaveLength(18);
   });
 
   it.each(Object.entries(CASES))('renders %s with a subject, a text and an HTML body that carry its key data', (type, { data, shows }) => {
