@@ -12,14 +12,15 @@ import { topupStates, type TopupEvent } from '../../domain/states/topup-states.j
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
-import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, type GatewayEvent } from './gateway-event.js';
+import { saveCardFromVerifiedEvent } from './saved-card.js';
+import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 
 export interface EventOutcome {
   /** What changed, for the webhook log and the CLI; empty when the event changed nothing. */
   changes: string[];
 }
 
-/** Raised when an event cannot be applied (unknown order, amount mismatch); the webhook logs it `failed`. */
+/** Raised when an event cannot be applied (amount mismatch); the webhook logs it `failed`. Unknown orders: UnknownOrderError. */
 export class GatewayEventError extends DomainError {
   constructor(message: string) {
     super('conflict', message);
@@ -35,7 +36,7 @@ export class GatewayEventError extends DomainError {
 export async function applyGatewayEvent(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
   if (event.orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX)) return applyToPayment(ctx, event);
   if (event.orderId.startsWith(TOPUP_ORDER_PREFIX)) return applyToTopup(ctx, event);
-  throw new GatewayEventError(`Order ${event.orderId || '(none)'} is neither a subscription (SUB-) nor a top-up (TOPUP-) order.`);
+  throw new UnknownOrderError(event.orderId);
 }
 
 function assertAmount(event: GatewayEvent, expected: string): void {
@@ -55,7 +56,7 @@ const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'f
 
 async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
   const payment = await ctx.em.findOne(Payment, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  if (!payment) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
+  if (!payment) throw new UnknownOrderError(event.orderId);
   // Lock the subscription as well (its status and period change), but load the plan and the
   // users without a lock: MikroORM passes a lock mode on to populate queries, and a FOR UPDATE
   // on the plan row, which every subscription of that plan shares, ran all their settlements
@@ -77,6 +78,7 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
 
   if (isSuccess(event)) {
     assertAmount(event, payment.grossAmount);
+    changes.push(...saveCardFromVerifiedEvent(payment, event));
     if (paymentStates.applyIfAllowed(payment, 'settle', at)) {
       changes.push(`payment settled`);
       changes.push(...(await onPaymentSettled(ctx, payment, at)));
@@ -289,7 +291,7 @@ const TOPUP_FAILURES: Record<string, TopupEvent> = { deny: 'fail', failure: 'fai
 
 async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
   const topup = await ctx.em.findOne(Topup, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  if (!topup) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
+  if (!topup) throw new UnknownOrderError(event.orderId);
   // The user is read, not changed: no lock (the wallet row is locked where the balance moves).
   await ctx.em.populate(topup, ['user']);
   const at = ctx.clock.now();
