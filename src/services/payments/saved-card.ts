@@ -29,10 +29,16 @@ export function savedCardOf(raw: Record<string, unknown>): SavedCard | null {
 
 /** Makes the card the subscription's saved card; returns what changed (nothing when it already was). */
 export function rememberSavedCard(sub: Subscription, card: SavedCard): string[] {
-  if (sub.cardToken === card.token && (sub.cardTokenExpiresAt?.getTime() ?? null) === (card.expiresAt?.getTime() ?? null)) return [];
+  const changes: string[] = [];
+  // NOTE: a customer who paid with a new card chose it: renewals charge that card from now on.
+  if (sub.paymentType !== 'credit_card') {
+    changes.push(`subscription pays by credit_card from now on (was ${sub.paymentType})`);
+    sub.paymentType = 'credit_card';
+  }
+  if (sub.cardToken === card.token && (sub.cardTokenExpiresAt?.getTime() ?? null) === (card.expiresAt?.getTime() ?? null)) return changes;
   sub.cardToken = card.token;
   sub.cardTokenExpiresAt = card.expiresAt;
-  return ['saved card stored for renewals'];
+  return [...changes, 'saved card stored for renewals'];
 }
 
 /**
