@@ -12,6 +12,7 @@ import { topupStates, type TopupEvent } from '../../domain/states/topup-states.j
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { isReversal, reversePayment, reverseTopup } from './reverse-payment.js';
 import { saveCardFromVerifiedEvent } from './saved-card.js';
 import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 
@@ -70,7 +71,7 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
   payment.transactionId ??= event.transactionId;
   // NOTE: a stale notification (a late pending, expire or challenge after the money arrived)
   // must not overwrite what the gateway reported since; settlements and refunds always count.
-  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund')) {
+  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || isReversal(event, payment.status)) {
     payment.gatewayStatus = event.transactionStatus;
     if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
   }
@@ -95,6 +96,8 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
       notify(ctx, payment.user, 'payment_pending', paymentData(payment));
       changes.push('payment pending notified');
     }
+  } else if (isFailure(event) && isReversal(event, payment.status)) {
+    changes.push(...(await reversePayment(ctx, payment, event, at, (refunds) => settleRefundTotals(ctx, payment, refunds))));
   } else if (isFailure(event)) {
     const move = FAILURE_EVENTS[event.transactionStatus];
     if (paymentStates.applyIfAllowed(payment, move, at)) {
@@ -314,6 +317,7 @@ async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<Even
     notify(ctx, topup.user, 'topup_succeeded', data);
     return { changes: ['top-up success', `wallet credited ${topup.amount}`] };
   }
+  if (isReversal(event, topup.status)) return { changes: await reverseTopup(ctx, topup, event, at) };
   const move = TOPUP_FAILURES[event.transactionStatus];
   if (move && topupStates.applyIfAllowed(topup, move, at)) {
     notify(ctx, topup.user, move === 'expire' ? 'topup_expired' : 'topup_failed', data);
