@@ -1398,6 +1398,12 @@ export interface components {
              * @example accept
              */
             fraud_status: string | null;
+            /**
+             * @description Why a `failed` payment failed when the gateway never said: `never_reached_gateway`
+             *     (the charge was lost before the gateway saw it; `payments sync` closed it).
+             * @example null
+             */
+            failure_reason?: string | null;
             payment_details: components["schemas"]["PaymentDetails"];
             /** Format: date-time */
             paid_at: string | null;

@@ -1,5 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
-import { Payment, Refund } from '../../db/entities/payment.js';
+import { Payment, Refund, type RefundMethod } from '../../db/entities/payment.js';
+import { assertFullVoid, mustRefundByCancel, refundByCancel } from './refund-by-cancel.js';
 import type { User } from '../../db/entities/user.js';
 import { DomainError, InvalidStateError, NotFoundError, ValidationError } from '../../domain/errors.js';
 import { add, compare, isPositive, parseAmountInput, subtract, ZERO } from '../../domain/money.js';
@@ -50,6 +51,15 @@ export async function refundPayment(ctx: ServiceContext, user: User, id: string,
       throw new InvalidStateError(`Only a settled payment can be refunded; this one is ${payment.status.replace(/_/g, ' ')}.`);
     }
     const refunds = await em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
+    // A refund whose gateway answer was lost is retried under its own refund_key, never a new one
+    // (a new key would be a second refund at the gateway).
+    const unresolved = refunds.find((r) => r.status === 'pending' && r.destination === 'gateway');
+    if (unresolved) {
+      if (input.amount !== undefined && input.amount !== null && compare(parseAmountInput(input.amount, payment.currency), unresolved.amount) !== 0) {
+        throw new InvalidStateError(`Refund ${unresolved.refundKey} of ${unresolved.amount} is still unresolved at the gateway; retry it with that amount, or wait for payments sync.`);
+      }
+      return { refundId: unresolved.id, paymentId: payment.id, refundKey: unresolved.refundKey, orderId: payment.orderId, amount: unresolved.amount, toWallet: false, direct: unresolved.direct, method: unresolved.method };
+    }
     // Refunds still waiting for the gateway hold their amount, so two refunds cannot exceed the payment.
     const held = refunds.filter((r) => r.status !== 'failed').reduce((sum, r) => add(sum, r.amount), ZERO);
     const remaining = subtract(payment.grossAmount, held);
@@ -58,13 +68,16 @@ export async function refundPayment(ctx: ServiceContext, user: User, id: string,
     if (compare(amount, remaining) > 0) {
       throw new ValidationError([{ field: 'amount', message: `may not exceed the ${remaining} ${payment.currency} that remains refundable` }]);
     }
+    const byCancel = !toWallet && mustRefundByCancel(payment);
+    if (byCancel) assertFullVoid(payment, amount);
     const refund = em.create(Refund, {
       payment,
       refundKey: `${payment.orderId}-r${refunds.length + 1}`,
       amount,
       status: 'pending',
       destination: toWallet ? 'wallet' : 'gateway',
-      direct: !toWallet && input.direct === true,
+      direct: !toWallet && !byCancel && input.direct === true,
+      method: toWallet ? 'wallet' : byCancel ? 'cancel' : input.direct === true ? 'direct_refund' : 'refund',
       reason,
       createdAt: ctx.clock.now(),
     } as Refund);
@@ -82,10 +95,10 @@ export async function refundPayment(ctx: ServiceContext, user: User, id: string,
       refund.status = 'succeeded';
       settleRefundTotals(tctx, payment, [...refunds, refund]);
     }
-    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet };
+    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet, direct: refund.direct, method: refund.method };
   });
 
-  if (!recorded.toWallet) await refundAtGateway(ctx, recorded, input.direct === true, reason);
+  if (!recorded.toWallet) await refundAtGateway(ctx, recorded, recorded.direct, reason);
   const refund = await ctx.em.fork().findOneOrFail(Refund, recorded.refundId);
   return { payment: await loadPayment(ctx.em, id), refund };
 }
@@ -96,10 +109,11 @@ export async function refundPayment(ctx: ServiceContext, user: User, id: string,
  */
 export async function refundAtGateway(
   ctx: ServiceContext,
-  recorded: { refundId: string; paymentId: string; refundKey: string; orderId: string; amount: string },
+  recorded: { refundId: string; paymentId: string; refundKey: string; orderId: string; amount: string; method?: RefundMethod },
   direct: boolean,
   reason: string | null,
 ): Promise<void> {
+  if (recorded.method === 'cancel') return refundByCancel(ctx, recorded, () => refundAtGateway(ctx, { ...recorded, method: 'refund' }, direct, reason));
   const request = { orderId: recorded.orderId, refundKey: recorded.refundKey, amount: recorded.amount, reason: reason ?? undefined };
   let result: RefundResult | null = null;
   let failure: unknown = null;
