@@ -41,7 +41,8 @@ export interface AfterCommit {
 export interface Collection {
   counts: Counts;
   after: AfterCommit;
-  error: string | null;
+  /** A customer's payment that cannot be made (no saved card): an outcome of the run, not its failure. */
+  outcome: string | null;
 }
 
 export const nothingAfter = (): AfterCommit => ({ cancelOrderIds: [], submit: null, resubmit: null });
@@ -116,15 +117,15 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
       markPastDue(ctx, sub, at);
       const counts: Counts = { failed: 1 };
       if (before !== 'past_due' && sub.status === 'past_due') counts.past_due = 1;
-      return { counts, after, error: null };
+      return { counts, after, outcome: null };
     }
     await openPayment(ctx, input);
-    return { counts: { charged: 1 }, after, error: null };
+    return { counts: { charged: 1 }, after, outcome: null };
   }
 
   if (sub.paymentType === 'credit_card' && !sub.cardToken) {
     // Nothing can be charged without the customer; the invoice waits for dunning (or POST /payments/charge/).
-    return { counts: { failed: 1 }, after, error: 'no saved card to charge (the card was never saved for merchant-initiated renewals)' };
+    return { counts: { failed: 1 }, after, outcome: 'no saved card to charge (the card was never saved for merchant-initiated renewals)' };
   }
   const payment = await openPayment(ctx, input);
   // Looked at again after RESUBMIT_AFTER_MS in case this process dies before the gateway answers.
@@ -141,7 +142,7 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
       expiryMinutes: payableMinutes(sub, at, payableUntil),
     },
   };
-  return { counts: {}, after, error: null };
+  return { counts: {}, after, outcome: null };
 }
 
 /**

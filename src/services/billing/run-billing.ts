@@ -80,7 +80,7 @@ function record(report: BillingRunReport, step: StepResult): void {
     invoice_number: step.invoiceNumber,
     payment_status: step.paymentStatus,
     status: step.status,
-    error: step.error,
+    error: step.error ?? step.outcome ?? null,
   });
   if (step.error) report.errors.push({ subscription_id: step.subscriptionId, message: step.error });
 }

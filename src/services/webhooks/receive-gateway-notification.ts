@@ -11,7 +11,9 @@ import { readNotification, receiveNotification, type NotificationOutcome } from 
  */
 export async function receiveGatewayNotification(ctx: ServiceContext, input: { rawPayload: string; ip: string | null }): Promise<NotificationOutcome> {
   const outcome = await receiveNotification(ctx, { ...input, source: 'gateway' });
-  if (outcome.result !== 'processed' && outcome.result !== 'duplicate') return outcome;
+  // A duplicate was applied first from a verified source (the charge answer, a sync), which
+  // stored the card itself: only an event this notification applied needs confirming.
+  if (outcome.result !== 'processed') return outcome;
   const reading = readNotification(outcome.log.payload);
   if (!reading.ok) return outcome;
   const event = eventFromPayload(reading.payload);
