@@ -4,6 +4,7 @@ import type { Subscription } from '../../db/entities/subscription.js';
 import { compare } from '../../domain/money.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import { capExpiryMinutes } from '../../gateway/expiry-limits.js';
 import type { Bank } from '../../gateway/types.js';
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
@@ -152,7 +153,9 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
  */
 export function payableMinutes(sub: Pick<Subscription, 'paymentType'>, at: Date, until: Date): number | undefined {
   if (sub.paymentType === 'credit_card' || sub.paymentType === 'wallet') return undefined;
-  return Math.max(1, Math.ceil((until.getTime() - at.getTime()) / 60_000));
+  // NOTE: never beyond what the method allows (a long dunning gap made every ShopeePay or GoPay
+  // renewal fail validation): the payment then expires earlier, and the next retry makes a new one.
+  return capExpiryMinutes(sub.paymentType, Math.ceil((until.getTime() - at.getTime()) / 60_000));
 }
 
 export type FollowUp = 'reattempt' | 'resubmit' | 'wait' | null;
