@@ -27,6 +27,7 @@ export type BillingCounter =
   | 'expired'
   | 'trial_ended'
   | 'trial_notices'
+  | 'card_notices'
   | 'plan_changes';
 
 export type Counts = Partial<Record<BillingCounter, number>>;

@@ -4,6 +4,7 @@ import { heldElsewhere, renewPlainWalletBatch } from './batch-renewal.js';
 import { dueSubscriptionIds } from './billing-actions.js';
 import { billSubscriptionStep, finishStep, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
 import type { BillingCounter } from './collect-renewal.js';
+import { notifyExpiringCards } from './notify-expiring-cards.js';
 
 export interface BillingRunOptions {
   /** The run's time (default: the context's clock now). Everything due at or before it is done. */
@@ -53,6 +54,7 @@ export const COUNTERS: readonly BillingCounter[] = [
   'expired',
   'trial_ended',
   'trial_notices',
+  'card_notices',
   'plan_changes',
 ];
 
@@ -110,6 +112,7 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   // checked again under its lock). Not under --limit, whose room is known only after the page.
   const prefetch = batch && opts.limit === undefined && isPostgres(ctx.em);
   let next: Promise<string[]> | null = null;
+  report.card_notices = await notifyExpiringCards(runCtx, at, dryRun);
 
   for (;;) {
     const room = opts.limit === undefined ? Infinity : opts.limit - report.subscriptions;
