@@ -58,11 +58,13 @@ export function needsCardConfirmation(event: GatewayEvent): boolean {
 
 /**
  * Confirms a saved card a notification announced by asking the gateway for the order's status,
- * and stores the card the STATUS answer names (never the notification's). Best effort: when the
- * gateway cannot be asked, `subscriptions sync`, `payments sync` or the next charge answer will
- * store it. Returns what changed.
+ * and stores the card the STATUS answer names rather than the notification's. NOTE: Midtrans's
+ * Go client does not list saved_token_id in its status response type (its charge response has
+ * it), so a status answer that confirms the successful capture but names no card lets the
+ * announced one stand. Best effort: when the gateway cannot be asked, `subscriptions sync`,
+ * `payments sync` or the next charge answer will store it. Returns what changed.
  */
-export async function confirmSavedCard(ctx: ServiceContext, orderId: string): Promise<string[]> {
+export async function confirmSavedCard(ctx: ServiceContext, orderId: string, announced: SavedCard): Promise<string[]> {
   let answer;
   try {
     answer = await ctx.gateway.status(orderId);
@@ -70,10 +72,9 @@ export async function confirmSavedCard(ctx: ServiceContext, orderId: string): Pr
     if (err instanceof GatewayError) return [];
     throw err;
   }
-  const card = savedCardOf(answer.raw);
   const success = answer.transactionStatus === 'settlement' || (answer.transactionStatus === 'capture' && answer.fraudStatus === 'accept');
-  if (!card || !success) return [];
-  return storeSavedCard(ctx, orderId, card);
+  if (!success) return [];
+  return storeSavedCard(ctx, orderId, savedCardOf(answer.raw) ?? announced);
 }
 
 /** Stores the card on the subscription of the payment with this order id (a locked write of its own). */

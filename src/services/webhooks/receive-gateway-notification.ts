@@ -18,8 +18,9 @@ export async function receiveGatewayNotification(ctx: ServiceContext, input: { r
   if (!reading.ok) return outcome;
   const event = eventFromPayload(reading.payload);
   if (!needsCardConfirmation(event)) return outcome;
+  const announced = savedCardOf(event.raw)!;
   const payment = await ctx.em.fork().findOne(Payment, { orderId: event.orderId }, { populate: ['subscription'] });
   // Already the subscription's card (the charge answer or a sync stored it): nothing to confirm.
-  if (!payment?.subscription || payment.subscription.cardToken === savedCardOf(event.raw)?.token) return outcome;
-  return { ...outcome, changes: [...outcome.changes, ...(await confirmSavedCard(ctx, event.orderId))] };
+  if (!payment?.subscription || payment.subscription.cardToken === announced.token) return outcome;
+  return { ...outcome, changes: [...outcome.changes, ...(await confirmSavedCard(ctx, event.orderId, announced))] };
 }
