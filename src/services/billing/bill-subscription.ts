@@ -320,9 +320,9 @@ export async function finishStep(ctx: ServiceContext, step: StepResult): Promise
   } catch (err) {
     if (!(err instanceof GatewayError)) throw err;
     declined = DECLINES.includes(err.kind);
-    // Declined, or taken with its answer lost (payments sync finds out): the customer's outcome.
-    // A gateway that did not take the charge at all is the run's failure: the next run retries.
-    if (declined || err.outcomeUnknown) step.outcome = `gateway ${err.kind}: ${err.message}`;
+    // A declined card is the customer's outcome. A gateway that is down, or whose answer was
+    // lost (the payment stays pending for sync), is the run's failure: the operator must know.
+    if (declined) step.outcome = `gateway ${err.kind}: ${err.message}`;
     else step.error = `gateway ${err.kind}: ${err.message}`;
     if (!err.outcomeUnknown && !declined) {
       // The gateway never took the charge: the next run makes a new attempt.
