@@ -19,6 +19,21 @@ export function mustRefundByCancel(payment: Pick<Payment, 'paymentType' | 'gatew
   return payment.paymentType === 'credit_card' && payment.gatewayStatus === 'capture';
 }
 
+/**
+ * Whether the payment is still an unsettled capture at the gateway: our record says `capture`,
+ * and the gateway confirms it (its settlement notification may have been lost). When the gateway
+ * cannot be asked, our record decides.
+ */
+export async function isUnsettledCapture(ctx: ServiceContext, payment: Pick<Payment, 'orderId' | 'paymentType' | 'gatewayStatus'>): Promise<boolean> {
+  if (!mustRefundByCancel(payment)) return false;
+  try {
+    return (await ctx.gateway.status(payment.orderId)).transactionStatus === 'capture';
+  } catch (err) {
+    if (err instanceof GatewayError) return true;
+    throw err;
+  }
+}
+
 /** A void returns everything: refuses a partial refund of an unsettled capture (409). */
 export function assertFullVoid(payment: Pick<Payment, 'grossAmount' | 'refundedAmount'>, amount: string): void {
   if (compare(amount, payment.grossAmount) !== 0) {

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import { Payment, Refund, type RefundMethod } from '../../db/entities/payment.js';
-import { assertFullVoid, mustRefundByCancel, refundByCancel } from './refund-by-cancel.js';
+import { assertFullVoid, isUnsettledCapture, mustRefundByCancel, refundByCancel } from './refund-by-cancel.js';
 import type { User } from '../../db/entities/user.js';
 import { DomainError, InvalidStateError, NotFoundError, ValidationError } from '../../domain/errors.js';
 import { add, compare, isPositive, parseAmountInput, subtract, ZERO } from '../../domain/money.js';
@@ -42,6 +42,8 @@ async function lockPayment(ctx: DataContext, user: User, id: string): Promise<Pa
  */
 export async function refundPayment(ctx: ServiceContext, user: User, id: string, input: RefundPaymentInput): Promise<RefundedPayment> {
   const reason = input.reason?.trim() || null;
+  const seen = await ctx.em.fork().findOne(Payment, { id, user: user.id });
+  const unsettledCapture = seen ? await isUnsettledCapture(ctx, seen) : false;
 
   const recorded = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
@@ -68,7 +70,7 @@ export async function refundPayment(ctx: ServiceContext, user: User, id: string,
     if (compare(amount, remaining) > 0) {
       throw new ValidationError([{ field: 'amount', message: `may not exceed the ${remaining} ${payment.currency} that remains refundable` }]);
     }
-    const byCancel = !toWallet && mustRefundByCancel(payment);
+    const byCancel = !toWallet && unsettledCapture && mustRefundByCancel(payment);
     if (byCancel) assertFullVoid(payment, amount);
     const refund = em.create(Refund, {
       payment,
