@@ -67,7 +67,8 @@ export function registerBillingCommands(program: Command): void {
         }),
       ).finally(() => progress.finish());
       output(globalOptions(cmd), report, () => human(report));
-      // Exit 1 when a subscription could not be billed: the rest was done and is reported.
+      // Exit 1 only for the run's own failures (a subscription it could not bill: database, gateway
+      // down); a customer's declined or impossible payment is an outcome in the table (exit 0).
       if (report.errors.length > 0) process.exitCode = EXIT.checkFailed;
     });
 }

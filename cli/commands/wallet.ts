@@ -50,7 +50,8 @@ export function registerWalletCommands(program: Command): void {
           `\n${d.username} (wallet ${d.wallet_id}): balance ${d.balance} ${d.currency}, ledger sum ${d.ledger_sum}, ${d.entries} entries`,
           ...d.issues.map((i) => `  - ${i}`),
         ]);
-        return [head, ...lines].join('\n');
+        const owing = report.negative_balances.map((n) => `\n${n.username} (wallet ${n.wallet_id}) is below zero: ${n.balance} ${n.currency} (a reversed top-up)`);
+        return [head, ...lines, ...owing].join('\n');
       });
       if (!report.ok) throw new CliFailure(`${report.discrepancies.length} wallet(s) differ from their ledger`, EXIT.checkFailed);
     });

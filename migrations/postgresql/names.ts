@@ -3,5 +3,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261122021700',
   'Migration20261122022508',
   'Migration20261122023017',
-  'Migration20261123212122',
+  'Migration20261123223038',
 ];

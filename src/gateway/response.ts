@@ -80,6 +80,10 @@ export function interpretAnswer(op: GatewayOperation, answer: RawAnswer, redact:
   const messages = gatewayMessages(body).map(redact);
   const fail = (kind: GatewayErrorKind, what: string, outcomeUnknown = false): GatewayError =>
     new GatewayError(kind, redact(`Midtrans ${op}: ${what}`), { operation: op, statusCode: code, httpStatus, messages, outcomeUnknown });
+  // NOTE: an answer we cannot read says nothing about whether a state-changing call took effect
+  // (a proxy page after the gateway acted, a truncated body): the outcome is unknown, for
+  // reconciliation to find out, never a refusal (issue 15).
+  const unreadable = (what: string): GatewayError => fail('bad_response', what, STATE_CHANGING.has(op));
 
   if (httpStatus >= 400) {
     const bodyCode = code !== null && Number(code) >= 400 ? Number(code) : null;
@@ -88,14 +92,14 @@ export function interpretAnswer(op: GatewayOperation, answer: RawAnswer, redact:
     const effective = bodyCode ?? httpStatus;
     throw fail(kindForCode(effective), `${effective} ${messages[0] ?? `HTTP ${httpStatus}`}`, unknown);
   }
-  if (httpStatus >= 300) throw fail('bad_response', `unexpected redirect (HTTP ${httpStatus})`);
-  if (body === null) throw fail('bad_response', `answer is not a JSON object (HTTP ${httpStatus})`);
+  if (httpStatus >= 300) throw unreadable(`unexpected redirect (HTTP ${httpStatus})`);
+  if (body === null) throw unreadable(`answer is not a JSON object (HTTP ${httpStatus})`);
   if (code === null) {
     // HTTP 202 without a status: an earlier request with the same Idempotency-Key is still running.
     if (httpStatus === 202) throw fail('unavailable', 'request still in progress', STATE_CHANGING.has(op));
-    throw fail('bad_response', 'answer has no status_code');
+    throw unreadable('answer has no status_code');
   }
-  if (!/^\d{3}$/.test(code)) throw fail('bad_response', `malformed status_code ${JSON.stringify(code)}`);
+  if (!/^\d{3}$/.test(code)) throw unreadable(`malformed status_code ${JSON.stringify(code)}`);
   const n = Number(code);
   if (n >= 200 && n < 300) return body;
   if (n === 407 && (op === 'status' || op === 'expire')) return body;
@@ -109,6 +113,8 @@ export function toTransaction(op: GatewayOperation, body: Body, fallbackOrderId:
       operation: op,
       statusCode: statusCodeOf(body),
       httpStatus: 200,
+      // A success code without the status: the call went through, what it did is unknown.
+      outcomeUnknown: STATE_CHANGING.has(op),
     });
   }
   const gross = body['gross_amount'];

@@ -112,6 +112,7 @@ export function serializePayment(p: Payment): Schemas['Payment'] {
     credited_amount: p.creditedAmount,
     transaction_id: p.transactionId,
     fraud_status: p.fraudStatus,
+    failure_reason: p.failureReason,
     payment_details: p.paymentDetails as Schemas['PaymentDetails'],
     paid_at: iso(p.paidAt),
     expires_at: iso(p.expiresAt),
@@ -121,7 +122,7 @@ export function serializePayment(p: Payment): Schemas['Payment'] {
 }
 
 export function serializeRefund(r: Refund) {
-  return { refund_key: r.refundKey, amount: r.amount, status: r.status, destination: r.destination };
+  return { refund_key: r.refundKey, amount: r.amount, status: r.status, destination: r.destination, method: r.method };
 }
 
 export function serializeInvoice(i: Invoice): Schemas['Invoice'] {

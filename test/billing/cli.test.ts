@@ -64,6 +64,21 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     expect(again.stdout).toMatch(/errors\s+0/);
   });
 
+  it("exits 0 when a customer's card is declined or there is no saved card: outcomes in the table, not failures of the run", async () => {
+    const em = h.server.running.billing.orm.em.fork();
+    const declined = await h.subscribe(await h.user(), 'pro-monthly', 'credit_card', 'sim-card-accept-4811');
+    await em.nativeUpdate(Subscription, { id: declined.id }, { cardToken: 'sim-card-deny-saved' });
+    const unsaved = await h.subscribe(await h.user(), 'pro-monthly', 'credit_card', 'sim-card-accept-4811');
+    await em.nativeUpdate(Subscription, { id: unsaved.id }, { cardToken: null });
+
+    const res = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past', '--json');
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.json, JSON.stringify(res.json.actions)).toMatchObject({ renewed: 2, failed: 2, errors: [] });
+    const rows = Object.fromEntries(res.json.actions.map((a: { subscription_id: string }) => [a.subscription_id, a]));
+    expect(rows[declined.id]).toMatchObject({ payment_status: 'failed', status: 'past_due' });
+    expect(rows[unsaved.id].error).toContain('no saved card');
+  });
+
   it('exits 1 and names the subscription when one cannot be billed, after billing the others', async () => {
     const user = await h.user();
     await h.fund(user, '100000');

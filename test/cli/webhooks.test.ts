@@ -32,28 +32,29 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     return wallet ? { balance: wallet.balance, count: await em().count(WalletTransaction, { wallet }) } : { balance: null, count: 0 };
   }
 
-  it('replays a notification that failed because its order was not there yet; a second replay changes nothing', async () => {
+  it('replays a notification ignored because its order was not there yet; a second replay changes nothing', async () => {
     const orderId = `TOPUP-LATE${unique()}`;
     const failed = await post(sign({ order_id: orderId, transaction_status: 'settlement', gross_amount: '100000.00' }));
-    expect(failed.status).toBe(503);
+    expect(failed.status).toBe(200);
+    expect(failed.body.status).toBe('ignored');
     const id = failed.body.webhook_log_id as string;
     const topup = await makeTopup(em(), { orderId });
 
-    const listed = await cli(['webhooks', 'list', '--status', 'failed', '--order', orderId]);
+    const listed = await cli(['webhooks', 'list', '--status', 'ignored', '--order', orderId]);
     expect(listed.code).toBe(0);
     expect(listed.json).toHaveLength(1);
     expect(Object.keys(listed.json[0]).sort()).toEqual([...LOG_FIELDS].sort());
-    expect(listed.json[0]).toMatchObject({ id, order_id: orderId, status: 'failed', attempts: 1, source: 'gateway', ip_address: '127.0.0.1' });
+    expect(listed.json[0]).toMatchObject({ id, order_id: orderId, status: 'ignored', attempts: 1, source: 'gateway', ip_address: '127.0.0.1' });
 
     const dry = await cli(['webhooks', 'replay', id, '--dry-run']);
     expect(dry.code).toBe(0);
-    expect(dry.json).toMatchObject({ dry_run: true, count: 1, results: [{ id, previous_status: 'failed', result: 'would_process' }] });
-    expect((await log(id)).status).toBe('failed');
+    expect(dry.json).toMatchObject({ dry_run: true, count: 1, results: [{ id, previous_status: 'ignored', result: 'would_process' }] });
+    expect((await log(id)).status).toBe('ignored');
     expect((await walletEntries(topup.user.id)).count).toBe(0);
 
     const replayed = await cli(['webhooks', 'replay', id]);
     expect(replayed.code).toBe(0);
-    expect(replayed.json.results[0]).toMatchObject({ id, previous_status: 'failed', result: 'processed', error: null });
+    expect(replayed.json.results[0]).toMatchObject({ id, previous_status: 'ignored', result: 'processed', error: null });
     expect(replayed.json.results[0].webhook_log).toMatchObject({ id, status: 'processed', attempts: 2, source: 'gateway' });
     const stored = await log(id);
     expect(stored.status).toBe('processed');
@@ -66,7 +67,7 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     expect((await log(id)).attempts).toBe(2);
     expect(await walletEntries(topup.user.id)).toEqual({ balance: '100000.00', count: 1 });
 
-    const byFilter = await cli(['webhooks', 'replay', '--status', 'failed,invalid', '--since', stored.createdAt.toISOString()]);
+    const byFilter = await cli(['webhooks', 'replay', '--status', 'failed,invalid,ignored', '--since', stored.createdAt.toISOString()]);
     expect(byFilter.json.results.map((r: { id: string }) => r.id)).not.toContain(id);
   });
 
@@ -92,14 +93,14 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     expect(after.subscription!.status).toBe('active');
   });
 
-  it('a failed notification that the gateway retry already processed becomes a duplicate when replayed', async () => {
+  it('an ignored notification that the gateway retry already processed becomes a duplicate when replayed', async () => {
     const { payment, user } = await makeSubscriptionWithPayment(em());
     const body = sign({ order_id: payment.orderId, transaction_status: 'settlement', gross_amount: '150000.00' });
-    // The first delivery fails (the payment row is briefly out of reach), the gateway's retry succeeds.
+    // The first delivery is ignored (the payment row is briefly out of reach), the gateway's retry succeeds.
     const orderId = payment.orderId;
     await em().nativeUpdate(Payment, { id: payment.id }, { orderId: `${orderId}-HIDDEN` });
     const first = await post(body);
-    expect(first.status).toBe(503);
+    expect(first.body.status).toBe('ignored');
     await em().nativeUpdate(Payment, { id: payment.id }, { orderId });
     expect((await post(body)).body.status).toBe('ok');
 

@@ -245,6 +245,19 @@ describe('MidtransClient answers', () => {
       const e = await failure(client.charge(base));
       expect(e.kind).toBe(kind);
       expect(e.operation).toBe('charge');
+      // An unreadable answer to a charge leaves its outcome unknown, never a refusal (issue 15).
+      if (kind === 'bad_response') expect(e.outcomeUnknown).toBe(true);
+    });
+
+    it.each([
+      ['HTML', () => new Response('<html>oops</html>', { status: 200 })],
+      ['no status_code', () => json({ refund_key: 'K' })],
+      ['a redirect', () => new Response('', { status: 302, headers: { location: 'https://elsewhere.example' } })],
+    ])('an unreadable answer (%s) to a refund or cancel is an unknown outcome; to a status query it is not', async (_name, make) => {
+      const { client } = clientWith(make);
+      expect(await failure(client.refund({ orderId: 'ORD-1', refundKey: 'K1', amount: '1000.00' }))).toMatchObject({ kind: 'bad_response', outcomeUnknown: true });
+      expect(await failure(client.cancel('ORD-1'))).toMatchObject({ kind: 'bad_response', outcomeUnknown: true });
+      expect(await failure(client.status('ORD-1'))).toMatchObject({ kind: 'bad_response', outcomeUnknown: false });
     });
 
     it('keeps the body status_code, HTTP status and gateway messages', async () => {

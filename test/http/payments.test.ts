@@ -215,7 +215,7 @@ describe.each(DATABASES)('payments on %s', (kind) => {
       const { payment } = await activeSubscription(server, user, 'basic-monthly', 'gopay');
       const res = await refund(payment.id, { reason: 'not needed' });
       expect(res.status).toBe(200);
-      expect(res.body.refund).toEqual({ refund_key: `${payment.order_id}-r1`, amount: '50000.00', status: 'succeeded', destination: 'gateway' });
+      expect(res.body.refund).toEqual({ refund_key: `${payment.order_id}-r1`, amount: '50000.00', status: 'succeeded', destination: 'gateway', method: 'refund' });
       expect(res.body.payment).toMatchObject({ status: 'refunded', refunded_amount: '50000.00' });
       expect(server.running.billing.simulator!.transaction(payment.order_id)!.refunds).toEqual([
         expect.objectContaining({ refund_key: `${payment.order_id}-r1`, refund_amount: 50000, direct: false }),
@@ -264,7 +264,7 @@ describe.each(DATABASES)('payments on %s', (kind) => {
       const balance = Number(await walletBalance(server, user));
       const res = await refund(payment.id, { amount: 15000 });
       expect(res.status).toBe(200);
-      expect(res.body.refund).toEqual({ refund_key: `${payment.order_id}-r1`, amount: '15000.00', status: 'succeeded', destination: 'wallet' });
+      expect(res.body.refund).toEqual({ refund_key: `${payment.order_id}-r1`, amount: '15000.00', status: 'succeeded', destination: 'wallet', method: 'wallet' });
       expect(res.body.payment).toMatchObject({ status: 'partially_refunded', refunded_amount: '15000.00' });
       expect(Number(await walletBalance(server, user))).toBe(balance + 15000);
       const tx = (await server.api('GET', '/wallet/transactions/', { auth: user })).body.results[0];

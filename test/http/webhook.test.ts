@@ -251,19 +251,22 @@ describe.each(DATABASES)('POST /webhook/notification/ on %s', (kind) => {
       expect((await notify({ order_id: payment.orderId, transaction_status: 'settlement', gross_amount: '150000.00' })).body.status).toBe('ok');
     });
 
-    it('an unknown order fails with 503 and is logged failed', async () => {
+    it('an order this service never made answers 200 ignored and is logged ignored, changing nothing (a shared merchant account)', async () => {
       const res = await notify({ order_id: 'SUB-DOESNOTEXIST', transaction_status: 'settlement', gross_amount: '150000.00' });
-      expect(res.status).toBe(503);
-      expect(res.body.status).toBe('failed');
+      expect(res.status).toBe(200);
+      expect(res.body.status).toBe('ignored');
       const entry = await log(res.body.webhook_log_id);
-      expect(entry.status).toBe('failed');
-      expect(entry.error).toMatch(/Unknown order SUB-DOESNOTEXIST/);
+      expect(entry.status).toBe('ignored');
+      expect(entry.dedupKey).toBeNull();
+      // The gateway's retry of the same notification is ignored again, not an error.
+      expect((await notify({ order_id: 'SUB-DOESNOTEXIST', transaction_status: 'settlement', gross_amount: '150000.00' })).body.status).toBe('ignored');
     });
 
-    it('an order with neither prefix fails with 503', async () => {
+    it('an order with neither prefix answers 200 ignored', async () => {
       const res = await notify({ order_id: 'ORDER-123', transaction_status: 'settlement', gross_amount: '150000.00' });
-      expect(res.status).toBe(503);
-      expect((await log(res.body.webhook_log_id)).status).toBe('failed');
+      expect(res.status).toBe(200);
+      expect(res.body.status).toBe('ignored');
+      expect((await log(res.body.webhook_log_id)).status).toBe('ignored');
     });
 
     it('a settlement relayed by the gateway simulator end to end is processed', async () => {
@@ -335,10 +338,10 @@ describe.each(DATABASES)('POST /webhook/notification/ on %s', (kind) => {
       expect((await wallet(topup.user.id)).entries).toHaveLength(0);
     });
 
-    it('an unknown top-up order fails with 503', async () => {
+    it('an unknown top-up order answers 200 ignored', async () => {
       const res = await notify({ order_id: 'TOPUP-NOSUCHORDER', transaction_status: 'settlement', gross_amount: '100000.00' });
-      expect(res.status).toBe(503);
-      expect((await log(res.body.webhook_log_id)).error).toMatch(/Unknown order/);
+      expect(res.status).toBe(200);
+      expect((await log(res.body.webhook_log_id)).status).toBe('ignored');
     });
   });
 
@@ -402,12 +405,12 @@ describe.each(DATABASES)('POST /webhook/notification/ on %s', (kind) => {
       expect((await notify({ order_id: topup.orderId, transaction_status: 'settlement', gross_amount: '100000.00' })).body.status).toBe('ok');
     });
 
-    it('a signed notification with an absurdly long order_id fails cleanly (503), never 500', async () => {
+    it('a signed notification with an absurdly long order_id is not ours: 200 ignored, never 500', async () => {
       const orderId = `SUB-${'9'.repeat(5000)}`;
       const res = await notify({ order_id: orderId, transaction_status: 'settlement', gross_amount: '150000.00' });
-      expect(res.status).toBe(503);
+      expect(res.status).toBe(200);
       const entry = await log(res.body.webhook_log_id);
-      expect(entry.status).toBe('failed');
+      expect(entry.status).toBe('ignored');
       expect(entry.orderId!.length).toBeLessThanOrEqual(100);
     });
 

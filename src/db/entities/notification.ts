@@ -21,7 +21,9 @@ export type NotificationType =
   | 'topup_succeeded'
   | 'topup_failed'
   | 'topup_expired'
-  | 'payment_credited_to_wallet';
+  | 'payment_credited_to_wallet'
+  | 'payment_reversed'
+  | 'card_expiring';
 
 export class Notification {
   id!: string;

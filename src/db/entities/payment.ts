@@ -4,7 +4,7 @@ import { Invoice } from './invoice.js';
 import { Subscription, type PaymentType } from './subscription.js';
 import { User } from './user.js';
 
-export type PaymentStatus = 'pending' | 'settled' | 'failed' | 'canceled' | 'expired' | 'refunded' | 'partially_refunded';
+export type PaymentStatus = 'pending' | 'settled' | 'failed' | 'canceled' | 'expired' | 'refunded' | 'partially_refunded' | 'reversed';
 
 export class Payment {
   id!: string;
@@ -31,6 +31,8 @@ export class Payment {
   paymentDetails: Record<string, unknown> = {};
   /** The charge request timed out: the gateway may or may not have it; reconciliation decides. */
   outcomeUnknown = false;
+  /** Why a payment failed when the gateway never said (e.g. `never_reached_gateway`). */
+  failureReason: string | null = null;
   paidAt: Date | null = null;
   expiresAt: Date | null = null;
   createdAt!: Date;
@@ -39,6 +41,8 @@ export class Payment {
 
 export type RefundStatus = 'pending' | 'succeeded' | 'failed';
 export type RefundDestination = 'gateway' | 'wallet';
+/** `cancel`: a card capture not yet settled is voided at the gateway instead (MIDTRANS.md §4). */
+export type RefundMethod = 'refund' | 'direct_refund' | 'cancel' | 'wallet';
 
 export class Refund {
   id!: string;
@@ -49,6 +53,7 @@ export class Refund {
   status: RefundStatus = 'pending';
   destination!: RefundDestination;
   direct = false;
+  method: RefundMethod = 'refund';
   reason: string | null = null;
   createdAt!: Date;
 }
@@ -74,6 +79,7 @@ export const PaymentSchema = new EntitySchema<Payment>({
     gatewayStatus: { type: 'string', length: 30, nullable: true },
     paymentDetails: { type: 'json' },
     outcomeUnknown: { type: 'boolean', default: false },
+    failureReason: { type: 'string', length: 50, nullable: true },
     paidAt: { type: 'Date', nullable: true },
     expiresAt: { type: 'Date', nullable: true },
     createdAt: createdAtProperty,
@@ -92,6 +98,7 @@ export const RefundSchema = new EntitySchema<Refund>({
     status: { type: 'string', length: 20 },
     destination: { type: 'string', length: 10 },
     direct: { type: 'boolean', default: false },
+    method: { type: 'string', length: 20, default: 'refund' },
     reason: { type: 'string', length: 255, nullable: true },
     createdAt: createdAtProperty,
   },

@@ -38,6 +38,10 @@ export class Subscription {
   bank: string | null = null;
   /** Saved card token for merchant-initiated renewals; never serialized. */
   cardToken: string | null = null;
+  /** When the saved card token stops working (saved_token_id_expired_at). */
+  cardTokenExpiresAt: Date | null = null;
+  /** The saved token the customer was last warned about (once per card, not per run). */
+  cardExpiryNotifiedToken: string | null = null;
   currentPeriodStart: Date | null = null;
   currentPeriodEnd: Date | null = null;
   nextBillingDate: Date | null = null;
@@ -76,6 +80,8 @@ export const SubscriptionSchema = new EntitySchema<Subscription>({
     paymentType: { type: 'string', length: 20 },
     bank: { type: 'string', length: 20, nullable: true },
     cardToken: { type: 'string', length: 200, nullable: true, hidden: true },
+    cardTokenExpiresAt: { type: 'Date', nullable: true },
+    cardExpiryNotifiedToken: { type: 'string', length: 200, nullable: true, hidden: true },
     currentPeriodStart: { type: 'Date', nullable: true },
     currentPeriodEnd: { type: 'Date', nullable: true },
     nextBillingDate: { type: 'Date', nullable: true },

@@ -3,7 +3,7 @@ import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty } from 
 import type { PaymentType } from './subscription.js';
 import { User } from './user.js';
 
-export type TopupStatus = 'pending' | 'success' | 'failed' | 'expired';
+export type TopupStatus = 'pending' | 'success' | 'failed' | 'expired' | 'reversed';
 
 export class Topup {
   id!: string;

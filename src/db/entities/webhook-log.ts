@@ -1,7 +1,7 @@
 import { EntitySchema } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, updatedAtProperty } from './common.js';
 
-export type WebhookLogStatus = 'received' | 'invalid' | 'duplicate' | 'processed' | 'failed';
+export type WebhookLogStatus = 'received' | 'invalid' | 'duplicate' | 'processed' | 'failed' | 'ignored';
 export type WebhookLogSource = 'gateway' | 'sync' | 'replay' | 'charge';
 
 export class WebhookLog {

@@ -1,14 +1,16 @@
 import type { Payment, PaymentStatus } from '../../db/entities/payment.js';
 import { StateMachine } from './state-machine.js';
 
-export type PaymentEvent = 'settle' | 'fail' | 'cancel' | 'expire' | 'refund_partially' | 'refund_fully';
+export type PaymentEvent = 'settle' | 'fail' | 'cancel' | 'expire' | 'refund_partially' | 'refund_fully' | 'reverse';
 
 /** Final statuses: the gateway will not move them any more (except refunds of settled ones). */
-export const FINAL_PAYMENT_STATUSES: readonly PaymentStatus[] = ['settled', 'failed', 'canceled', 'expired', 'refunded', 'partially_refunded'];
+export const FINAL_PAYMENT_STATUSES: readonly PaymentStatus[] = ['settled', 'failed', 'canceled', 'expired', 'refunded', 'partially_refunded', 'reversed'];
 
 /**
- * NOTE: a payment never moves backwards — a late pending, deny or expire after a settlement
- * changes nothing. A settlement after a failure, cancel or expiry is accepted: the money arrived.
+ * NOTE: a payment never moves backwards — a late pending or expire after a settlement changes
+ * nothing. A settlement after a failure, cancel or expiry is accepted: the money arrived. The one
+ * way back: a `deny` or `cancel` after `settlement` is the gateway reversing it (MIDTRANS.md §7.3,
+ * DECISIONS.md §4), and the payment becomes `reversed`.
  */
 export const paymentStates = new StateMachine<PaymentStatus, PaymentEvent, Payment>('payment', {
   settle: { from: ['pending', 'failed', 'canceled', 'expired'], to: 'settled', stamp: (p, at) => (p.paidAt ??= at) },
@@ -17,4 +19,5 @@ export const paymentStates = new StateMachine<PaymentStatus, PaymentEvent, Payme
   expire: { from: ['pending'], to: 'expired' },
   refund_partially: { from: ['settled', 'partially_refunded'], to: 'partially_refunded' },
   refund_fully: { from: ['settled', 'partially_refunded'], to: 'refunded' },
+  reverse: { from: ['settled', 'partially_refunded'], to: 'reversed' },
 });

@@ -1,7 +1,7 @@
 import type { Topup, TopupStatus } from '../../db/entities/topup.js';
 import { StateMachine } from './state-machine.js';
 
-export type TopupEvent = 'succeed' | 'fail' | 'expire';
+export type TopupEvent = 'succeed' | 'fail' | 'expire' | 'reverse';
 
 /**
  * The specification's top-up table, plus one move it does not show: a settlement that arrives
@@ -11,4 +11,6 @@ export const topupStates = new StateMachine<TopupStatus, TopupEvent, Topup>('top
   succeed: { from: ['pending', 'failed', 'expired'], to: 'success', stamp: (t, at) => (t.paidAt ??= at) },
   fail: { from: ['pending'], to: 'failed' },
   expire: { from: ['pending'], to: 'expired' },
+  // A deny or cancel after settlement: the gateway took the money back (MIDTRANS.md §7.3).
+  reverse: { from: ['success'], to: 'reversed' },
 });

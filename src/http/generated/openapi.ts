@@ -454,10 +454,13 @@ export interface paths {
         put?: never;
         /**
          * Charge a subscription's open invoice
-         * @description Creates a new payment for the subscription's oldest open invoice, with the
-         *     subscription's payment type. Earlier pending payments of that invoice are cancelled at
-         *     the gateway. No open invoice answers `409` `nothing_due`; a subscription that cannot be
-         *     charged answers `409` `invalid_state`.
+         * @description Creates a new payment for the subscription's oldest open invoice, by default with the
+         *     subscription's payment type (a saved card is charged as a customer-initiated
+         *     transaction). `payment_type` pays it another way this time, and `token` pays with a new
+         *     card, which becomes the subscription's saved card once the gateway confirms it. Earlier
+         *     pending payments of that invoice are cancelled at the gateway. No open invoice answers
+         *     `409` `nothing_due`; a subscription that cannot be charged (a card subscription with no
+         *     saved card and no `token`) answers `409` `invalid_state`.
          */
         post: operations["chargeSubscription"];
         delete?: never;
@@ -1465,12 +1468,13 @@ export interface components {
         };
         /**
          * @description `pending` (awaiting payment, or a card capture under fraud review), `settled`, `failed`
-         *     (denied), `canceled`, `expired`, `refunded`, `partially_refunded`. A payment never moves
-         *     backwards.
+         *     (denied), `canceled`, `expired`, `refunded`, `partially_refunded`, `reversed` (the
+         *     gateway took back a settled payment: a `deny` or `cancel` after `settlement`; its
+         *     invoice is open again). A payment never moves backwards, except by a reversal.
          * @example settled
          * @enum {string}
          */
-        PaymentStatus: "pending" | "settled" | "failed" | "canceled" | "expired" | "refunded" | "partially_refunded";
+        PaymentStatus: "pending" | "settled" | "failed" | "canceled" | "expired" | "refunded" | "partially_refunded" | "reversed";
         /**
          * @description How to pay, or how it was paid; the shape depends on `payment_type` (top-ups use the
          *     same shapes):
@@ -1602,6 +1606,12 @@ export interface components {
              * @example accept
              */
             fraud_status: string | null;
+            /**
+             * @description Why a `failed` payment failed when the gateway never said: `never_reached_gateway`
+             *     (the charge was lost before the gateway saw it; `payments sync` closed it).
+             * @example null
+             */
+            failure_reason?: string | null;
             payment_details: components["schemas"]["PaymentDetails"];
             /** Format: date-time */
             paid_at: string | null;
@@ -1658,6 +1668,18 @@ export interface components {
              * @example 9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a
              */
             subscription_id: string;
+            payment_type?: components["schemas"]["PaymentType"];
+            /**
+             * @description A new card token from the gateway's card tokenisation (implies `credit_card`). The
+             *     card is saved for the subscription's renewals once its charge succeeds.
+             * @example 481111-1114-a1b2c3d4-e5f6-7a8b-9c0d-e1f2a3b4c5d6
+             */
+            token?: string;
+            /** @description For `bank_transfer`, the virtual-account bank of this payment. */
+            metadata?: {
+                /** @enum {string} */
+                bank?: "bca" | "bni" | "bri" | "cimb" | "permata";
+            };
         };
         /**
          * @example {
@@ -1721,6 +1743,15 @@ export interface components {
              * @enum {string}
              */
             destination: "gateway" | "wallet";
+            /**
+             * @description How the money goes back: the gateway's `refund` or `direct_refund`; `cancel` when a
+             *     card payment was captured but not yet settled at the gateway (settlement happens
+             *     the next day), so the gateway voids it instead and the whole payment is refunded;
+             *     `wallet` for a refund to the user's wallet.
+             * @example refund
+             * @enum {string}
+             */
+            method?: "refund" | "direct_refund" | "cancel" | "wallet";
         };
         /**
          * @example {
@@ -1960,10 +1991,11 @@ export interface components {
         WebhookAck: {
             /**
              * @description `ok`: processed; `duplicate`: already processed, skipped; `invalid`: bad signature;
-             *     `failed`: processing failed, the gateway should retry.
+             *     `failed`: processing failed, the gateway should retry; `ignored`: an order this
+             *     service never made (the merchant account may be shared), logged and acknowledged.
              * @enum {string}
              */
-            status: "ok" | "duplicate" | "invalid" | "failed";
+            status: "ok" | "duplicate" | "invalid" | "failed" | "ignored";
             /**
              * Format: uuid
              * @description The webhook log entry that recorded this notification.
@@ -1974,7 +2006,7 @@ export interface components {
          * @example payment_pending
          * @enum {string}
          */
-        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired" | "payment_credited_to_wallet";
+        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired" | "payment_credited_to_wallet" | "payment_reversed" | "card_expiring";
         /**
          * @example in_app
          * @enum {string}
@@ -2161,10 +2193,12 @@ export interface components {
             results: components["schemas"]["WalletTransaction"][];
         };
         /**
+         * @description `reversed`: the gateway took back a settled top-up (a `deny` or `cancel` after
+         *     `settlement`); its amount was debited from the wallet again, even below zero.
          * @example success
          * @enum {string}
          */
-        TopupStatus: "pending" | "success" | "failed" | "expired";
+        TopupStatus: "pending" | "success" | "failed" | "expired" | "reversed";
         /**
          * @example {
          *       "id": "1c3e5a7b-9d1f-4c3e-b5a7-9c1e3a5b7d9f",
@@ -3757,7 +3791,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Processed (`ok`) or already processed (`duplicate`). */
+            /** @description Processed (`ok`), already processed (`duplicate`), or an order this service never made (`ignored`). */
             200: {
                 headers: {
                     [name: string]: unknown;

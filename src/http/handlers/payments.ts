@@ -20,7 +20,12 @@ export const paymentHandlers: OperationHandlers = {
   },
 
   async chargeSubscription(req) {
-    const payment = await chargeSubscription(req.services, requireUser(req), req.body.subscription_id);
+    const payment = await chargeSubscription(req.services, requireUser(req), {
+      subscriptionId: req.body.subscription_id,
+      paymentType: req.body.payment_type,
+      token: req.body.token,
+      bank: req.body.metadata?.bank,
+    });
     return { status: 201, body: { payment: serializePayment(payment) } };
   },
 

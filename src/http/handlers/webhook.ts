@@ -1,5 +1,6 @@
 import { ValidationError } from '../../domain/errors.js';
-import { receiveNotification, type NotificationOutcome } from '../../services/webhooks/process-notification.js';
+import type { NotificationOutcome } from '../../services/webhooks/process-notification.js';
+import { receiveGatewayNotification } from '../../services/webhooks/receive-gateway-notification.js';
 import type { OperationHandlers, OperationResult, Schemas } from '../operations.js';
 
 type Ack = Schemas['WebhookAck'];
@@ -25,7 +26,10 @@ function answer(outcome: NotificationOutcome): OperationResult<'receiveGatewayNo
       // A concurrent attempt (a replay) settled this very log first: answer what it became.
       return outcome.log.status === 'processed' ? ack(200, { status: 'ok', webhook_log_id: id })
         : outcome.log.status === 'duplicate' ? ack(200, { status: 'duplicate', webhook_log_id: id })
+        : outcome.log.status === 'ignored' ? ack(200, { status: 'ignored', webhook_log_id: id })
         : ack(503, { status: 'failed', webhook_log_id: id });
+    case 'ignored':
+      return ack(200, { status: 'ignored', webhook_log_id: id });
     case 'failed':
       return ack(503, { status: 'failed', webhook_log_id: id });
   }
@@ -35,7 +39,7 @@ export const webhookHandlers: OperationHandlers = {
   async receiveGatewayNotification({ koa, services }) {
     let outcome: NotificationOutcome;
     try {
-      outcome = await receiveNotification(services, { rawPayload: koa.state.rawBody ?? '', ip: koa.ip, source: 'gateway' });
+      outcome = await receiveGatewayNotification(services, { rawPayload: koa.state.rawBody ?? '', ip: koa.ip });
     } catch {
       // Not even the raw body could be committed: never acknowledge what was not saved.
       return ack(503, { status: 'failed', webhook_log_id: null });

@@ -32,7 +32,14 @@ export interface StepResult {
   invoiceNumber: string | null;
   /** The payment made by this step, once the gateway answered: settled, pending, failed… */
   paymentStatus: string | null;
+  /** The run's own failure at this subscription (exit 1): a database error, a gateway that is down. */
   error: string | null;
+  /**
+   * NOTE: what happened to the customer's payment when it did not go through (declined, no saved
+   * card, the gateway's answer lost): a business outcome shown in the table, not a failure of
+   * the run (DECISIONS.md §7).
+   */
+  outcome?: string | null;
   after: AfterCommit;
   /** The subscription's status when the step committed. */
   status: string;
@@ -111,7 +118,7 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
   await ctx.em.flush();
   const collection = await collectInvoice(ctx, sub, invoice, input.dueAt);
   for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
-  return result(sub, 'renew', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after, invoice });
+  return result(sub, 'renew', { counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice });
 }
 
 /**
@@ -140,7 +147,7 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
     if (retry) counts.retried = 1;
     const collection = await collectInvoice(ctx, sub, invoice, invoice.nextRetryAt);
     for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
-    return result(sub, 'collect', { counts, invoiceNumber: invoice.number, error: collection.error, after: collection.after, invoice });
+    return result(sub, 'collect', { counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice });
   }
   if (next === 'resubmit') {
     // Looked at again later should the gateway still not answer; a live answer makes that a no-op.
@@ -312,8 +319,11 @@ export async function finishStep(ctx: ServiceContext, step: StepResult): Promise
     await submitPayment(ctx, paymentId, options);
   } catch (err) {
     if (!(err instanceof GatewayError)) throw err;
-    step.error = `gateway ${err.kind}: ${err.message}`;
     declined = DECLINES.includes(err.kind);
+    // A declined card is the customer's outcome. A gateway that is down, or whose answer was
+    // lost (the payment stays pending for sync), is the run's failure: the operator must know.
+    if (declined) step.outcome = `gateway ${err.kind}: ${err.message}`;
+    else step.error = `gateway ${err.kind}: ${err.message}`;
     if (!err.outcomeUnknown && !declined) {
       // The gateway never took the charge: the next run makes a new attempt.
       await ctx.em.fork().transactional(async (em) => {

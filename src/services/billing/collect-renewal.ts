@@ -4,6 +4,7 @@ import type { Subscription } from '../../db/entities/subscription.js';
 import { compare } from '../../domain/money.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import { capExpiryMinutes } from '../../gateway/expiry-limits.js';
 import type { Bank } from '../../gateway/types.js';
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
@@ -26,6 +27,7 @@ export type BillingCounter =
   | 'expired'
   | 'trial_ended'
   | 'trial_notices'
+  | 'card_notices'
   | 'plan_changes';
 
 export type Counts = Partial<Record<BillingCounter, number>>;
@@ -41,7 +43,8 @@ export interface AfterCommit {
 export interface Collection {
   counts: Counts;
   after: AfterCommit;
-  error: string | null;
+  /** A customer's payment that cannot be made (no saved card): an outcome of the run, not its failure. */
+  outcome: string | null;
 }
 
 export const nothingAfter = (): AfterCommit => ({ cancelOrderIds: [], submit: null, resubmit: null });
@@ -116,15 +119,15 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
       markPastDue(ctx, sub, at);
       const counts: Counts = { failed: 1 };
       if (before !== 'past_due' && sub.status === 'past_due') counts.past_due = 1;
-      return { counts, after, error: null };
+      return { counts, after, outcome: null };
     }
     await openPayment(ctx, input);
-    return { counts: { charged: 1 }, after, error: null };
+    return { counts: { charged: 1 }, after, outcome: null };
   }
 
   if (sub.paymentType === 'credit_card' && !sub.cardToken) {
     // Nothing can be charged without the customer; the invoice waits for dunning (or POST /payments/charge/).
-    return { counts: { failed: 1 }, after, error: 'no saved card to charge (the card was never saved for merchant-initiated renewals)' };
+    return { counts: { failed: 1 }, after, outcome: 'no saved card to charge (the card was never saved for merchant-initiated renewals)' };
   }
   const payment = await openPayment(ctx, input);
   // Looked at again after RESUBMIT_AFTER_MS in case this process dies before the gateway answers.
@@ -141,7 +144,7 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
       expiryMinutes: payableMinutes(sub, at, payableUntil),
     },
   };
-  return { counts: {}, after, error: null };
+  return { counts: {}, after, outcome: null };
 }
 
 /**
@@ -151,7 +154,9 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
  */
 export function payableMinutes(sub: Pick<Subscription, 'paymentType'>, at: Date, until: Date): number | undefined {
   if (sub.paymentType === 'credit_card' || sub.paymentType === 'wallet') return undefined;
-  return Math.max(1, Math.ceil((until.getTime() - at.getTime()) / 60_000));
+  // NOTE: never beyond what the method allows (a long dunning gap made every ShopeePay or GoPay
+  // renewal fail validation): the payment then expires earlier, and the next retry makes a new one.
+  return capExpiryMinutes(sub.paymentType, Math.ceil((until.getTime() - at.getTime()) / 60_000));
 }
 
 export type FollowUp = 'reattempt' | 'resubmit' | 'wait' | null;

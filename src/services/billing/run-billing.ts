@@ -4,6 +4,7 @@ import { heldElsewhere, renewPlainWalletBatch } from './batch-renewal.js';
 import { dueSubscriptionIds } from './billing-actions.js';
 import { billSubscriptionStep, finishStep, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
 import type { BillingCounter } from './collect-renewal.js';
+import { notifyExpiringCards } from './notify-expiring-cards.js';
 
 export interface BillingRunOptions {
   /** The run's time (default: the context's clock now). Everything due at or before it is done. */
@@ -58,6 +59,7 @@ export const COUNTERS: readonly BillingCounter[] = [
   'expired',
   'trial_ended',
   'trial_notices',
+  'card_notices',
   'plan_changes',
 ];
 
@@ -85,7 +87,7 @@ function record(report: BillingRunReport, step: StepResult): void {
     invoice_number: step.invoiceNumber,
     payment_status: step.paymentStatus,
     status: step.status,
-    error: step.error,
+    error: step.error ?? step.outcome ?? null,
   });
   if (step.error) report.errors.push({ subscription_id: step.subscriptionId, message: step.error });
 }
@@ -115,6 +117,7 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   // checked again under its lock). Not under --limit, whose room is known only after the page.
   const prefetch = batch && opts.limit === undefined && isPostgres(ctx.em);
   let next: Promise<string[]> | null = null;
+  report.card_notices = await notifyExpiringCards(runCtx, at, dryRun);
   // For the progress display only: one more scan of what is due, before anything changes.
   let total = opts.onProgress ? (await dueSubscriptionIds(ctx.em.fork(), at, null, opts.limit ?? 1_000_000_000)).length : 0;
   let seen = 0;

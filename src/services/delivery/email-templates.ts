@@ -224,6 +224,22 @@ const TEMPLATES: Record<NotificationType, (d: Data) => EmailDraft> = {
     paragraphs: ['The top-up expired before the payment arrived, so your wallet was not credited. Start a new top-up if you still want to add funds.'],
     facts: [['Order', str(d.order_id)], ['Amount', money(d.currency, d.amount)]],
   }),
+  payment_reversed: (d) => ({
+    subject: `Payment${ref(d)} was reversed`,
+    heading: 'Payment reversed',
+    paragraphs: [
+      d.topup_id
+        ? 'Your bank took back a top-up payment that had already arrived, so its amount was taken back from your wallet.'
+        : 'Your bank took back a payment that had already arrived, so its invoice is open again. Please pay it to keep your subscription.',
+    ],
+    facts: [['Order', str(d.order_id)], ['Amount', money(d.currency, d.amount)]],
+  }),
+  card_expiring: (d) => ({
+    subject: 'The card saved for your subscription is expiring',
+    heading: 'Saved card expiring',
+    paragraphs: [`The card saved for your ${plan(d)} stops working before the next renewal. Pay the next invoice with a new card to keep your subscription running.`],
+    facts: [['Card valid until', day(d.card_expires_at)], ['Next renewal', day(d.next_billing_date)]],
+  }),
 };
 
 function escapeHtml(value: string): string {

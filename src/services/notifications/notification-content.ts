@@ -39,6 +39,14 @@ const CONTENT: Record<NotificationType, (d: Data) => { title: string; message: s
   topup_succeeded: (d) => ({ title: 'Top-up received', message: `${text(d.currency)} ${text(d.amount)} was added to your wallet.` }),
   topup_failed: (d) => ({ title: 'Top-up failed', message: `The top-up ${text(d.order_id)} did not go through.` }),
   topup_expired: (d) => ({ title: 'Top-up expired', message: `The top-up ${text(d.order_id)} expired before it was paid.` }),
+  payment_reversed: (d) => ({
+    title: 'Payment reversed',
+    message: `Your bank reversed the payment of ${text(d.currency)} ${text(d.amount)} for ${d.topup_id ? 'wallet top-up' : 'order'} ${text(d.order_id)}${d.topup_id ? '; the amount was taken back from your wallet' : '; please pay the invoice again'}.`,
+  }),
+  card_expiring: (d) => ({
+    title: 'Saved card expiring',
+    message: `The card saved for your ${text(d.plan_name)} subscription stops working on ${text(d.card_expires_at)}, before the next renewal on ${text(d.next_billing_date)}. Pay with a new card to keep it.`,
+  }),
 };
 
 export function notificationContent(type: NotificationType, data: Data): { title: string; message: string } {

@@ -15,14 +15,16 @@ import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { fundPeriod, withdrawFunds } from '../subscriptions/period-funds.js';
 import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscriptions/plan-change.js';
 import { creditUnusableSettlement, type UnusableSettlementReason } from './credit-unusable-settlement.js';
-import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, type GatewayEvent } from './gateway-event.js';
+import { isReversal, reversePayment, reverseTopup } from './reverse-payment.js';
+import { saveCardFromVerifiedEvent } from './saved-card.js';
+import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 
 export interface EventOutcome {
   /** What changed, for the webhook log and the CLI; empty when the event changed nothing. */
   changes: string[];
 }
 
-/** Raised when an event cannot be applied (unknown order, amount mismatch); the webhook logs it `failed`. */
+/** Raised when an event cannot be applied (amount mismatch); the webhook logs it `failed`. Unknown orders: UnknownOrderError. */
 export class GatewayEventError extends DomainError {
   constructor(message: string) {
     super('conflict', message);
@@ -38,7 +40,7 @@ export class GatewayEventError extends DomainError {
 export async function applyGatewayEvent(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
   if (event.orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX)) return applyToPayment(ctx, event);
   if (event.orderId.startsWith(TOPUP_ORDER_PREFIX)) return applyToTopup(ctx, event);
-  throw new GatewayEventError(`Order ${event.orderId || '(none)'} is neither a subscription (SUB-) nor a top-up (TOPUP-) order.`);
+  throw new UnknownOrderError(event.orderId);
 }
 
 /**
@@ -58,7 +60,7 @@ const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'f
 
 async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
   const payment = await ctx.em.findOne(Payment, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  if (!payment) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
+  if (!payment) throw new UnknownOrderError(event.orderId);
   // Lock the subscription as well (its status and period change), but load the plan and the
   // users without a lock: MikroORM passes a lock mode on to populate queries, and a FOR UPDATE
   // on the plan row, which every subscription of that plan shares, ran all their settlements
@@ -72,7 +74,7 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
   payment.transactionId ??= event.transactionId;
   // NOTE: a stale notification (a late pending, expire or challenge after the money arrived)
   // must not overwrite what the gateway reported since; settlements and refunds always count.
-  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund')) {
+  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || isReversal(event, payment.status)) {
     payment.gatewayStatus = event.transactionStatus;
     if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
   }
@@ -80,6 +82,7 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
 
   if (isSuccess(event)) {
     assertAmount(event, payment.grossAmount);
+    changes.push(...saveCardFromVerifiedEvent(payment, event));
     if (paymentStates.applyIfAllowed(payment, 'settle', at)) {
       changes.push(`payment settled`);
       changes.push(...(await onPaymentSettled(ctx, payment, at)));
@@ -96,6 +99,8 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
       notify(ctx, payment.user, 'payment_pending', paymentData(payment));
       changes.push('payment pending notified');
     }
+  } else if (isFailure(event) && isReversal(event, payment.status)) {
+    changes.push(...(await reversePayment(ctx, payment, event, at, (refunds) => settleRefundTotals(ctx, payment, refunds))));
   } else if (isFailure(event)) {
     const move = FAILURE_EVENTS[event.transactionStatus];
     if (paymentStates.applyIfAllowed(payment, move, at)) {
@@ -345,7 +350,7 @@ const TOPUP_FAILURES: Record<string, TopupEvent> = { deny: 'fail', failure: 'fai
 
 async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
   const topup = await ctx.em.findOne(Topup, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  if (!topup) throw new GatewayEventError(`Unknown order ${event.orderId}.`);
+  if (!topup) throw new UnknownOrderError(event.orderId);
   // The user is read, not changed: no lock (the wallet row is locked where the balance moves).
   await ctx.em.populate(topup, ['user']);
   const at = ctx.clock.now();
@@ -384,6 +389,7 @@ async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<Even
     notify(ctx, topup.user, 'topup_succeeded', data);
     return { changes: ['top-up success', `wallet credited ${topup.amount}`] };
   }
+  if (isReversal(event, topup.status)) return { changes: await reverseTopup(ctx, topup, event, at) };
   const move = TOPUP_FAILURES[event.transactionStatus];
   if (move && topupStates.applyIfAllowed(topup, move, at)) {
     notify(ctx, topup.user, move === 'expire' ? 'topup_expired' : 'topup_failed', data);

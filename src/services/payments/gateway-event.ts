@@ -1,4 +1,16 @@
+import { DomainError } from '../../domain/errors.js';
 import type { GatewayTransaction } from '../../gateway/types.js';
+
+/**
+ * Raised for an order this service never made (no payment or top-up with that order_id, or
+ * neither prefix): the merchant account may be shared, so the webhook logs it `ignored` and
+ * acknowledges it (DECISIONS.md §5) instead of making the gateway retry for hours.
+ */
+export class UnknownOrderError extends DomainError {
+  constructor(orderId: string) {
+    super('conflict', `Order ${orderId || '(none)'} was not made by this service.`);
+  }
+}
 
 /**
  * What the gateway said happened to one order, from a webhook payload, a status query (sync)
@@ -17,12 +29,18 @@ export interface GatewayEvent {
   /** Individual refunds as the gateway lists them (`refunds[]`). */
   refunds: { refundKey: string | null; amount: string }[];
   raw: Record<string, unknown>;
+  /**
+   * True when the payload came from our own authenticated call to the gateway (a charge or
+   * status answer), so fields the notification signature does not cover (saved_token_id) can be
+   * believed.
+   */
+  verified?: boolean;
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : null);
 
 /** Reads an event from a gateway payload (webhook body or status answer). Missing fields are null. */
-export function eventFromPayload(payload: Record<string, unknown>): GatewayEvent {
+export function eventFromPayload(payload: Record<string, unknown>, opts: { verified?: boolean } = {}): GatewayEvent {
   const refunds = Array.isArray(payload.refunds)
     ? (payload.refunds as Record<string, unknown>[])
         .filter((r) => r && typeof r === 'object' && str(r.refund_amount) !== null)
@@ -39,11 +57,12 @@ export function eventFromPayload(payload: Record<string, unknown>): GatewayEvent
     refundAmount: str(payload.refund_amount),
     refunds,
     raw: payload,
+    verified: opts.verified ?? false,
   };
 }
 
 export function eventFromTransaction(tx: GatewayTransaction): GatewayEvent {
-  return eventFromPayload({ ...tx.raw, order_id: tx.orderId, transaction_status: tx.transactionStatus });
+  return eventFromPayload({ ...tx.raw, order_id: tx.orderId, transaction_status: tx.transactionStatus }, { verified: true });
 }
 
 /**

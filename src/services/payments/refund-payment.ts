@@ -1,5 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
-import { Payment, Refund } from '../../db/entities/payment.js';
+import { Payment, Refund, type RefundMethod } from '../../db/entities/payment.js';
+import { assertFullVoid, isUnsettledCapture, mustRefundByCancel, refundByCancel } from './refund-by-cancel.js';
 import type { User } from '../../db/entities/user.js';
 import { DomainError, InvalidStateError, NotFoundError, ValidationError } from '../../domain/errors.js';
 import { compare, isPositive, parseAmountInput } from '../../domain/money.js';
@@ -67,6 +68,8 @@ async function refund(
   keepSubscription: boolean,
 ): Promise<RefundedPayment> {
   const reason = input.reason?.trim() || null;
+  const seen = await ctx.em.fork().findOne(Payment, where);
+  const unsettledCapture = seen ? await isUnsettledCapture(ctx, seen) : false;
 
   const recorded = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
@@ -76,19 +79,31 @@ async function refund(
       throw new InvalidStateError(`Only a settled payment can be refunded; this one is ${payment.status.replace(/_/g, ' ')}.`);
     }
     const refunds = await em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
+    // A refund whose gateway answer was lost is retried under its own refund_key, never a new one
+    // (a new key would be a second refund at the gateway).
+    const unresolved = refunds.find((r) => r.status === 'pending' && r.destination === 'gateway');
+    if (unresolved) {
+      if (input.amount !== undefined && input.amount !== null && compare(parseAmountInput(input.amount, payment.currency), unresolved.amount) !== 0) {
+        throw new InvalidStateError(`Refund ${unresolved.refundKey} of ${unresolved.amount} is still unresolved at the gateway; retry it with that amount, or wait for payments sync.`);
+      }
+      return { refundId: unresolved.id, paymentId: payment.id, refundKey: unresolved.refundKey, orderId: payment.orderId, amount: unresolved.amount, toWallet: false, toCancel: [] as string[], direct: unresolved.direct, method: unresolved.method };
+    }
     const limit = await refundLimit(tctx, payment, refunds, bound);
     if (!isPositive(limit.limit)) throw new InvalidStateError('Nothing of this payment is left to refund.');
     const amount = input.amount === undefined || input.amount === null ? limit.limit : parseAmountInput(input.amount, payment.currency);
     if (compare(amount, limit.limit) > 0) {
       throw new ValidationError([{ field: 'amount', message: `may not exceed the ${limit.limit} ${payment.currency} that remains refundable` }]);
     }
+    const byCancel = !toWallet && unsettledCapture && mustRefundByCancel(payment);
+    if (byCancel) assertFullVoid(payment, amount);
     const refund = em.create(Refund, {
       payment,
       refundKey: `${payment.orderId}-r${refunds.length + 1}`,
       amount,
       status: 'pending',
       destination: toWallet ? 'wallet' : 'gateway',
-      direct: !toWallet && input.direct === true,
+      direct: !toWallet && !byCancel && input.direct === true,
+      method: toWallet ? 'wallet' : byCancel ? 'cancel' : input.direct === true ? 'direct_refund' : 'refund',
       reason,
       createdAt: ctx.clock.now(),
     } as Refund);
@@ -107,11 +122,11 @@ async function refund(
       refund.status = 'succeeded';
       settleRefundTotals(tctx, payment, [...refunds, refund]);
     }
-    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet, toCancel };
+    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet, toCancel, direct: refund.direct, method: refund.method };
   });
 
   await cancelAtGateway(ctx, recorded.toCancel);
-  if (!recorded.toWallet) await refundAtGateway(ctx, recorded, input.direct === true, reason);
+  if (!recorded.toWallet) await refundAtGateway(ctx, recorded, recorded.direct, reason);
   const refund = await ctx.em.fork().findOneOrFail(Refund, recorded.refundId);
   return { payment: await loadPayment(ctx.em, recorded.paymentId), refund };
 }
@@ -122,10 +137,11 @@ async function refund(
  */
 export async function refundAtGateway(
   ctx: ServiceContext,
-  recorded: { refundId: string; paymentId: string; refundKey: string; orderId: string; amount: string },
+  recorded: { refundId: string; paymentId: string; refundKey: string; orderId: string; amount: string; method?: RefundMethod },
   direct: boolean,
   reason: string | null,
 ): Promise<void> {
+  if (recorded.method === 'cancel') return refundByCancel(ctx, recorded, () => refundAtGateway(ctx, { ...recorded, method: 'refund' }, direct, reason));
   const request = { orderId: recorded.orderId, refundKey: recorded.refundKey, amount: recorded.amount, reason: reason ?? undefined };
   let result: RefundResult | null = null;
   let failure: unknown = null;

@@ -5,7 +5,8 @@ import { GatewayError } from '../../gateway/errors.js';
 import type { Bank, ChargeRequest, GatewayPaymentType, GatewayTransaction } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { recordAndApplyGatewayEvent } from '../webhooks/process-notification.js';
-import { eventFromTransaction } from './gateway-event.js';
+import { eventFromTransaction, isSuccess } from './gateway-event.js';
+import { rememberSavedCard, savedCardOf } from './saved-card.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 
 export interface SubmitPaymentOptions {
@@ -93,6 +94,8 @@ export async function storeGatewayAnswer(ctx: DataContext, paymentId: string, tx
       locked.paymentDetails = { ...tx.paymentDetails };
       locked.expiresAt = tx.expiryTime;
     }
-    if (tx.savedTokenId && locked.subscription) locked.subscription.cardToken = tx.savedTokenId;
+    // A card captured without 3-D Secure: its answer is the first successful card event.
+    const card = savedCardOf(tx.raw);
+    if (card && isSuccess(eventFromTransaction(tx)) && locked.subscription && locked.paymentType === 'credit_card') rememberSavedCard(locked.subscription, card);
   });
 }

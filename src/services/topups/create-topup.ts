@@ -143,7 +143,8 @@ export async function createTopup(ctx: ServiceContext, user: User, input: Create
  */
 async function recordChargeFailure(ctx: ServiceContext, topupId: string, err: unknown): Promise<unknown> {
   const gatewayError = err instanceof GatewayError ? err : null;
-  const unknown = gatewayError === null || gatewayError.outcomeUnknown || gatewayError.kind === 'bad_response';
+  // GatewayError.outcomeUnknown is the one rule (timeouts, dropped connections, unreadable answers).
+  const unknown = gatewayError === null || gatewayError.outcomeUnknown;
   const topup = await ctx.em.transactional(async (em) => {
     const t = await em.findOneOrFail(Topup, { id: topupId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (unknown) t.outcomeUnknown = true;

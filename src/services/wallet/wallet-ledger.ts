@@ -32,6 +32,11 @@ export interface WalletEntryInput {
   /** What caused the entry; (source, reference) is unique, so posting the same thing twice is a no-op. */
   referenceId: string | null;
   description: string;
+  /**
+   * NOTE: only a gateway reversal of a top-up may take the balance below zero: the money was
+   * never ours to spend, and refusing the debit would hide it.
+   */
+  allowNegative?: boolean;
 }
 
 /**
@@ -55,7 +60,7 @@ export async function postWalletEntry(ctx: DataContext, input: WalletEntryInput)
   if (wallet.currency !== input.currency) {
     throw new DomainError('validation_error', `The wallet holds ${wallet.currency}, not ${input.currency}.`);
   }
-  if (input.kind === 'debit' && compare(wallet.balance, input.amount) < 0) {
+  if (input.kind === 'debit' && !input.allowNegative && compare(wallet.balance, input.amount) < 0) {
     throw new DomainError('insufficient_funds', `The wallet balance ${wallet.balance} ${wallet.currency} does not cover ${input.amount}.`);
   }
   wallet.balance = input.kind === 'credit' ? add(wallet.balance, input.amount) : subtract(wallet.balance, input.amount);

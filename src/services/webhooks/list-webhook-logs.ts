@@ -4,7 +4,7 @@ import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
 import { isUuid } from '../../domain/ids.js';
 
-export const WEBHOOK_LOG_STATUSES: readonly WebhookLogStatus[] = ['received', 'invalid', 'duplicate', 'processed', 'failed'];
+export const WEBHOOK_LOG_STATUSES: readonly WebhookLogStatus[] = ['received', 'invalid', 'duplicate', 'processed', 'failed', 'ignored'];
 
 export interface WebhookLogFilter {
   statuses?: WebhookLogStatus[];

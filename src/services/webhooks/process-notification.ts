@@ -6,7 +6,7 @@ import { parseJsonExact } from '../../domain/exact-json.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
 import { applyGatewayEvent } from '../payments/apply-gateway-event.js';
-import { dedupKey, eventFromPayload, type GatewayEvent } from '../payments/gateway-event.js';
+import { dedupKey, eventFromPayload, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, UnknownOrderError, type GatewayEvent } from '../payments/gateway-event.js';
 
 /*
  * The one pipeline behind the webhook, `webhooks replay`, `payments sync` and the
@@ -30,8 +30,11 @@ import { dedupKey, eventFromPayload, type GatewayEvent } from '../payments/gatew
  * same UPDATE, so two replays (or a replay racing the live request) cannot apply it twice.
  */
 
-/** Log statuses from which steps 2-5 may run (again). */
-export const REPLAYABLE_STATUSES: readonly WebhookLogStatus[] = ['received', 'failed', 'invalid'];
+/**
+ * Log statuses from which steps 2-5 may run (again). `ignored` too: an operator who finds that
+ * an ignored order was ours after all (a restored row) can replay it.
+ */
+export const REPLAYABLE_STATUSES: readonly WebhookLogStatus[] = ['received', 'failed', 'invalid', 'ignored'];
 
 /** Sources whose payload came from our own authenticated call to the gateway, not from the internet. */
 const TRUSTED_SOURCES: readonly WebhookLogSource[] = ['sync', 'charge'];
@@ -53,7 +56,9 @@ export type NotificationResult =
   /** Unknown order, amount mismatch or a database error; the log is `failed`, a retry may work. */
   | 'failed'
   /** The log was not in a processable status (already processed or a duplicate); nothing ran. */
-  | 'skipped';
+  | 'skipped'
+  /** An order this service never made; the log is `ignored` (DECISIONS.md §5). */
+  | 'ignored';
 
 export interface NotificationOutcome {
   result: NotificationResult;
@@ -181,6 +186,9 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
   const key = dedupKey(event);
   let changes: string[] | null;
   try {
+    // Not even shaped like our order ids (at most 50 characters, SUB- or TOPUP-): not ours,
+    // and not worth a deduplication claim (a huge order_id would not fit the key's column).
+    if (!isOwnOrderIdShape(event.orderId)) throw new UnknownOrderError(event.orderId.slice(0, 60));
     changes = await forkOf(ctx).transactional(async (em: EntityManager) => {
       // The claim is the transaction's first statement and a write: SQLite takes its write lock
       // before reading anything, and PostgreSQL queues a concurrent claim of the same key here.
@@ -210,11 +218,20 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
       const log = await reload(ctx, logId);
       return { result: log.status === 'duplicate' ? 'duplicate' : 'skipped', log, changes: [], error: note };
     }
+    if (err instanceof UnknownOrderError) {
+      await settleLog(ctx, logId, 'ignored', err.message);
+      const log = await reload(ctx, logId);
+      return { result: log.status === 'ignored' ? 'ignored' : 'skipped', log, changes: [], error: err.message };
+    }
     const message = describeFailure(err);
     await settleLog(ctx, logId, 'failed', message);
     return { result: 'failed', log: await reload(ctx, logId), changes: [], error: message };
   }
   return { result: 'processed', log: await reload(ctx, logId), changes, error: null };
+}
+
+function isOwnOrderIdShape(orderId: string): boolean {
+  return orderId.length <= 50 && (orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX) || orderId.startsWith(TOPUP_ORDER_PREFIX));
 }
 
 function describeFailure(err: unknown): string {
@@ -235,7 +252,7 @@ function judge(ctx: DataContext, log: WebhookLog): Judgement {
   if (!trusted && !verifySignature(reading.payload, ctx.config.gateway.serverKey)) {
     return { ok: false, result: 'invalid', reason: 'The signature_key does not match order_id + status_code + gross_amount signed with the server key.' };
   }
-  return { ok: true, event: eventFromPayload(reading.payload) };
+  return { ok: true, event: eventFromPayload(reading.payload, { verified: trusted }) };
 }
 
 /**

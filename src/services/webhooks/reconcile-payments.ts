@@ -7,6 +7,7 @@ import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
 import { eventFromTransaction } from '../payments/gateway-event.js';
 import { refundAtGateway } from '../payments/refund-payment.js';
+import { closeUnsentPayment, isPastReach } from '../payments/close-unsent-payment.js';
 import { previewGatewayEvent, recordAndApplyGatewayEvent, type NotificationResult } from './process-notification.js';
 
 export interface ReconcileInput {
@@ -23,7 +24,9 @@ export type ReconcileResult =
   /** The gateway does not know the order (a charge that never reached it). */
   | 'not_found'
   /** The gateway could not be asked. */
-  | 'gateway_error';
+  | 'gateway_error'
+  /** The gateway never saw the charge and it is too old to be on its way: failed, `never_reached_gateway`. */
+  | 'closed';
 
 export interface ReconcileItem {
   kind: 'payment' | 'topup';
@@ -91,7 +94,7 @@ async function resendLostRefunds(ctx: ServiceContext, paymentId: string): Promis
   let error: string | null = null;
   for (const r of pending) {
     try {
-      await refundAtGateway(ctx, { refundId: r.id, paymentId, refundKey: r.refundKey, orderId: r.payment.orderId, amount: r.amount }, r.direct, r.reason);
+      await refundAtGateway(ctx, { refundId: r.id, paymentId, refundKey: r.refundKey, orderId: r.payment.orderId, amount: r.amount, method: r.method }, r.direct, r.reason);
       changes.push(`refund ${r.refundKey} sent again: succeeded`);
     } catch (err) {
       if (err instanceof GatewayError && (err.outcomeUnknown || err.kind === 'unavailable' || err.kind === 'timeout')) {
@@ -148,6 +151,11 @@ export async function reconcilePayments(
       if (!(err instanceof GatewayError)) throw err;
       const notFound = err.kind === 'not_found';
       item = { ...base, gatewayStatus: null, result: notFound ? 'not_found' : 'gateway_error', error: `gateway ${err.kind}: ${err.message}` };
+      // A charge the gateway never saw, old enough that nobody is still sending it: closed as failed.
+      if (notFound && !input.dryRun && c.kind === 'payment' && c.status === 'pending' && !c.lostRefund && isPastReach(ctx, c.createdAt)) {
+        const changes = await closeUnsentPayment(ctx, c.id);
+        item = { ...item, result: 'closed', statusAfter: await currentStatus(ctx, c), changes, error: null };
+      }
     }
     items.push(item);
     onProgress?.(item, index, list.length);
