@@ -167,6 +167,22 @@ describe.each(DATABASES)('money rules on %s', (kind) => {
       const stored = await dbOf(server).findOneOrFail(Payment, payment.id);
       expect(stored.status).toBe('partially_refunded');
     });
+
+    it('a partial refund made in the dashboard keeps the subscription; a full one ends it (access never outlives the money)', async () => {
+      const user = await server.createUser();
+      const payment = await settledPayment(user);
+      const status = async () => (await server.api('GET', '/subscriptions/active/', { auth: user })).status;
+      expect(await status()).toBe(200);
+      const part = { refund_chargeback_id: 1, refund_amount: '50000.00', reason: 'dashboard' };
+      expect((await refundNotice(payment.order_id, '50000.00', [part])).status).toBe(200);
+      expect(await status()).toBe(200);
+      const rest = { refund_chargeback_id: 2, refund_amount: '100000.00', reason: 'dashboard' };
+      expect((await notifyWebhook({ order_id: payment.order_id, transaction_status: 'refund', gross_amount: '150000.00', refund_amount: '150000.00', refunds: [part, rest] })).status).toBe(200);
+      expect(await refunded(user, payment.id)).toBe('150000.00');
+      expect(await status()).toBe(404);
+      const subs = await server.api('GET', '/subscriptions/', { auth: user });
+      expect(subs.body.results[0]).toMatchObject({ status: 'canceled', cancel_reason: 'refunded' });
+    });
   });
 
   describe('7. money is exact or refused', () => {

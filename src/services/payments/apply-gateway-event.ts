@@ -12,8 +12,9 @@ import { topupStates, type TopupEvent } from '../../domain/states/topup-states.j
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
-import { fundPeriod, withdrawFunds } from '../subscriptions/period-funds.js';
+import { fundPeriod } from '../subscriptions/period-funds.js';
 import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscriptions/plan-change.js';
+import { endWhatGatewayRefundPaysBack } from './refund-rules.js';
 import { creditUnusableSettlement, type UnusableSettlementReason } from './credit-unusable-settlement.js';
 import { isReversal, reversePayment, reverseTopup } from './reverse-payment.js';
 import { saveCardFromVerifiedEvent } from './saved-card.js';
@@ -299,7 +300,12 @@ async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: G
   // Refunds made at the gateway (not through refundPayment, which withdraws its own) give back
   // time the payment paid for: taken out of its funds, so no later credit pays it out again.
   const newlyAtGateway = subtract(madeAtGateway(known), madeAtGatewayBefore);
-  if (isPositive(newlyAtGateway)) await withdrawFunds(ctx, payment, newlyAtGateway, ctx.clock.now());
+  if (isPositive(newlyAtGateway)) {
+    const total = known.filter((k) => k.status === 'succeeded').reduce((sum, k) => add(sum, k.amount), ZERO);
+    if (await endWhatGatewayRefundPaysBack(ctx, payment, newlyAtGateway, compare(total, payment.grossAmount) >= 0)) {
+      changes.push('subscription canceled: its payment was refunded in full at the gateway');
+    }
+  }
   changes.push(...settleRefundTotals(ctx, payment, known));
   return changes;
 }

@@ -48,3 +48,18 @@ export async function endWhatRefundPaysBack(ctx: DataContext, payment: Payment, 
   if (!subscriptionStates.can(sub, 'cancel')) return [];
   return endSubscriptionNow(ctx, sub, 'refunded');
 }
+
+/**
+ * A refund made at the gateway (in its dashboard) and reported by a notification. NOTE: it is
+ * taken out of the payment's funds like any refund; a full refund of a payment that still pays
+ * for time to come ends that time (`cancel_reason: refunded`) as a customer's refund does, while a
+ * partial one keeps the subscription, as staff's `--keep-subscription` does. Payments still
+ * pending for the subscription are left to expire: their settlement would be credited to the
+ * wallet (credit-unusable-settlement.ts).
+ */
+export async function endWhatGatewayRefundPaysBack(ctx: DataContext, payment: Payment, amount: Money, fullyRefunded: boolean): Promise<boolean> {
+  const unused = await unusedOfPayment(ctx, payment, ctx.clock.now());
+  const wasLive = payment.subscription ? subscriptionStates.can(payment.subscription, 'cancel') : false;
+  await endWhatRefundPaysBack(ctx, payment, amount, { refundable: ZERO, unused, limit: ZERO }, !fullyRefunded);
+  return wasLive && payment.subscription?.status === 'canceled';
+}
