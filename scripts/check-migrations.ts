@@ -7,7 +7,7 @@ const targets = [
 ];
 let stale = false;
 for (const url of targets) {
-  const orm = await openOrm(url);
+  const orm = await openOrm(url, { migrationSnapshot: true });
   try {
     const needed = await (await migratorOf(orm)).checkMigrationNeeded();
     console.log(`${url.split(':')[0]}: ${needed ? 'MIGRATION NEEDED' : 'up to date'}`);

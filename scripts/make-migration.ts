@@ -12,7 +12,7 @@ const targets = [
   process.env.MIGRATION_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
 ];
 for (const url of targets) {
-  const orm = await openOrm(url);
+  const orm = await openOrm(url, { migrationSnapshot: true });
   try {
     const result = initial
       ? await (await migratorOf(orm)).createInitialMigration()

@@ -13,9 +13,9 @@ export class Migration20261123223038 extends Migration {
     this.addSql(`create index \`period_funds_subscription_id_period_end_index\` on \`period_funds\` (\`subscription_id\`, \`period_end\`);`);
     this.addSql(`create index \`period_funds_payment_id_index\` on \`period_funds\` (\`payment_id\`);`);
 
-    this.addSql(`alter table \`subscriptions\` add column \`card_token_expires_at\` datetime null constraint \`subscriptions_pending_change_plan_id_foreign\` references \`plans\` (\`id\`) on update cascade on delete set null;`);
+    this.addSql(`alter table \`subscriptions\` add column \`card_token_expires_at\` datetime null;`);
     this.addSql(`alter table \`subscriptions\` add column \`card_expiry_notified_token\` text null;`);
-    this.addSql(`alter table \`subscriptions\` add column \`pending_change_plan_id\` text null;`);
+    this.addSql(`alter table \`subscriptions\` add column \`pending_change_plan_id\` text null constraint \`subscriptions_pending_change_plan_id_foreign\` references \`plans\` (\`id\`) on update cascade on delete set null;`);
     this.addSql(`alter table \`subscriptions\` add column \`pending_change\` json null;`);
     this.addSql(`create index \`subscriptions_pending_change_plan_id_index\` on \`subscriptions\` (\`pending_change_plan_id\`);`);
 
