@@ -185,6 +185,28 @@ describe.each(DATABASES)('money rules on %s', (kind) => {
     });
   });
 
+  describe('a top-up refunded at the gateway', () => {
+    it('leaves the wallet as the refunds arrive, by the cumulative refund_amount, once each', async () => {
+      const user = await server.createUser();
+      const topup = await server.api('POST', '/topups/', { auth: user, body: { amount: 100000, payment_type: 'qris' } });
+      expect(topup.status, topup.text).toBe(201);
+      await simulate(server, topup.body.order_id, 'settle');
+      expect(await walletBalance(server, user)).toBe('100000.00');
+      const refund = (total: string) =>
+        notifyWebhook({ order_id: topup.body.order_id, transaction_status: total === '100000.00' ? 'refund' : 'partial_refund', gross_amount: '100000.00', refund_amount: total, refunds: [] });
+      expect((await refund('30000.00')).status).toBe(200);
+      expect(await walletBalance(server, user)).toBe('70000.00');
+      // The same total again with another status (a stale retry): nothing more leaves.
+      expect((await notifyWebhook({ order_id: topup.body.order_id, transaction_status: 'refund', gross_amount: '100000.00', refund_amount: '30000.00', refunds: [] })).status).toBe(200);
+      expect(await walletBalance(server, user)).toBe('70000.00');
+      expect((await refund('100000.00')).status).toBe(200);
+      expect(await walletBalance(server, user)).toBe('0.00');
+      const debits = await dbOf(server).find(WalletTransaction, { wallet: { user: user.id }, kind: 'debit' });
+      expect(debits.map((d) => d.amount).sort()).toEqual(['30000.00', '70000.00']);
+      expect(await inApp(user, 'payment_refunded')).toBe(2);
+    });
+  });
+
   describe('7. money is exact or refused', () => {
     const topupRaw = (user: TestUser, amount: string) =>
       server.api('POST', '/topups/', {

@@ -17,6 +17,7 @@ import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../
 import { endWhatGatewayRefundPaysBack } from './refund-rules.js';
 import { creditUnusableSettlement, type UnusableSettlementReason } from './credit-unusable-settlement.js';
 import { isReversal, reversePayment, reverseTopup } from './reverse-payment.js';
+import { refundTopupAtGateway } from './refund-topup-at-gateway.js';
 import { saveCardFromVerifiedEvent } from './saved-card.js';
 import { isFailure, isSuccess, SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 
@@ -396,6 +397,7 @@ async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<Even
     return { changes: ['top-up success', `wallet credited ${topup.amount}`] };
   }
   if (isReversal(event, topup.status)) return { changes: await reverseTopup(ctx, topup, event, at) };
+  if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') return { changes: await refundTopupAtGateway(ctx, topup, event) };
   const move = TOPUP_FAILURES[event.transactionStatus];
   if (move && topupStates.applyIfAllowed(topup, move, at)) {
     notify(ctx, topup.user, move === 'expire' ? 'topup_expired' : 'topup_failed', data);
