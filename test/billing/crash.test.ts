@@ -12,7 +12,7 @@ import { startBilling } from './harness.js';
 const BIN = fileURLToPath(new URL('../../cli/billing-admin.js', import.meta.url));
 const RUN = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--json'];
 
-/** Starts `billing run` and kills it with SIGKILL as soon as it reports its first progress. */
+/** Starts `billing run` and kills it with SIGKILL as soon as it reports its first progress (`[done/total]`). */
 function runAndKill(env: Record<string, string>): Promise<{ killed: boolean; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...RUN], {
@@ -23,7 +23,7 @@ function runAndKill(env: Record<string, string>): Promise<{ killed: boolean; std
     let killed = false;
     child.stderr.on('data', (d) => {
       stderr += d;
-      if (!killed && stderr.includes('subscriptions,')) killed = child.kill('SIGKILL');
+      if (!killed && /\[\d+\/\d+\]/.test(stderr)) killed = child.kill('SIGKILL');
     });
     child.on('error', reject);
     child.on('close', () => resolve({ killed, stderr }));

@@ -14,7 +14,7 @@ import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { fundPeriod } from '../subscriptions/period-funds.js';
 import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscriptions/plan-change.js';
-import { endWhatGatewayRefundPaysBack } from './refund-rules.js';
+import { endWhatGatewayRefundPaysBack, endWhatRefundsBeforeSettlementPaidBack } from './refund-rules.js';
 import { creditUnusableSettlement, type UnusableSettlementReason } from './credit-unusable-settlement.js';
 import { isReversal, reversePayment, reverseTopup } from './reverse-payment.js';
 import { refundTopupAtGateway } from './refund-topup-at-gateway.js';
@@ -92,6 +92,9 @@ async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<Ev
       if (isPositive(payment.refundedAmount)) {
         paymentStates.apply(payment, refundEvent(payment, payment.refundedAmount), at);
         changes.push(`payment ${payment.status} by refunds recorded before the settlement`);
+        if (await endWhatRefundsBeforeSettlementPaidBack(ctx, payment)) {
+          changes.push('subscription canceled: its payment was refunded in full at the gateway');
+        }
       }
     }
   } else if (event.transactionStatus === 'capture') {

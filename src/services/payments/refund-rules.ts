@@ -1,7 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Payment, Refund } from '../../db/entities/payment.js';
 import { Subscription } from '../../db/entities/subscription.js';
-import { add, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
+import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import type { DataContext } from '../context.js';
 import { endSubscriptionNow } from '../subscriptions/end-subscription.js';
@@ -43,7 +43,12 @@ export async function endWhatRefundPaysBack(ctx: DataContext, payment: Payment, 
   await withdrawFunds(ctx, payment, amount, ctx.clock.now());
   // A payment of time already used (an old period) pays nothing current back: nothing to end.
   if (keepSubscription || !payment.subscription || !isPositive(limit.unused)) return [];
-  const sub = await ctx.em.findOneOrFail(Subscription, payment.subscription.id, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  return endRefundedTime(ctx, payment.subscription.id);
+}
+
+/** Ends, now, the subscription whose paid time was refunded; the order ids to cancel after the commit. */
+async function endRefundedTime(ctx: DataContext, subscriptionId: string): Promise<string[]> {
+  const sub = await ctx.em.findOneOrFail(Subscription, subscriptionId, { lockMode: LockMode.PESSIMISTIC_WRITE });
   await ctx.em.populate(sub, ['plan', 'user']);
   if (!subscriptionStates.can(sub, 'cancel')) return [];
   return endSubscriptionNow(ctx, sub, 'refunded');
@@ -62,4 +67,16 @@ export async function endWhatGatewayRefundPaysBack(ctx: DataContext, payment: Pa
   const wasLive = payment.subscription ? subscriptionStates.can(payment.subscription, 'cancel') : false;
   await endWhatRefundPaysBack(ctx, payment, amount, { refundable: ZERO, unused, limit: ZERO }, !fullyRefunded);
   return wasLive && payment.subscription?.status === 'canceled';
+}
+
+/**
+ * A settlement that arrives after the gateway's refunds of the same payment (notifications can
+ * overtake each other): its period was funded net of them already, so nothing is withdrawn; but
+ * when they add up to the whole payment, nothing paid for the period, which ends at once.
+ */
+export async function endWhatRefundsBeforeSettlementPaidBack(ctx: DataContext, payment: Payment): Promise<boolean> {
+  if (!payment.subscription || compare(payment.refundedAmount, payment.grossAmount) < 0) return false;
+  const wasLive = subscriptionStates.can(payment.subscription, 'cancel');
+  await endRefundedTime(ctx, payment.subscription.id);
+  return wasLive && payment.subscription.status === 'canceled';
 }

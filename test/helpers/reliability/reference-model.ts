@@ -6,7 +6,8 @@
  * The rules are DECISIONS.md §4-5 read literally:
  * - money arrived (settlement, or capture with fraud_status accept) wins over everything: the
  *   payment is settled (or refunded by the refunds listed), its invoice paid, its subscription
- *   active, a top-up `success` and the wallet credited once;
+ *   active (canceled once the refunds add up to the whole payment), a top-up `success` and the
+ *   wallet credited once;
  * - otherwise a failure (deny/cancel/expire/failure) makes the payment failed/canceled/expired,
  *   the subscription past_due and a top-up failed/expired;
  * - otherwise (pending, challenged capture) nothing moves.
@@ -103,7 +104,8 @@ export function expectOrder(order: Order, notices: Notice[]): ExpectedOrder {
     kind: 'subscription',
     status,
     refundedAmount: amountString(success ? refunded : 0),
-    subscriptionStatus: success ? 'active' : failure ? 'past_due' : 'pending',
+    // A full refund at the gateway ends the time the payment paid for (refund-rules.ts).
+    subscriptionStatus: success ? (refunded >= order.amount ? 'canceled' : 'active') : failure ? 'past_due' : 'pending',
     invoiceStatus: success ? 'paid' : 'open',
     invoiceRefunded: amountString(success ? refunded : 0),
   };
