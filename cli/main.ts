@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { registerBillingCommands } from './commands/billing.js';
+import { registerCreditNoteCommands } from './commands/credit-notes.js';
 import { registerDbCommands } from './commands/db.js';
+import { registerInvoiceCommands } from './commands/invoices.js';
 import { registerNotificationCommands } from './commands/notifications.js';
 import { registerPaymentCommands } from './commands/payments.js';
 import { registerPlanCommands } from './commands/plans.js';
@@ -26,7 +28,9 @@ registerNotificationCommands(program);
 registerWebhookCommands(program);
 registerPaymentCommands(program);
 registerWalletCommands(program);
+registerCreditNoteCommands(program);
 registerSubscriptionCommands(program);
+registerInvoiceCommands(program);
 
 try {
   await program.parseAsync(process.argv);

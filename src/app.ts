@@ -9,6 +9,7 @@ import type { PaymentGateway } from './gateway/types.js';
 import { subscriptionAccessMiddleware } from './http/access-middleware.js';
 import { API_ROOT, createApiMiddleware } from './http/api.js';
 import { canonicalPath } from './http/canonical-path.js';
+import { AccessCache } from './http/auth/access-cache.js';
 import { authenticationMiddleware } from './http/auth/authenticate.js';
 import { VerifiedCredentialCache } from './http/auth/basic-auth.js';
 import { LoginThrottler } from './http/auth/login-throttle.js';
@@ -23,8 +24,7 @@ import { instrumentGateway } from './metrics/instrumented-gateway.js';
 import { metricsEndpoint, requestMetrics } from './metrics/metrics-middleware.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import { CatalogueCache } from './services/plans/catalogue-cache.js';
-import { hasAccessGrantingSubscription } from './services/subscriptions/has-access.js';
-import { createSimulator, type Simulator } from './simulator/index.js';
+import type { Simulator } from './simulator/index.js';
 
 export interface AppOptions {
   /** This server's own base URL (for the simulator and derived URLs); default http://HOST:PORT. */
@@ -79,9 +79,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const notificationUrl = config.gateway.notificationUrl ?? `${selfUrl}${API_ROOT}/webhook/notification/`;
 
   // The simulator is mounted only when no gateway URL is configured, never in production.
+  // NOTE: imported only then, so the production bundle does not load it (test/build/bundle.test.ts).
   const simulator =
     config.gateway.baseUrl === null && config.env !== 'production'
-      ? createSimulator({
+      ? (await import('./simulator/index.js')).createSimulator({
           serverKey: config.gateway.serverKey,
           notificationUrl: () => notificationUrl,
           publicBaseUrl: () => selfUrl,
@@ -104,6 +105,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   const throttler = new LoginThrottler(orm, config.loginThrottleLimit, config.loginThrottleWindowSeconds * 1000);
   const credentialCache = new VerifiedCredentialCache(config.basicAuthCacheSeconds * 1000);
+  // Sessions, users and access answers, valid while the user's access version stands.
+  const accessCache = new AccessCache();
 
   const keys = config.sessionSecrets.length > 0 ? config.sessionSecrets : [developmentSessionSecret(config.databaseUrl)];
   const app = new Koa({ proxy: config.trustProxy, keys });
@@ -141,17 +144,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         signed: true,
         rolling: false,
         renew: true,
-        store: databaseSessionStore(orm),
+        store: databaseSessionStore(orm, accessCache),
       },
       app,
     ),
   );
-  app.use(authenticationMiddleware(orm, credentialCache, throttler));
+  app.use(authenticationMiddleware(orm, credentialCache, throttler, accessCache));
   app.use(
     subscriptionAccessMiddleware({
       settings: config.subscriptionSettings,
       getUser: (ctx) => ctx.state.user ?? null,
-      hasAccess: (user) => hasAccessGrantingSubscription({ em: orm.em.fork() }, user.id),
+      hasAccess: (user, ctx) => accessCache.hasAccess(orm.em.fork(), user.id, ctx),
     }),
   );
   app.use((_ctx, next) => RequestContext.create(orm.em, next));

@@ -71,6 +71,21 @@ export interface Config {
   /** How often a scrape may re-run the wallet check (it reads every ledger). */
   metricsWalletVerifySeconds: number;
   logRequests: boolean;
+  /** The seller on invoice and credit-note PDFs, and how their amounts and dates read. */
+  documents: DocumentSettings;
+}
+
+export interface DocumentSettings {
+  companyName: string;
+  /** Lines of the postal address (BILLING_COMPANY_ADDRESS, lines separated by `\n` or `|`). */
+  companyAddress: string[];
+  taxId: string;
+  /** Absolute path of a PNG or JPEG logo; null: the company name is drawn as a wordmark. */
+  logoPath: string | null;
+  /** BCP 47 locale of amounts and dates (`id-ID` reads `Rp 150.000`). */
+  locale: string;
+  /** IANA time zone the dates on a document are given in. */
+  timeZone: string;
 }
 
 /** The development key the simulator and the service share when no key is configured. */
@@ -172,6 +187,44 @@ function simulatorThreeDs(raw: string | undefined): Config['simulator']['threeDs
   throw new ConfigError(`SIMULATOR_3DS must be when_asked or test_tokens_skip, got "${raw}"`);
 }
 
+/**
+ * Checked when the configuration loads, so that a mistyped locale, time zone or logo path stops
+ * the start (exit 2) instead of breaking the first receipt hours later.
+ */
+function documentSettings(env: Env): DocumentSettings {
+  const locale = env.BILLING_LOCALE || 'id-ID';
+  let supported: string[];
+  try {
+    supported = Intl.NumberFormat.supportedLocalesOf([locale]);
+  } catch {
+    supported = [];
+  }
+  if (supported.length === 0) throw new ConfigError(`BILLING_LOCALE must be a locale this Node.js knows (id-ID, en-US), got "${locale}"`);
+  const timeZone = env.BILLING_TIMEZONE || 'Asia/Jakarta';
+  try {
+    new Intl.DateTimeFormat('en', { timeZone });
+  } catch {
+    throw new ConfigError(`BILLING_TIMEZONE must be an IANA time zone (Asia/Jakarta), got "${timeZone}"`);
+  }
+  let logoPath: string | null = null;
+  if (env.BILLING_LOGO_PATH) {
+    logoPath = resolve(PROJECT_ROOT, env.BILLING_LOGO_PATH);
+    if (!/\.(png|jpe?g)$/i.test(logoPath)) throw new ConfigError(`BILLING_LOGO_PATH must name a PNG or JPEG file, got "${env.BILLING_LOGO_PATH}"`);
+    if (!existsSync(logoPath)) throw new ConfigError(`BILLING_LOGO_PATH names no file: ${logoPath}`);
+  }
+  return {
+    companyName: (env.BILLING_COMPANY_NAME || 'Billing Service').trim(),
+    companyAddress: (env.BILLING_COMPANY_ADDRESS ?? '')
+      .split(/\\n|\n|\|/)
+      .map((l) => l.trim())
+      .filter((l) => l !== ''),
+    taxId: (env.BILLING_TAX_ID ?? '').trim(),
+    logoPath,
+    locale: supported[0],
+    timeZone,
+  };
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const databaseUrl = normaliseDatabaseUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL);
@@ -242,6 +295,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     metricsToken: env.METRICS_TOKEN || null,
     metricsWalletVerifySeconds: integer(env, 'METRICS_WALLET_VERIFY_SECONDS', 300),
     logRequests: bool(env, 'LOG_REQUESTS', nodeEnv !== 'test'),
+    documents: documentSettings(env),
     ...overrides,
   };
   return config;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { serializePayment, serializeRefund, serializeWebhookLog } from '../../src/http/serializers.js';
-import { refundPaymentAsStaff } from '../../src/services/payments/refund-payment.js';
-import { reconcilePayments, type ReconcileItem } from '../../src/services/webhooks/reconcile-payments.js';
+import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.js';
+import { reconcilePayments, type ReconcileItem } from '../../src/services/gateway-events/reconcile-payments.js';
 import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
 import { parseLimit, parseTime } from './webhooks.js';

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import type { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { serializeWebhookLog } from '../../src/http/serializers.js';
-import { getWebhookLog, listWebhookLogs, parseWebhookLogStatuses } from '../../src/services/webhooks/list-webhook-logs.js';
-import { REPLAYABLE_STATUSES } from '../../src/services/webhooks/process-notification.js';
-import { replayWebhookLogs, type ReplayItem } from '../../src/services/webhooks/replay-webhook-logs.js';
+import { getWebhookLog, listWebhookLogs, parseWebhookLogStatuses } from '../../src/services/gateway-events/list-webhook-logs.js';
+import { REPLAYABLE_STATUSES } from '../../src/services/gateway-events/process-notification.js';
+import { replayWebhookLogs, type ReplayItem } from '../../src/services/gateway-events/replay-webhook-logs.js';
 import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
 

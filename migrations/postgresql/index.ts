@@ -3,10 +3,14 @@ import { Migration20261122021700 } from './Migration20261122021700.js';
 import { Migration20261122022508 } from './Migration20261122022508.js';
 import { Migration20261122023017 } from './Migration20261122023017.js';
 import { Migration20261123223038 } from './Migration20261123223038.js';
+import { Migration20261124001419 } from './Migration20261124001419.js';
+import { Migration20261124001457 } from './Migration20261124001457.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
   { name: 'Migration20261122022508', class: Migration20261122022508 },
   { name: 'Migration20261122023017', class: Migration20261122023017 },
   { name: 'Migration20261123223038', class: Migration20261123223038 },
+  { name: 'Migration20261124001419', class: Migration20261124001419 },
+  { name: 'Migration20261124001457', class: Migration20261124001457 },
 ];

@@ -4,4 +4,6 @@ export const migrationNames: readonly string[] = [
   'Migration20261122022508',
   'Migration20261122023017',
   'Migration20261123223038',
+  'Migration20261124001419',
+  'Migration20261124001457',
 ];

@@ -1,4 +1,12 @@
-import { ConnectionException, DriverException, TableNotFoundException } from '@mikro-orm/core';
+import {
+  ConnectionException,
+  DriverException,
+  ForeignKeyConstraintViolationException,
+  NotFoundError as OrmNotFoundError,
+  TableNotFoundException,
+  UniqueConstraintViolationException,
+} from '@mikro-orm/core';
+import { UNAVAILABLE_MESSAGE, type Failure } from '../domain/failure.js';
 
 /*
  * Which driver errors mean "the database cannot be used now" (exit 5, HTTP 503) rather than a
@@ -64,4 +72,22 @@ export function describeDatabaseFailure(err: unknown): string {
   if (/no such table|relation .* does not exist/i.test(firstLine)) return `${firstLine} (the schema is missing: npx billing-admin db migrate)`;
   if (firstLine === '' && typeof code === 'string') return code;
   return firstLine || 'unknown error';
+}
+
+/**
+ * The database's part of the one classification (src/domain/failure.ts): the ORM's and the
+ * drivers' errors as error codes, so that the domain never imports the ORM.
+ */
+export function recogniseDatabaseFailure(err: unknown): Failure | null {
+  if (err instanceof OrmNotFoundError) return { code: 'not_found', message: 'Not found.', errors: [], operatorDetail: null };
+  if (err instanceof UniqueConstraintViolationException) {
+    return { code: 'conflict', message: 'The request conflicts with a concurrent change; retry it.', errors: [], operatorDetail: null };
+  }
+  if (err instanceof ForeignKeyConstraintViolationException) {
+    return { code: 'conflict', message: 'The request refers to something that no longer exists.', errors: [], operatorDetail: null };
+  }
+  if (isDatabaseUnavailable(err)) {
+    return { code: 'service_unavailable', message: UNAVAILABLE_MESSAGE, errors: [], operatorDetail: `database unavailable: ${describeDatabaseFailure(err)}` };
+  }
+  return null;
 }

@@ -1,8 +1,8 @@
 /**
  * The closed set of failures a use case can report. Each has a stable snake_case code.
- * src/services/shared/classify-failure.ts turns anything thrown (these, gateway and database
- * errors) into one of them; src/http/problem.ts maps the code to problem+json and the same
- * module's exitStatusFor maps it to the CLI's and the server's exit status.
+ * src/domain/failure.ts turns anything thrown (these, and gateway and database errors through
+ * their adapters) into one of them; src/http/problem.ts maps the code to problem+json and
+ * exitStatusOf in the same failure module maps it to the CLI's and the server's exit status.
  */
 export type ErrorCode =
   | 'validation_error'

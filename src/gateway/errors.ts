@@ -1,3 +1,5 @@
+import type { Failure } from '../domain/failure.js';
+
 export type GatewayErrorKind =
   | 'validation'
   | 'duplicate_order'
@@ -51,16 +53,7 @@ export class GatewayError extends Error {
   }
 }
 
-export function isGatewayError(e: unknown): e is GatewayError {
-  return e instanceof GatewayError;
-}
-
 export type GatewayProblemCode = 'gateway_error' | 'gateway_unavailable';
-
-export const GATEWAY_PROBLEM_HTTP_STATUS: Record<GatewayProblemCode, 502 | 503> = {
-  gateway_error: 502,
-  gateway_unavailable: 503,
-};
 
 /** Transient failures are 503 so clients know a retry may work; everything else is 502. */
 export function gatewayErrorToProblemCode(e: GatewayError): GatewayProblemCode {
@@ -69,4 +62,10 @@ export function gatewayErrorToProblemCode(e: GatewayError): GatewayProblemCode {
   const code = e.statusCode === null ? NaN : Number.parseInt(e.statusCode, 10);
   if (code >= 500) return 'gateway_unavailable';
   return 'gateway_error';
+}
+
+/** The gateway client's part of the one classification (src/domain/failure.ts). */
+export function recogniseGatewayFailure(err: unknown): Failure | null {
+  if (!(err instanceof GatewayError)) return null;
+  return { code: gatewayErrorToProblemCode(err), message: `The payment gateway answered: ${err.message}`, errors: [], operatorDetail: `gateway ${err.kind}: ${err.message}` };
 }

@@ -134,7 +134,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
 
   async function runOperation(
     operationId: OperationId,
-    handler: (req: OperationRequest<OperationId>) => Promise<{ status: number; body: unknown }>,
+    handler: (req: OperationRequest<OperationId>) => Promise<{ status: number; body: unknown; contentType?: string; headers?: Record<string, string> }>,
     c: OpenApiContext,
     ctx: KoaContext,
   ): Promise<void> {
@@ -166,7 +166,8 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
 
     const execute = async (): Promise<StoredResponse> => {
       const result = await handler(request);
-      return { status: result.status, contentType: 'application/json', body: result.body };
+      if (result.headers) ctx.set(result.headers);
+      return { status: result.status, contentType: result.contentType ?? 'application/json', body: result.body };
     };
 
     const idempotencyKey = ctx.get('idempotency-key');

@@ -17,9 +17,18 @@ export type RequestBody<K extends OperationId> = operations[K] extends { request
 
 type SuccessStatus = 200 | 201 | 204 | 304;
 
+/** A JSON response's typed body; a PDF response's bytes. */
+type ResponseBody<T> = T extends { content: { 'application/pdf': unknown } } ? Buffer : JsonContent<T>;
+/** A file's answer names its content type (and e.g. Content-Disposition); JSON needs neither. */
+type FileFields<T> = T extends { content: { 'application/pdf': unknown } }
+  ? { contentType: 'application/pdf'; headers?: Record<string, string> }
+  : { contentType?: undefined; headers?: undefined };
+
 /** What a handler may answer: one of the operation's documented success statuses and its body. */
 export type OperationResult<K extends OperationId> = {
-  [S in keyof operations[K]['responses'] & SuccessStatus]: { status: S; body: JsonContent<operations[K]['responses'][S]> };
+  [S in keyof operations[K]['responses'] & SuccessStatus]: { status: S; body: ResponseBody<operations[K]['responses'][S]> } & FileFields<
+    operations[K]['responses'][S]
+  >;
 }[keyof operations[K]['responses'] & SuccessStatus];
 
 export interface OperationRequest<K extends OperationId> {

@@ -48,7 +48,8 @@ export function problem(code: ErrorCode, detail: string, errors?: FieldError[]):
 
 /**
  * Turns anything thrown by a use case into a problem, by the classification every caller shares
- * (src/services/shared/classify-failure.ts); unknown errors become null, so the caller logs them
+ * (src/domain/failure.ts, given the database and gateway adapters in
+ * src/services/shared/classify-failure.ts); unknown errors become null, so the caller logs them
  * and answers a bare 500.
  */
 export function toProblem(err: unknown): Problem | null {

@@ -1,3 +1,4 @@
+import type { CreditNote } from '../db/entities/credit-note.js';
 import type { Invoice, InvoiceLine } from '../db/entities/invoice.js';
 import type { Notification } from '../db/entities/notification.js';
 import type { Payment, Refund } from '../db/entities/payment.js';
@@ -9,16 +10,55 @@ import type { Wallet, WalletTransaction } from '../db/entities/wallet.js';
 import type { WebhookLog } from '../db/entities/webhook-log.js';
 import type { Schemas } from './operations.js';
 import { subtract } from '../domain/money.js';
+import { serializeInvoiceCreditNote } from './credit-note-serializers.js';
 
 /**
  * The wire shape of every resource, in one place: the API and `billing-admin --json` print
  * the same field names (DECISIONS §7).
  */
 
+/** What a relation contributes to a wire shape: its id (an entity reference or a row's column). */
+type Ref = { id: string };
+
+/**
+ * The fields each hot-path serialiser reads. Entities satisfy them as they are; rows read by
+ * fixed SQL are turned into them by src/db/row-fields.ts. So each resource has one mapping to
+ * the wire, whichever way it was read.
+ */
+export type UserFields = Pick<User, 'id' | 'username' | 'email' | 'firstName' | 'lastName' | 'isStaff' | 'createdAt'>;
+export const USER_FIELDS = ['id', 'username', 'email', 'firstName', 'lastName', 'isStaff', 'createdAt'] as const satisfies readonly (keyof UserFields)[];
+
+export type PlanSummaryFields = Pick<Plan, 'id' | 'name' | 'slug' | 'price' | 'currency' | 'interval' | 'intervalUnit'>;
+export const PLAN_SUMMARY_FIELDS = ['id', 'name', 'slug', 'price', 'currency', 'interval', 'intervalUnit'] as const satisfies readonly (keyof PlanSummaryFields)[];
+
+type SubscriptionScalars =
+  | 'id' | 'status' | 'paymentType' | 'currentPeriodStart' | 'currentPeriodEnd' | 'nextBillingDate' | 'trialEnd' | 'cancelAtPeriodEnd'
+  | 'canceledAt' | 'cancelReason' | 'pausedAt' | 'pendingChange' | 'cyclesCompleted' | 'metadata' | 'createdAt' | 'updatedAt';
+export type SubscriptionFields = Pick<Subscription, SubscriptionScalars> & {
+  user: Ref;
+  plan: PlanSummaryFields;
+  pendingPlan: PlanSummaryFields | null;
+  pendingChangePlan: PlanSummaryFields | null;
+};
+/** The subscription's own columns; its plans are read by PLAN_SUMMARY_FIELDS. */
+export const SUBSCRIPTION_FIELDS = [
+  'id', 'user', 'status', 'paymentType', 'currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate', 'trialEnd', 'cancelAtPeriodEnd',
+  'canceledAt', 'cancelReason', 'pausedAt', 'pendingChange', 'cyclesCompleted', 'metadata', 'createdAt', 'updatedAt',
+] as const satisfies readonly (keyof SubscriptionFields)[];
+
+type PaymentScalars =
+  | 'id' | 'orderId' | 'status' | 'paymentType' | 'grossAmount' | 'currency' | 'refundedAmount' | 'creditedAmount' | 'transactionId'
+  | 'fraudStatus' | 'failureReason' | 'paymentDetails' | 'paidAt' | 'expiresAt' | 'createdAt' | 'updatedAt';
+export type PaymentFields = Pick<Payment, PaymentScalars> & { subscription: Ref | null; invoice: Ref | null };
+export const PAYMENT_FIELDS = [
+  'id', 'orderId', 'subscription', 'invoice', 'status', 'paymentType', 'grossAmount', 'currency', 'refundedAmount', 'creditedAmount',
+  'transactionId', 'fraudStatus', 'failureReason', 'paymentDetails', 'paidAt', 'expiresAt', 'createdAt', 'updatedAt',
+] as const satisfies readonly (keyof PaymentFields)[];
+
 const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
 const isoRequired = (d: Date): string => d.toISOString();
 
-export function serializeUser(u: User): Schemas['User'] {
+export function serializeUser(u: UserFields): Schemas['User'] {
   return {
     id: u.id,
     username: u.username,
@@ -50,7 +90,7 @@ export function serializePlan(p: Plan): Schemas['Plan'] {
   };
 }
 
-export function serializePlanSummary(p: Plan): Schemas['PlanSummary'] {
+export function serializePlanSummary(p: PlanSummaryFields): Schemas['PlanSummary'] {
   return {
     id: p.id,
     name: p.name,
@@ -62,7 +102,7 @@ export function serializePlanSummary(p: Plan): Schemas['PlanSummary'] {
   };
 }
 
-export function serializeSubscription(s: Subscription): Schemas['Subscription'] {
+export function serializeSubscription(s: SubscriptionFields): Schemas['Subscription'] {
   return {
     id: s.id,
     user_id: s.user.id,
@@ -98,7 +138,7 @@ export function serializeSubscription(s: Subscription): Schemas['Subscription'] 
   };
 }
 
-export function serializePayment(p: Payment): Schemas['Payment'] {
+export function serializePayment(p: PaymentFields): Schemas['Payment'] {
   return {
     id: p.id,
     order_id: p.orderId,
@@ -154,9 +194,9 @@ export function serializeInvoiceLine(l: InvoiceLine): Schemas['InvoiceLine'] {
   };
 }
 
-/** The detail view: the invoice and its lines (the lines must be loaded). */
-export function serializeInvoiceDetail(i: Invoice): Schemas['InvoiceDetail'] {
-  return { ...serializeInvoice(i), lines: i.lines.getItems().map(serializeInvoiceLine) };
+/** The detail view: the invoice, its lines (which must be loaded) and its credit notes. */
+export function serializeInvoiceDetail(i: Invoice, creditNotes: CreditNote[]): Schemas['InvoiceDetail'] {
+  return { ...serializeInvoice(i), lines: i.lines.getItems().map(serializeInvoiceLine), credit_notes: creditNotes.map(serializeInvoiceCreditNote) };
 }
 
 export function serializeNotification(n: Notification): Schemas['Notification'] {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES } from '../helpers/database.js';
 import { runCli } from '../helpers/cli.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { activeSubscription, walletBalance } from '../services/subscriptions/fixtures.js';
+import { activeSubscription, walletBalance } from '../helpers/subscriptions.js';
 
 describe.each(DATABASES)('billing-admin payments refund on %s', (kind) => {
   let server: TestServer;

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProgress } from '../../cli/progress.js';
 import { runCli } from '../helpers/cli.js';
+import { cliEnv } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
-import { postTopup, settleTopup, walletBalance } from '../services/wallet/topup-helpers.js';
+import { postTopup, settleTopup, walletBalance } from '../helpers/topups.js';
 
 /*
  * A CLI that says what did not happen: bad input is refused (2) before anything is done, a user
@@ -19,7 +20,7 @@ describe.each(DATABASES)('billing-admin input, not-found and repeats on %s', (ki
 
   beforeAll(async () => {
     server = await startTestServer(kind);
-    env = { DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'cli-test' };
+    env = cliEnv(server);
     alice = await server.createUser();
     const topup = await postTopup(server, alice, { amount: 100000, payment_type: 'bank_transfer' });
     settledOrder = topup.body.order_id;

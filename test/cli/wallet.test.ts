@@ -4,8 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Wallet, WalletTransaction } from '../../src/db/entities/wallet.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
-import { expectLedgerExact } from '../services/wallet/expect-ledger-exact.js';
-import { postTopup, settleTopup, walletBalance } from '../services/wallet/topup-helpers.js';
+import { expectLedgerExact } from '../helpers/expect-ledger-exact.js';
+import { postTopup, settleTopup, walletBalance } from '../helpers/topups.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -1,12 +1,11 @@
-import type { EntityManager } from '@mikro-orm/knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Notification } from '../../src/db/entities/notification.js';
 import { Wallet, WalletTransaction } from '../../src/db/entities/wallet.js';
 import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { runCli } from '../helpers/cli.js';
+import { serverForCli } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
 import { makeSubscriptionWithPayment, makeTopup, signedNotification } from '../helpers/factories.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
  * `webhooks replay --dry-run` must say what the real replay then does, log for log: it runs the
@@ -17,17 +16,10 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 const PREVIEW_OF: Record<string, string> = { processed: 'would_process', failed: 'would_fail' };
 
 describe.each(DATABASES)('webhooks replay --dry-run against the real replay on %s', (kind) => {
-  let server: TestServer;
-  let env: Record<string, string>;
-  beforeAll(async () => {
-    server = await startTestServer(kind);
-    env = { DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'cli-test' };
-  });
-  afterAll(() => server?.stop());
-
-  const em = (): EntityManager => server.running.billing.orm.em.fork() as EntityManager;
+  const stage = serverForCli(kind);
+  const em = stage.em;
   const post = (fields: Parameters<typeof signedNotification>[1]) =>
-    server.api('POST', '/webhook/notification/', { body: signedNotification(server.config.gateway.serverKey, fields) });
+    stage.server.api('POST', '/webhook/notification/', { body: signedNotification(stage.server.config.gateway.serverKey, fields) });
   const unique = () => Math.random().toString(36).slice(2, 10).toUpperCase();
 
   async function snapshot() {
@@ -61,12 +53,12 @@ describe.each(DATABASES)('webhooks replay --dry-run against the real replay on %
     const topup = await makeTopup(em(), { orderId: lateOrder });
     const before = await snapshot();
 
-    const dry = await runCli(['webhooks', 'replay', '--status', 'failed,ignored', '--since', since.toISOString(), '--dry-run', '--json'], env);
+    const dry = await runCli(['webhooks', 'replay', '--status', 'failed,ignored', '--since', since.toISOString(), '--dry-run', '--json'], stage.env);
     expect(dry.code).toBe(0);
     expect(dry.json.dry_run).toBe(true);
     expect(await snapshot()).toEqual(before);
 
-    const real = await runCli(['webhooks', 'replay', '--status', 'failed,ignored', '--since', since.toISOString(), '--json'], env);
+    const real = await runCli(['webhooks', 'replay', '--status', 'failed,ignored', '--since', since.toISOString(), '--json'], stage.env);
     expect(real.json.dry_run).toBe(false);
 
     const predicted = new Map<string, string>(dry.json.results.map((r: { id: string; result: string }) => [r.id, r.result]));

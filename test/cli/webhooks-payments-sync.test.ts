@@ -1,31 +1,23 @@
-import type { EntityManager } from '@mikro-orm/knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Notification } from '../../src/db/entities/notification.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Topup } from '../../src/db/entities/topup.js';
 import { Wallet } from '../../src/db/entities/wallet.js';
 import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { runCli } from '../helpers/cli.js';
+import { serverForCli } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
 import { makeSubscriptionWithPayment, makeTopup, signedNotification } from '../helpers/factories.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
 
 // Notifications for these charges go nowhere: the gateway "loses" them, as in an incident.
 const LOST = 'http://127.0.0.1:9/lost';
 
 describe.each(DATABASES)('billing-admin payments sync on %s', (kind) => {
-  let server: TestServer;
-  let env: Record<string, string>;
-  beforeAll(async () => {
-    server = await startTestServer(kind);
-    env = { DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'cli-test' };
-  });
-  afterAll(() => server?.stop());
-
-  const em = (): EntityManager => server.running.billing.orm.em.fork() as EntityManager;
-  const sync = (...args: string[]) => runCli(['payments', 'sync', ...args, '--json'], env);
+  const stage = serverForCli(kind);
+  const em = stage.em;
+  const sync = (...args: string[]) => runCli(['payments', 'sync', ...args, '--json'], stage.env);
   const charge = (orderId: string, amount: string) =>
-    server.running.billing.gateway.charge({ orderId, grossAmount: amount, currency: 'IDR', paymentType: 'bank_transfer', bank: 'bca', notificationUrl: LOST });
+    stage.server.running.billing.gateway.charge({ orderId, grossAmount: amount, currency: 'IDR', paymentType: 'bank_transfer', bank: 'bca', notificationUrl: LOST });
   const result = (json: any, orderId: string) => json.results.find((r: { order_id: string }) => r.order_id === orderId);
 
   it('applies what the gateway says about pending payments and top-ups whose notifications were lost, once', async () => {
@@ -36,9 +28,9 @@ describe.each(DATABASES)('billing-admin payments sync on %s', (kind) => {
     await charge(settled.payment.orderId, '150000.00');
     await charge(waiting.payment.orderId, '150000.00');
     await charge(topup.orderId, '100000.00');
-    const lost = await server.running.billing.simulator!.act(settled.payment.orderId, 'settle');
+    const lost = await stage.server.running.billing.simulator!.act(settled.payment.orderId, 'settle');
     expect(lost.notification.http_status).toBeNull();
-    await server.running.billing.simulator!.act(topup.orderId, 'expire');
+    await stage.server.running.billing.simulator!.act(topup.orderId, 'expire');
     expect((await em().findOneOrFail(Payment, settled.payment.id)).status).toBe('pending');
 
     const dry = await sync('--since', since.toISOString(), '--dry-run');
@@ -75,8 +67,8 @@ describe.each(DATABASES)('billing-admin payments sync on %s', (kind) => {
     expect(result(again.json, waiting.payment.orderId)).toMatchObject({ result: 'duplicate', changes: [] });
 
     // The lost notification turns up after all: nothing is applied twice.
-    const late = await server.api('POST', '/webhook/notification/', {
-      body: signedNotification(server.config.gateway.serverKey, { order_id: settled.payment.orderId, transaction_status: 'settlement', gross_amount: '150000.00' }),
+    const late = await stage.server.api('POST', '/webhook/notification/', {
+      body: signedNotification(stage.server.config.gateway.serverKey, { order_id: settled.payment.orderId, transaction_status: 'settlement', gross_amount: '150000.00' }),
     });
     expect(late.body.status).toBe('duplicate');
     expect(await em().count(Notification, { user: settled.user.id, notificationType: 'payment_succeeded' })).toBe(1);
@@ -86,7 +78,7 @@ describe.each(DATABASES)('billing-admin payments sync on %s', (kind) => {
     const since = new Date();
     const topup = await makeTopup(em(), { amount: '25000.00' });
     await charge(topup.orderId, '25000.00');
-    await server.running.billing.simulator!.act(topup.orderId, 'settle');
+    await stage.server.running.billing.simulator!.act(topup.orderId, 'settle');
     // A charge whose answer never came back and that never reached the gateway.
     const unknown = await makeSubscriptionWithPayment(em(), { payment: { outcomeUnknown: true } });
 
@@ -109,13 +101,13 @@ describe.each(DATABASES)('billing-admin payments sync on %s', (kind) => {
     const limited = await sync('--since', since.toISOString(), '--limit', '1', '--dry-run');
     expect(limited.json.count).toBe(1);
 
-    const human = await runCli(['payments', 'sync', '--since', since.toISOString(), '--dry-run'], env);
+    const human = await runCli(['payments', 'sync', '--since', since.toISOString(), '--dry-run'], stage.env);
     expect(human.stdout).toMatch(/kind\s+order_id\s+gateway\s+before\s+after\s+result/);
 
-    const unreachable = await runCli(['payments', 'sync', '--since', since.toISOString(), '--json'], { ...env, BILLING_URL: 'http://127.0.0.1:9', GATEWAY_TIMEOUT_MS: '2000' });
+    const unreachable = await runCli(['payments', 'sync', '--since', since.toISOString(), '--json'], { ...stage.env, BILLING_URL: 'http://127.0.0.1:9', GATEWAY_TIMEOUT_MS: '2000' });
     expect(unreachable.code).toBe(5);
     expect(unreachable.json.results.every((r: { result: string }) => r.result === 'gateway_error')).toBe(true);
 
-    expect((await runCli(['payments', 'sync', '--limit', 'zero'], env)).code).toBe(2);
+    expect((await runCli(['payments', 'sync', '--limit', 'zero'], stage.env)).code).toBe(2);
   });
 });

@@ -1,29 +1,21 @@
-import type { EntityManager } from '@mikro-orm/knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Notification } from '../../src/db/entities/notification.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Wallet, WalletTransaction } from '../../src/db/entities/wallet.js';
 import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { runCli } from '../helpers/cli.js';
+import { serverForCli } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
 import { makeSubscriptionWithPayment, makeTopup, signedNotification } from '../helpers/factories.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const LOG_FIELDS = ['id', 'order_id', 'transaction_status', 'payload', 'ip_address', 'status', 'error', 'attempts', 'source', 'processed_at', 'created_at'];
 
 describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
-  let server: TestServer;
-  let env: Record<string, string>;
-  beforeAll(async () => {
-    server = await startTestServer(kind);
-    env = { DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'cli-test' };
-  });
-  afterAll(() => server?.stop());
-
-  const em = (): EntityManager => server.running.billing.orm.em.fork() as EntityManager;
-  const cli = (args: string[], extraEnv: Record<string, string> = {}) => runCli([...args, '--json'], { ...env, ...extraEnv });
-  const post = (body: unknown) => server.api('POST', '/webhook/notification/', { body });
-  const sign = (fields: Parameters<typeof signedNotification>[1], key = server.config.gateway.serverKey) => signedNotification(key, fields);
+  const stage = serverForCli(kind);
+  const em = stage.em;
+  const cli = (args: string[], extraEnv: Record<string, string> = {}) => runCli([...args, '--json'], { ...stage.env, ...extraEnv });
+  const post = (body: unknown) => stage.server.api('POST', '/webhook/notification/', { body });
+  const sign = (fields: Parameters<typeof signedNotification>[1], key = stage.server.config.gateway.serverKey) => signedNotification(key, fields);
   const log = (id: string) => em().findOneOrFail(WebhookLog, id);
   const unique = () => Math.random().toString(36).slice(2, 10).toUpperCase();
 
@@ -136,7 +128,7 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     expect(shown.json).toMatchObject({ id, status: 'invalid', payload: '{"hello":"world"}', order_id: null, source: 'gateway' });
     expect(shown.json.error).toMatch(/order_id/);
 
-    const human = await runCli(['webhooks', 'show', id], env);
+    const human = await runCli(['webhooks', 'show', id], stage.env);
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/"hello": "world"/);
 
@@ -153,7 +145,7 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     const outOfWindow = await cli(['webhooks', 'list', '--until', before.toISOString(), '--order', topup.orderId]);
     expect(outOfWindow.json).toEqual([]);
 
-    const table = await runCli(['webhooks', 'list', '--order', topup.orderId], env);
+    const table = await runCli(['webhooks', 'list', '--order', topup.orderId], stage.env);
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/id\s+created_at\s+source\s+status/);
     expect(table.stdout).toContain(topup.orderId);

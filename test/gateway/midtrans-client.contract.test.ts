@@ -1,23 +1,13 @@
 // The client against the simulator over real HTTP: the same code path production uses, with
 // only the base URL different.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/gateway/errors.js';
+import { describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/gateway/signature.js';
 import type { Bank, ChargeRequest, GatewayTransaction } from '../../src/gateway/types.js';
 import { BANK_REJECT_REASON } from '../../src/simulator/index.js';
-import { NotificationReceiver, SERVER_KEY, orderId, startHarness, type Harness } from '../simulator/harness.js';
+import { gatewayFailure } from '../helpers/gateway-failure.js';
+import { NotificationReceiver, SERVER_KEY, orderId, harnessForFile } from '../helpers/simulator.js';
 
-let h: Harness;
-
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h.stop();
-});
-beforeEach(() => {
-  h.sim.setFault({ mode: 'none' });
-});
+const h = harnessForFile();
 
 const req = (change: Partial<ChargeRequest> = {}): ChargeRequest => ({
   orderId: orderId(),
@@ -26,16 +16,6 @@ const req = (change: Partial<ChargeRequest> = {}): ChargeRequest => ({
   paymentType: 'bank_transfer',
   ...change,
 });
-
-async function failure(p: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof GatewayError) return e;
-    throw e;
-  }
-  throw new Error('expected a GatewayError');
-}
 
 /** Waits for the order's notifications to reach `statuses` and checks each one like the webhook will. */
 async function notificationsFor(id: string, statuses: string[]): Promise<Record<string, unknown>[]> {
@@ -106,7 +86,7 @@ describe('bank transfer', () => {
     const r = req();
     await h.client().charge(r);
     await h.sim.act(r.orderId, 'settle');
-    expect((await failure(h.client().refund({ orderId: r.orderId, refundKey: 'bt-r1', amount: '150000' }))).kind).toBe('cannot_modify');
+    expect((await gatewayFailure(h.client().refund({ orderId: r.orderId, refundKey: 'bt-r1', amount: '150000' }))).kind).toBe('cannot_modify');
   });
 });
 
@@ -155,7 +135,7 @@ describe('e-wallets', () => {
     const tx = await h.client().charge(r);
     expect(tx.paymentDetails).toEqual({ deeplink_url: expect.stringMatching(/^https:\/\//), expiry_time: tx.expiryTime!.toISOString() });
     await h.sim.act(r.orderId, 'settle');
-    const partial = await failure(h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-p`, amount: '50000' }));
+    const partial = await gatewayFailure(h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-p`, amount: '50000' }));
     expect(partial.kind).toBe('refund_rejected');
     const full = await h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-f`, amount: '150000' });
     expect(full).toMatchObject({ accepted: true, transactionStatus: 'refund', refundAmount: '150000.00' });
@@ -255,7 +235,7 @@ describe('actions', () => {
     const [, note] = await notificationsFor(r.orderId, ['pending', 'cancel']);
     expect(note!['status_code']).toBe('202');
     await statusIs(r.orderId, 'cancel');
-    expect((await failure(h.client().cancel(r.orderId))).kind).toBe('cannot_modify');
+    expect((await gatewayFailure(h.client().cancel(r.orderId))).kind).toBe('cannot_modify');
     const second = await h.client().charge(r);
     expect(second.transactionId).not.toBe(first.transactionId);
     await statusIs(r.orderId, 'pending');
@@ -298,14 +278,14 @@ describe('actions', () => {
     await h.sim.act(r.orderId, 'settle');
     const first = await h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-1`, amount: '50000.00', reason: 'downgrade' });
     expect(first).toMatchObject({ accepted: true, transactionStatus: 'partial_refund', refundAmount: '50000.00' });
-    expect((await failure(h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-2`, amount: '100001' }))).kind).toBe('refund_rejected');
+    expect((await gatewayFailure(h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-2`, amount: '100001' }))).kind).toBe('refund_rejected');
     const second = await h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-3`, amount: '100000' });
     expect(second).toMatchObject({ transactionStatus: 'refund', refundAmount: '100000.00' });
     const notes = await notificationsFor(r.orderId, ['pending', 'settlement', 'partial_refund', 'refund']);
     expect(notes.slice(2).map((n) => n['refund_amount'])).toEqual(['50000.00', '150000.00']);
     const status = await statusIs(r.orderId, 'refund');
     expect(status.refundAmount).toBe('150000.00');
-    expect((await failure(h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-4`, amount: '1' }))).kind).toBe('cannot_modify');
+    expect((await gatewayFailure(h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-4`, amount: '1' }))).kind).toBe('cannot_modify');
   });
 
   it('replays a refund retried with the same refund_key and refuses the key for another amount', async () => {
@@ -317,7 +297,7 @@ describe('actions', () => {
     const again = await h.client().refund(refund);
     expect(again.raw).toEqual(first.raw);
     expect(h.sim.transaction(r.orderId)!.refunds).toHaveLength(1);
-    const reused = await failure(h.client().refund({ ...refund, amount: '40000' }));
+    const reused = await gatewayFailure(h.client().refund({ ...refund, amount: '40000' }));
     expect(reused).toMatchObject({ kind: 'duplicate_order', statusCode: '406' });
     await statusIs(r.orderId, 'partial_refund');
   });
@@ -334,7 +314,7 @@ describe('actions', () => {
   });
 
   it('answers not_found for an unknown order', async () => {
-    const e = await failure(h.client().status('NO-SUCH-ORDER'));
+    const e = await gatewayFailure(h.client().status('NO-SUCH-ORDER'));
     expect(e).toMatchObject({ kind: 'not_found', statusCode: '404', httpStatus: 200 });
   });
 });
@@ -343,7 +323,7 @@ describe('order ids and idempotency', () => {
   it('refuses a second charge with a live order id', async () => {
     const r = req();
     await h.client().charge(r);
-    const e = await failure(h.client().charge({ ...r, paymentType: 'gopay' }));
+    const e = await gatewayFailure(h.client().charge({ ...r, paymentType: 'gopay' }));
     expect(e).toMatchObject({ kind: 'duplicate_order', statusCode: '406' });
   });
 
@@ -378,7 +358,7 @@ describe('order ids and idempotency', () => {
 describe('validation', () => {
   it('rejects decimals for IDR in the client, before the simulator sees anything', async () => {
     const before = chargesSeen();
-    const e = await failure(h.client().charge(req({ grossAmount: '150000.50' })));
+    const e = await gatewayFailure(h.client().charge(req({ grossAmount: '150000.50' })));
     expect(e.kind).toBe('validation');
     expect(chargesSeen()).toBe(before);
   });
@@ -389,7 +369,7 @@ describe('validation', () => {
     ['an over-long order id', { orderId: 'X'.repeat(51) }],
   ])('rejects %s in the client too', async (_name, change) => {
     const before = chargesSeen();
-    expect((await failure(h.client().charge(req(change)))).kind).toBe('validation');
+    expect((await gatewayFailure(h.client().charge(req(change)))).kind).toBe('validation');
     expect(chargesSeen()).toBe(before);
   });
 
@@ -413,7 +393,7 @@ describe('faults', () => {
   it('maps a 500 to unavailable and does not retry the charge', async () => {
     h.sim.setFault({ mode: 'http_500', operations: ['charge'] });
     const before = chargesSeen();
-    const e = await failure(h.client({ statusRetries: 3 }).charge(req()));
+    const e = await gatewayFailure(h.client({ statusRetries: 3 }).charge(req()));
     expect(e).toMatchObject({ kind: 'unavailable', httpStatus: 500, statusCode: '500', outcomeUnknown: false });
     expect(chargesSeen() - before).toBe(1);
   });
@@ -422,17 +402,17 @@ describe('faults', () => {
     h.sim.setFault({ mode: 'timeout', operations: ['charge'] });
     const before = chargesSeen();
     const r = req();
-    const e = await failure(h.client({ timeoutMs: 150 }).charge(r));
+    const e = await gatewayFailure(h.client({ timeoutMs: 150 }).charge(r));
     expect(e).toMatchObject({ kind: 'timeout', outcomeUnknown: true });
     expect(chargesSeen() - before).toBe(1);
     h.sim.setFault({ mode: 'none' });
     // The held charge was never processed, which status confirms.
-    expect((await failure(h.client().status(r.orderId))).kind).toBe('not_found');
+    expect((await gatewayFailure(h.client().status(r.orderId))).kind).toBe('not_found');
   });
 
   it('maps a malformed answer to bad_response', async () => {
     h.sim.setFault({ mode: 'malformed', count: 1 });
-    const e = await failure(h.client().charge(req()));
+    const e = await gatewayFailure(h.client().charge(req()));
     expect(e).toMatchObject({ kind: 'bad_response', httpStatus: 200 });
   });
 
@@ -454,7 +434,7 @@ describe('faults', () => {
   it('gives up on status after its retries', async () => {
     h.sim.setFault({ mode: 'http_500', operations: ['status'] });
     const before = h.sim.requests().length;
-    const e = await failure(h.client({ statusRetries: 2 }).status('ANY-ORDER'));
+    const e = await gatewayFailure(h.client({ statusRetries: 2 }).status('ANY-ORDER'));
     expect(e).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
     expect(h.sim.requests().length - before).toBe(3);
   });
@@ -464,7 +444,7 @@ describe('faults', () => {
     const r = req({ paymentType: 'gopay' });
     await h.client().charge(r);
     await h.sim.act(r.orderId, 'settle');
-    expect((await failure(h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-f`, amount: '1000' }))).kind).toBe('unavailable');
+    expect((await gatewayFailure(h.client().refund({ orderId: r.orderId, refundKey: `${r.orderId}-f`, amount: '1000' }))).kind).toBe('unavailable');
     await statusIs(r.orderId, 'settlement');
   });
 });
@@ -472,7 +452,7 @@ describe('faults', () => {
 describe('authentication', () => {
   it('answers a wrong server key with unauthorized, without echoing the key', async () => {
     const wrongKey = 'SB-Mid-server-WRONG-key';
-    const e = await failure(h.client({ serverKey: wrongKey }).charge(req()));
+    const e = await gatewayFailure(h.client({ serverKey: wrongKey }).charge(req()));
     expect(e).toMatchObject({ kind: 'unauthorized', httpStatus: 401, statusCode: '401' });
     expect(JSON.stringify({ m: e.message, ms: e.messages })).not.toContain(wrongKey);
   });

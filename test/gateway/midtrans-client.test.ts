@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { GatewayError, gatewayErrorToProblemCode, type GatewayErrorKind } from '../../src/gateway/errors.js';
 import { MidtransClient } from '../../src/gateway/midtrans-client.js';
 import type { ChargeRequest } from '../../src/gateway/types.js';
+import { gatewayFailure } from '../helpers/gateway-failure.js';
 
 const KEY = 'SB-Mid-server-UNIT-test-key';
 const AUTH = 'Basic ' + Buffer.from(`${KEY}:`).toString('base64');
@@ -52,16 +53,6 @@ const pending = (extra: Record<string, unknown> = {}) =>
   json({ status_code: '201', transaction_id: 'tx-1', order_id: 'ORD-1', gross_amount: '150000.00', transaction_status: 'pending', ...extra });
 
 const base: ChargeRequest = { orderId: 'ORD-1', grossAmount: '150000.00', currency: 'IDR', paymentType: 'bank_transfer' };
-
-async function failure(p: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof GatewayError) return e;
-    throw e;
-  }
-  throw new Error('expected a GatewayError');
-}
 
 describe('MidtransClient.charge request', () => {
   it('posts the Midtrans body with Basic auth and JSON headers', async () => {
@@ -145,7 +136,7 @@ describe('MidtransClient.charge request', () => {
       ['an over-long idempotency key', { idempotencyKey: 'k'.repeat(47) }],
     ])('rejects %s', async (_name, change) => {
       const { client, calls } = clientWith(() => pending());
-      const e = await failure(client.charge({ ...base, ...change }));
+      const e = await gatewayFailure(client.charge({ ...base, ...change }));
       expect(e.kind).toBe('validation');
       expect(e.outcomeUnknown).toBe(false);
       expect(calls).toHaveLength(0);
@@ -242,7 +233,7 @@ describe('MidtransClient answers', () => {
       ['a redirect', new Response('', { status: 301, headers: { location: 'https://elsewhere.example' } }), 'bad_response'],
     ])('maps %s', async (_name, response, kind) => {
       const { client } = clientWith(() => response.clone());
-      const e = await failure(client.charge(base));
+      const e = await gatewayFailure(client.charge(base));
       expect(e.kind).toBe(kind);
       expect(e.operation).toBe('charge');
       // An unreadable answer to a charge leaves its outcome unknown, never a refusal (issue 15).
@@ -255,36 +246,36 @@ describe('MidtransClient answers', () => {
       ['a redirect', () => new Response('', { status: 302, headers: { location: 'https://elsewhere.example' } })],
     ])('an unreadable answer (%s) to a refund or cancel is an unknown outcome; to a status query it is not', async (_name, make) => {
       const { client } = clientWith(make);
-      expect(await failure(client.refund({ orderId: 'ORD-1', refundKey: 'K1', amount: '1000.00' }))).toMatchObject({ kind: 'bad_response', outcomeUnknown: true });
-      expect(await failure(client.cancel('ORD-1'))).toMatchObject({ kind: 'bad_response', outcomeUnknown: true });
-      expect(await failure(client.status('ORD-1'))).toMatchObject({ kind: 'bad_response', outcomeUnknown: false });
+      expect(await gatewayFailure(client.refund({ orderId: 'ORD-1', refundKey: 'K1', amount: '1000.00' }))).toMatchObject({ kind: 'bad_response', outcomeUnknown: true });
+      expect(await gatewayFailure(client.cancel('ORD-1'))).toMatchObject({ kind: 'bad_response', outcomeUnknown: true });
+      expect(await gatewayFailure(client.status('ORD-1'))).toMatchObject({ kind: 'bad_response', outcomeUnknown: false });
     });
 
     it('keeps the body status_code, HTTP status and gateway messages', async () => {
       const { client } = clientWith(() =>
         json({ status_code: '400', status_message: 'One or more parameters in the payload is invalid.', validation_messages: ['a', 'b'] }, 400),
       );
-      const e = await failure(client.charge(base));
+      const e = await gatewayFailure(client.charge(base));
       expect(e).toMatchObject({ statusCode: '400', httpStatus: 400, messages: ['One or more parameters in the payload is invalid.', 'a', 'b'], outcomeUnknown: false });
     });
 
     it('treats 407 from cancel as cannot_modify', async () => {
       const { client } = clientWith(() => json({ status_code: '407', transaction_status: 'expire' }));
-      expect((await failure(client.cancel('ORD-1'))).kind).toBe('cannot_modify');
+      expect((await gatewayFailure(client.cancel('ORD-1'))).kind).toBe('cannot_modify');
     });
 
     it('marks a charge lost behind a proxy 502 as outcome unknown, but not a Midtrans 500 answer', async () => {
       const proxy = clientWith(() => new Response('<html>502</html>', { status: 502 }));
-      expect(await failure(proxy.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: true });
+      expect(await gatewayFailure(proxy.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: true });
       const midtrans = clientWith(() => json({ status_code: '500', status_message: 'Sorry' }, 500));
-      expect(await failure(midtrans.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
+      expect(await gatewayFailure(midtrans.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
     });
   });
 
   it('never puts the server key or Authorization value in errors, even when the server echoes them', async () => {
     const encoded = AUTH.slice('Basic '.length);
     const { client } = clientWith(() => json({ status_code: '401', status_message: `bad key ${KEY} / ${encoded}`, validation_messages: [KEY] }, 401));
-    const e = await failure(client.charge(base));
+    const e = await gatewayFailure(client.charge(base));
     const everything = JSON.stringify({ message: e.message, messages: e.messages, stack: e.stack });
     expect(everything).not.toContain(KEY);
     expect(everything).not.toContain(encoded);
@@ -307,14 +298,14 @@ describe('MidtransClient transport failures', () => {
 
   it('times a charge out as outcome unknown, and does not retry it', async () => {
     const { client, calls } = clientWith(hang, { timeoutMs: 30 });
-    const e = await failure(client.charge(base));
+    const e = await gatewayFailure(client.charge(base));
     expect(e).toMatchObject({ kind: 'timeout', outcomeUnknown: true, operation: 'charge' });
     expect(calls).toHaveLength(1);
   });
 
   it('times a status read out as a plain timeout after its retries', async () => {
     const { client, calls, sleeps } = clientWith(hang, { timeoutMs: 20, statusRetries: 2 });
-    const e = await failure(client.status('ORD-1'));
+    const e = await gatewayFailure(client.status('ORD-1'));
     expect(e).toMatchObject({ kind: 'timeout', outcomeUnknown: false });
     expect(calls).toHaveLength(3);
     expect(sleeps).toHaveLength(2);
@@ -331,7 +322,7 @@ describe('MidtransClient transport failures', () => {
   it('does not retry status on not_found or bad_response', async () => {
     for (const response of [json({ status_code: '404', status_message: 'missing' }), new Response('garbage')]) {
       const { client, calls } = clientWith(() => response.clone());
-      await failure(client.status('ORD-1'));
+      await gatewayFailure(client.status('ORD-1'));
       expect(calls).toHaveLength(1);
     }
   });
@@ -344,7 +335,7 @@ describe('MidtransClient transport failures', () => {
         : op === 'refund' || op === 'directRefund'
           ? client[op]({ orderId: 'ORD-1', refundKey: 'r1', amount: '1000' })
           : client[op]('ORD-1');
-    expect((await failure(call)).kind).toBe('unavailable');
+    expect((await gatewayFailure(call)).kind).toBe('unavailable');
     expect(calls).toHaveLength(1);
   });
 
@@ -352,12 +343,12 @@ describe('MidtransClient transport failures', () => {
     const refused = clientWith(() => {
       throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
     });
-    expect(await failure(refused.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
+    expect(await gatewayFailure(refused.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
     const reset = clientWith(() => {
       throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
     });
-    expect(await failure(reset.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: true });
-    expect(await failure(reset.client.status('ORD-1'))).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
+    expect(await gatewayFailure(reset.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: true });
+    expect(await gatewayFailure(reset.client.status('ORD-1'))).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
   });
 });
 
@@ -400,7 +391,7 @@ describe('MidtransClient refunds', () => {
     ['zero', { amount: '0' }],
   ])('rejects %s before any HTTP', async (_name, change) => {
     const { client, calls } = clientWith(() => json({ status_code: '200' }));
-    expect((await failure(client.refund({ orderId: 'ORD-1', refundKey: 'r1', amount: '1000', ...change }))).kind).toBe('validation');
+    expect((await gatewayFailure(client.refund({ orderId: 'ORD-1', refundKey: 'r1', amount: '1000', ...change }))).kind).toBe('validation');
     expect(calls).toHaveLength(0);
   });
 });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscriptionAccessMiddleware } from '../../src/http/access-middleware.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { activeSubscription, simulate, subscribe, type TestUser } from '../services/subscriptions/fixtures.js';
+import { activeSubscription, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
 
 const AUTH_REQUIRED = { error: 'Authentication required.', code: 'subscription_required' };
 const SUBSCRIPTION_REQUIRED = { error: 'Active subscription required.', code: 'subscription_required' };

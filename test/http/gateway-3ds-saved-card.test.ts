@@ -2,10 +2,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { WebhookLog } from '../../src/db/entities/webhook-log.js';
-import { iso, startBilling, type BillingHarness } from '../billing/harness.js';
+import { iso, startBilling, type BillingHarness } from '../helpers/billing.js';
 import { DATABASES } from '../helpers/database.js';
 import { completeThreeDs } from '../helpers/three-ds.js';
-import type { TestUser } from '../services/subscriptions/fixtures.js';
+import type { TestUser } from '../helpers/subscriptions.js';
 
 /*
  * Issue 15, bug 1: a card saved after 3-D Secure was lost. The first card charge goes to 3-D

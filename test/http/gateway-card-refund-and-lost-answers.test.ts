@@ -3,10 +3,10 @@ import { Invoice } from '../../src/db/entities/invoice.js';
 import { Payment, Refund } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { WebhookLog } from '../../src/db/entities/webhook-log.js';
-import { reconcilePayments } from '../../src/services/webhooks/reconcile-payments.js';
-import { startBilling, type BillingHarness } from '../billing/harness.js';
+import { reconcilePayments } from '../../src/services/gateway-events/reconcile-payments.js';
+import { startBilling, type BillingHarness } from '../helpers/billing.js';
 import { DATABASES } from '../helpers/database.js';
-import { eventually, notificationTypes, type TestUser } from '../services/subscriptions/fixtures.js';
+import { eventually, notificationTypes, type TestUser } from '../helpers/subscriptions.js';
 
 /*
  * Issue 15, bugs 3 and 4: a same-day card refund failed (the gateway answers 412 until the capture

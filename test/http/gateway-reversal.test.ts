@@ -4,8 +4,8 @@ import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { verifyWallets } from '../../src/services/wallet/verify-wallets.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { dbOf, notificationTypes, simulate, subscribe, type TestUser } from '../services/subscriptions/fixtures.js';
-import { postTopup, settleTopup, walletBalance } from '../services/wallet/topup-helpers.js';
+import { dbOf, notificationTypes, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
+import { postTopup, settleTopup, walletBalance } from '../helpers/topups.js';
 
 /*
  * Issue 15, bug 2: a reversal was ignored. A `deny` after `settlement` (Permata VA, Mandiri bill,

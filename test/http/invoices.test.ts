@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { openInvoice, simulate, subscribe, type TestUser } from '../services/subscriptions/fixtures.js';
+import { openInvoice, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 

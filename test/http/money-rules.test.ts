@@ -5,7 +5,7 @@ import { TrialGrant } from '../../src/db/entities/trial-grant.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { activeSubscription, dbOf, fundWallet, simulate, subscribe, walletBalance, type TestUser } from '../services/subscriptions/fixtures.js';
+import { activeSubscription, dbOf, fundWallet, simulate, subscribe, walletBalance, type TestUser } from '../helpers/subscriptions.js';
 
 /*
  * Issue 14, items 1-4: the sequences a hostile customer tried with nothing but the public API,

@@ -5,8 +5,8 @@ import { notificationStates } from '../../src/domain/states/notification-states.
 import { notify } from '../../src/services/notifications/notify.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
-import { expectLedgerExact } from '../services/wallet/expect-ledger-exact.js';
-import { postTopup, settleTopup } from '../services/wallet/topup-helpers.js';
+import { expectLedgerExact } from '../helpers/expect-ledger-exact.js';
+import { postTopup, settleTopup } from '../helpers/topups.js';
 
 describe.each(DATABASES)('notifications on %s', (kind) => {
   let server: TestServer;

@@ -16,7 +16,7 @@ import {
   subscribe,
   walletBalance,
   type TestUser,
-} from '../services/subscriptions/fixtures.js';
+} from '../helpers/subscriptions.js';
 
 describe.each(DATABASES)('payments on %s', (kind) => {
   let server: TestServer;

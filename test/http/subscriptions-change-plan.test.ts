@@ -13,7 +13,7 @@ import {
   subscribe,
   walletBalance,
   type TestUser,
-} from '../services/subscriptions/fixtures.js';
+} from '../helpers/subscriptions.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const START = new Date('2026-01-15T03:00:00Z');

@@ -16,7 +16,7 @@ import {
   subscribe,
   walletBalance,
   type TestUser,
-} from '../services/subscriptions/fixtures.js';
+} from '../helpers/subscriptions.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 

@@ -3,7 +3,7 @@ import { Subscription } from '../../src/db/entities/subscription.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { activeSubscription, dbOf, notificationTypes, simulate, storedCounts, subscribe, type TestUser } from '../services/subscriptions/fixtures.js';
+import { activeSubscription, dbOf, notificationTypes, simulate, storedCounts, subscribe, type TestUser } from '../helpers/subscriptions.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 

@@ -5,7 +5,7 @@ import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { runCli } from '../helpers/cli.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { dbOf, notificationTypes, simulate, subscribe, type TestUser } from '../services/subscriptions/fixtures.js';
+import { dbOf, notificationTypes, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
 
 /*
  * The gateway's notifications go nowhere here (GATEWAY_NOTIFICATION_URL points at a closed

@@ -8,8 +8,8 @@ import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { signedNotification } from '../helpers/factories.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { expectLedgerExact } from '../services/wallet/expect-ledger-exact.js';
-import { dbOf, simulate, subscribe, walletBalance, type TestUser } from '../services/subscriptions/fixtures.js';
+import { expectLedgerExact } from '../helpers/expect-ledger-exact.js';
+import { dbOf, simulate, subscribe, walletBalance, type TestUser } from '../helpers/subscriptions.js';
 
 /*
  * Issue 14, items 5-7, as a hostile customer (or a confused gateway) would try them, through the

@@ -5,8 +5,8 @@ import { ManualClock } from '../../src/domain/clock.js';
 import { postWalletEntry } from '../../src/services/wallet/wallet-ledger.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
-import { expectLedgerExact } from '../services/wallet/expect-ledger-exact.js';
-import { postTopup, settleTopup, walletBalance } from '../services/wallet/topup-helpers.js';
+import { expectLedgerExact } from '../helpers/expect-ledger-exact.js';
+import { postTopup, settleTopup, walletBalance } from '../helpers/topups.js';
 
 describe.each(DATABASES)('wallet on %s', (kind) => {
   let server: TestServer;

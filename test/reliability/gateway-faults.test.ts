@@ -1,12 +1,10 @@
-import type { EntityManager } from '@mikro-orm/knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Payment, Refund } from '../../src/db/entities/payment.js';
 import { Topup } from '../../src/db/entities/topup.js';
-import { openOrm, type Orm } from '../../src/db/orm.js';
 import { runCli } from '../helpers/cli.js';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
-import { prepareDatabase, type Account } from '../helpers/reliability/accounts.js';
-import { API, baseEnv, call, startServerProcess, type ServerProcess } from '../helpers/reliability/server-process.js';
+import { DATABASES } from '../helpers/database.js';
+import { API, baseEnv, call } from '../helpers/reliability/server-process.js';
+import { serverStage } from '../helpers/reliability/server-stage.js';
 
 /*
  * The gateway misbehaves (HTTP 500, no answer, garbage) during the four calls that create money
@@ -20,29 +18,10 @@ const OPERATIONS = ['subscribe', 'charge', 'refund', 'topup'] as const;
 const SERVER_ENV = { GATEWAY_TIMEOUT_MS: '1500', GATEWAY_NOTIFICATION_URL: 'http://127.0.0.1:9/notifications-are-lost/' };
 
 describe.each(DATABASES)('gateway faults during subscribe, charge, refund and top-up (%s)', (kind) => {
-  let db: TestDatabase;
-  let server: ServerProcess;
-  let orm: Orm;
-  let accounts: Record<string, Account>;
-  const em = () => orm.em.fork() as EntityManager;
-  const as = (user: string) => ({ basic: accounts[user] });
-  const fault = async (mode: string, operations: string[]) => {
-    const res = await call(server.url, 'POST', '/_simulator/faults', { body: { mode, count: 1, operations } });
-    expect(res.status).toBe(200);
-  };
-  const gatewayKnows = async (orderId: string) => (await call(server.url, 'GET', `/_simulator/transactions/${orderId}`)).status === 200;
-
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    accounts = await prepareDatabase(db.url, [...MODES.flatMap((m) => OPERATIONS.map((op) => `${op}_${m}`)), 'lost_notification', 'cancel_fails', 'cancel_fails_unpaid']);
-    server = await startServerProcess({ databaseUrl: db.url, env: SERVER_ENV });
-    orm = await openOrm(db.url);
-  });
-  afterAll(async () => {
-    await orm?.close(true);
-    await server?.stop();
-    await db?.drop();
-  });
+  const stage = serverStage(kind, [...MODES.flatMap((m) => OPERATIONS.map((op) => `${op}_${m}`)), 'lost_notification', 'cancel_fails', 'cancel_fails_unpaid'], SERVER_ENV);
+  const { em, as } = stage;
+  const fault = (mode: string, operations: string[]) => stage.fault(mode, operations);
+  const gatewayKnows = async (orderId: string) => (await stage.gatewayTransaction(orderId)) !== null;
 
   it.each(MODES)('%s: every call answers 502 or 503', async (mode) => {
     const gatewayProblem = (res: { status: number; body: { code?: string } }) => {
@@ -51,26 +30,26 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
     };
 
     await fault(mode, ['charge']);
-    gatewayProblem(await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(`subscribe_${mode}`), body: { plan_id: 'basic-monthly', payment_type: 'gopay' } }));
+    gatewayProblem(await call(stage.server.url, 'POST', `${API}/subscriptions/`, { ...as(`subscribe_${mode}`), body: { plan_id: 'basic-monthly', payment_type: 'gopay' } }));
 
-    const pending = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(`charge_${mode}`), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+    const pending = await call(stage.server.url, 'POST', `${API}/subscriptions/`, { ...as(`charge_${mode}`), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
     expect(pending.status).toBe(201);
     await fault(mode, ['charge']);
-    gatewayProblem(await call(server.url, 'POST', `${API}/payments/charge/`, { ...as(`charge_${mode}`), body: { subscription_id: pending.body.subscription.id } }));
+    gatewayProblem(await call(stage.server.url, 'POST', `${API}/payments/charge/`, { ...as(`charge_${mode}`), body: { subscription_id: pending.body.subscription.id } }));
 
-    const paid = await call(server.url, 'POST', `${API}/subscriptions/`, {
+    const paid = await call(stage.server.url, 'POST', `${API}/subscriptions/`, {
       ...as(`refund_${mode}`),
       body: { plan_id: 'pro-monthly', payment_type: 'credit_card', token: 'sim-card-accept-4811' },
     });
     expect(paid.status).toBe(201);
     expect(paid.body.payment.status).toBe('settled');
     // The card capture settles at the gateway (a day later at Midtrans); only then can it be refunded there.
-    expect((await call(server.url, 'POST', `/_simulator/v2/${paid.body.payment.order_id}/settle`)).status).toBe(200);
+    expect((await call(stage.server.url, 'POST', `/_simulator/v2/${paid.body.payment.order_id}/settle`)).status).toBe(200);
     await fault(mode, ['refund']);
-    gatewayProblem(await call(server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(`refund_${mode}`), body: { amount: 50000 } }));
+    gatewayProblem(await call(stage.server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(`refund_${mode}`), body: { amount: 50000 } }));
 
     await fault(mode, ['charge']);
-    gatewayProblem(await call(server.url, 'POST', `${API}/topups/`, { ...as(`topup_${mode}`), body: { amount: 75000, payment_type: 'qris' } }));
+    gatewayProblem(await call(stage.server.url, 'POST', `${API}/topups/`, { ...as(`topup_${mode}`), body: { amount: 75000, payment_type: 'qris' } }));
     await fault('none', []);
   });
 
@@ -92,14 +71,14 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
   it('payments sync settles what the gateway really did, and nothing stays in between', async () => {
     // Two more ways to end up with money at the gateway that we do not know of: a payment whose
     // notification is lost, and an older payment whose cancel failed when a new charge replaced it.
-    const lost = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as('lost_notification'), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+    const lost = await call(stage.server.url, 'POST', `${API}/subscriptions/`, { ...as('lost_notification'), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
     expect(lost.status).toBe(201);
     for (const user of ['cancel_fails', 'cancel_fails_unpaid']) {
-      const replaced = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(user), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+      const replaced = await call(stage.server.url, 'POST', `${API}/subscriptions/`, { ...as(user), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
       expect(replaced.status).toBe(201);
       for (const mode of MODES) {
         await fault(mode, ['cancel']);
-        const charged = await call(server.url, 'POST', `${API}/payments/charge/`, { ...as(user), body: { subscription_id: replaced.body.subscription.id } });
+        const charged = await call(stage.server.url, 'POST', `${API}/payments/charge/`, { ...as(user), body: { subscription_id: replaced.body.subscription.id } });
         expect(charged.status, charged.text).toBe(201);
       }
     }
@@ -111,9 +90,9 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
     const paidAtGateway: string[] = [];
     for (const row of everything) {
       if (row.user.username === 'cancel_fails_unpaid') continue;
-      const tx = await call(server.url, 'GET', `/_simulator/transactions/${row.orderId}`);
+      const tx = await call(stage.server.url, 'GET', `/_simulator/transactions/${row.orderId}`);
       if (tx.status !== 200 || tx.body.transaction_status !== 'pending') continue;
-      const settled = await call(server.url, 'POST', `/_simulator/v2/${row.orderId}/settle`);
+      const settled = await call(stage.server.url, 'POST', `/_simulator/v2/${row.orderId}/settle`);
       expect(settled.status, settled.text).toBe(200);
       paidAtGateway.push(row.orderId);
     }
@@ -121,13 +100,13 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
 
     // The operator's CLI runs with the server's configuration (a refund counts as lost once
     // older than GATEWAY_TIMEOUT_MS).
-    const sync = await runCli(['payments', 'sync', '--json'], { ...baseEnv(db.url), ...SERVER_ENV, BILLING_URL: server.url });
+    const sync = await runCli(['payments', 'sync', '--json'], { ...baseEnv(stage.db.url), ...SERVER_ENV, BILLING_URL: stage.server.url });
     expect(sync.code, sync.stderr).toBe(0);
 
     // Every order: our status is the gateway's, or the gateway never had it.
     const mismatches: string[] = [];
     for (const p of await em().find(Payment, {}, { populate: ['user'] })) {
-      const tx = await call(server.url, 'GET', `/_simulator/transactions/${p.orderId}`);
+      const tx = await call(stage.server.url, 'GET', `/_simulator/transactions/${p.orderId}`);
       if (tx.status !== 200) {
         if (p.status === 'pending' && !p.outcomeUnknown) mismatches.push(`${p.orderId}: pending, unknown to the gateway, not flagged`);
         continue;
@@ -141,14 +120,14 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
       if (p.status === 'pending' && p.outcomeUnknown) mismatches.push(`${p.orderId}: still flagged outcome-unknown though the gateway answered`);
     }
     for (const t of await em().find(Topup, {}, { populate: ['user'] })) {
-      const tx = await call(server.url, 'GET', `/_simulator/transactions/${t.orderId}`);
+      const tx = await call(stage.server.url, 'GET', `/_simulator/transactions/${t.orderId}`);
       if (tx.status !== 200) continue;
       const expected = { settlement: 'success', pending: 'pending', cancel: 'failed', expire: 'expired', deny: 'failed' }[tx.body.transaction_status as string];
       if (t.status !== expected) mismatches.push(`${t.orderId} (${t.user.username}): ${t.status}, the gateway says ${tx.body.transaction_status}`);
     }
     // A refund the gateway never received must not stay pending (holding its amount) forever.
     for (const r of await em().find(Refund, { status: 'pending' }, { populate: ['payment'] })) {
-      const tx = await call(server.url, 'GET', `/_simulator/transactions/${r.payment.orderId}`);
+      const tx = await call(stage.server.url, 'GET', `/_simulator/transactions/${r.payment.orderId}`);
       const atGateway = (tx.body.refunds ?? []).some((g: { refund_key: string }) => g.refund_key === r.refundKey);
       mismatches.push(`refund ${r.refundKey}: pending locally, ${atGateway ? 'done' : 'unknown'} at the gateway`);
     }
@@ -172,42 +151,20 @@ const AFTER_MODES = ['timeout', 'malformed', 'redirect'] as const;
 const AFTER_OPERATIONS = ['charge', 'refund', 'cancel', 'topup'] as const;
 
 describe.each(DATABASES)('gateway does the work, then the answer is lost (%s)', (kind) => {
-  let db: TestDatabase;
-  let server: ServerProcess;
-  let orm: Orm;
-  let accounts: Record<string, Account>;
-  const em = () => orm.em.fork() as EntityManager;
   const user = (op: string, mode: string) => `lost_${op}_${mode}`;
-  const as = (name: string) => ({ basic: accounts[name] });
-  const faultAfter = async (mode: string, operations: string[]) => {
-    const res = await call(server.url, 'POST', '/_simulator/faults', { body: { mode, when: 'after', count: 1, operations } });
-    expect(res.status).toBe(200);
-  };
-  const gateway = async (orderId: string) => {
-    const res = await call(server.url, 'GET', `/_simulator/transactions/${orderId}`);
-    return res.status === 200 ? res.body : null;
-  };
+  const stage = serverStage(kind, AFTER_MODES.flatMap((m) => AFTER_OPERATIONS.map((op) => user(op, m))), SERVER_ENV);
+  const { em, as } = stage;
+  const faultAfter = (mode: string, operations: string[]) => stage.fault(mode, operations, 'after');
+  const gateway = stage.gatewayTransaction;
   const settleAtGateway = async (orderId: string) => {
-    const res = await call(server.url, 'POST', `/_simulator/v2/${orderId}/settle`);
+    const res = await call(stage.server.url, 'POST', `/_simulator/v2/${orderId}/settle`);
     expect(res.status, res.text).toBe(200);
   };
   const paymentsOf = (name: string) => em().find(Payment, { user: { username: name } }, { orderBy: { createdAt: 'asc' } });
   const sync = async () => {
-    const res = await runCli(['payments', 'sync', '--json'], { ...baseEnv(db.url), ...SERVER_ENV, BILLING_URL: server.url });
+    const res = await runCli(['payments', 'sync', '--json'], { ...baseEnv(stage.db.url), ...SERVER_ENV, BILLING_URL: stage.server.url });
     expect(res.code, res.stderr).toBe(0);
   };
-
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    accounts = await prepareDatabase(db.url, AFTER_MODES.flatMap((m) => AFTER_OPERATIONS.map((op) => user(op, m))));
-    server = await startServerProcess({ databaseUrl: db.url, env: SERVER_ENV });
-    orm = await openOrm(db.url);
-  });
-  afterAll(async () => {
-    await orm?.close(true);
-    await server?.stop();
-    await db?.drop();
-  });
 
   const expectedPayment: Record<string, string> = { settlement: 'settled', pending: 'pending', cancel: 'canceled', expire: 'expired', deny: 'failed', capture: 'settled', partial_refund: 'partially_refunded', refund: 'refunded' };
   /** Every payment of the user is where the gateway says it is, and none is left flagged. */
@@ -232,10 +189,10 @@ describe.each(DATABASES)('gateway does the work, then the answer is lost (%s)', 
     switch (op) {
       case 'charge': {
         // A charge of a pending subscription: the gateway makes it, the customer pays it.
-        const pending = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+        const pending = await call(stage.server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
         expect(pending.status).toBe(201);
         await faultAfter(mode, ['charge']);
-        answered(await call(server.url, 'POST', `${API}/payments/charge/`, { ...as(name), body: { subscription_id: pending.body.subscription.id } }));
+        answered(await call(stage.server.url, 'POST', `${API}/payments/charge/`, { ...as(name), body: { subscription_id: pending.body.subscription.id } }));
         const payable: string[] = [];
         for (const p of await paymentsOf(name)) if ((await gateway(p.orderId))?.transaction_status === 'pending') payable.push(p.orderId);
         // The first payment was superseded (cancelled at the gateway); the lost charge is the payable one.
@@ -245,19 +202,19 @@ describe.each(DATABASES)('gateway does the work, then the answer is lost (%s)', 
         await sync();
         await converged(name);
         expect((await paymentsOf(name)).filter((p) => p.status === 'settled')).toHaveLength(1);
-        expect((await call(server.url, 'GET', `${API}/subscriptions/${pending.body.subscription.id}/`, as(name))).body.status).toBe('active');
+        expect((await call(stage.server.url, 'GET', `${API}/subscriptions/${pending.body.subscription.id}/`, as(name))).body.status).toBe('active');
         break;
       }
       case 'refund': {
         // A card payment, settled at the gateway (the next day), refunded; the answer is lost and
         // the customer asks again.
-        const paid = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'pro-monthly', payment_type: 'credit_card', token: 'sim-card-accept-4811' } });
+        const paid = await call(stage.server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'pro-monthly', payment_type: 'credit_card', token: 'sim-card-accept-4811' } });
         expect(paid.status).toBe(201);
         await settleAtGateway(paid.body.payment.order_id);
         await faultAfter(mode, ['refund']);
-        answered(await call(server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(name), body: { amount: 50000 } }));
+        answered(await call(stage.server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(name), body: { amount: 50000 } }));
         expect((await gateway(paid.body.payment.order_id)).refunds).toHaveLength(1);
-        const retried = await call(server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(name), body: { amount: 50000 } });
+        const retried = await call(stage.server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(name), body: { amount: 50000 } });
         expect([200, 409, 502, 503], retried.text).toContain(retried.status);
         await sync();
         await sync();
@@ -268,16 +225,16 @@ describe.each(DATABASES)('gateway does the work, then the answer is lost (%s)', 
         const local = await em().find(Refund, { payment: paid.body.payment.id });
         expect(local.filter((r) => r.status === 'succeeded').map((r) => [r.refundKey, r.amount])).toEqual([[atGateway[0]!.refund_key, '50000.00']]);
         expect(local.filter((r) => r.status === 'pending')).toEqual([]);
-        const after = await call(server.url, 'GET', `${API}/payments/${paid.body.payment.id}/`, as(name));
+        const after = await call(stage.server.url, 'GET', `${API}/payments/${paid.body.payment.id}/`, as(name));
         expect(after.body).toMatchObject({ status: 'partially_refunded', refunded_amount: '50000.00' });
         break;
       }
       case 'cancel': {
         // A new charge replaces the pending payment, whose cancel is done but not answered.
-        const replaced = await call(server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+        const replaced = await call(stage.server.url, 'POST', `${API}/subscriptions/`, { ...as(name), body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
         expect(replaced.status).toBe(201);
         await faultAfter(mode, ['cancel']);
-        const recharge = await call(server.url, 'POST', `${API}/payments/charge/`, { ...as(name), body: { subscription_id: replaced.body.subscription.id } });
+        const recharge = await call(stage.server.url, 'POST', `${API}/payments/charge/`, { ...as(name), body: { subscription_id: replaced.body.subscription.id } });
         expect(recharge.status, recharge.text).toBe(201);
         expect((await gateway(replaced.body.payment.order_id)).transaction_status).toBe('cancel');
         await sync();
@@ -289,14 +246,14 @@ describe.each(DATABASES)('gateway does the work, then the answer is lost (%s)', 
       case 'topup': {
         // The gateway makes the top-up charge, the customer pays it; credited once.
         await faultAfter(mode, ['charge']);
-        answered(await call(server.url, 'POST', `${API}/topups/`, { ...as(name), body: { amount: 75000, payment_type: 'qris' } }));
+        answered(await call(stage.server.url, 'POST', `${API}/topups/`, { ...as(name), body: { amount: 75000, payment_type: 'qris' } }));
         const topup = await em().findOneOrFail(Topup, { user: { username: name } });
         expect((await gateway(topup.orderId))?.transaction_status).toBe('pending');
         await settleAtGateway(topup.orderId);
         await sync();
         await sync();
         expect(await em().findOneOrFail(Topup, { user: { username: name } })).toMatchObject({ status: 'success', outcomeUnknown: false });
-        expect((await call(server.url, 'GET', `${API}/wallet/me/`, as(name))).body.balance).toBe('75000.00');
+        expect((await call(stage.server.url, 'GET', `${API}/wallet/me/`, as(name))).body.balance).toBe('75000.00');
         break;
       }
     }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
-import { ATTACKER_CLASSES, fuzzAll, fuzzConcurrency, fuzzPathVariants, groupFindings, startFuzzTarget, type FuzzTarget } from '../helpers/reliability/fuzz.js';
+import { DATABASES } from '../helpers/database.js';
+import { ATTACKER_CLASSES, fuzzAll, fuzzConcurrency, fuzzPathVariants, groupFindings, fuzzTargetForBlock } from '../helpers/reliability/fuzz.js';
 import { STANDARD_PLANS, startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
 
 const SEED = Number(process.env.RELIABILITY_SEED ?? 20260119);
@@ -11,17 +11,7 @@ const BURSTS = Number(process.env.RELIABILITY_BURSTS ?? 2);
 
 // SQLite only here (npm test's share); test/reliability/long/ runs more on both databases.
 describe('hostile input on every operation of openapi.yaml (sqlite)', () => {
-  let db: TestDatabase;
-  let target: FuzzTarget;
-  beforeAll(async () => {
-    db = await createTestDatabase('sqlite');
-    target = await startFuzzTarget(db.url);
-  }, 300_000);
-  afterAll(async () => {
-    await target?.server.stop();
-    await target?.strict.stop();
-    await db?.drop();
-  });
+  const target = fuzzTargetForBlock('sqlite');
 
   it(`${RUNS} generated requests per operation: no 5xx, every status documented, every body valid (seed ${SEED})`, async () => {
     expect(target.contract.operations.length).toBeGreaterThanOrEqual(31);
@@ -35,17 +25,7 @@ describe('hostile input on every operation of openapi.yaml (sqlite)', () => {
 // depth and invalid text in bodies, every path in other spellings (and the protected prefixes of
 // a second process), and the same request N times at once.
 describe.each(DATABASES)('hostile input, the attacker\'s classes (%s)', (kind) => {
-  let db: TestDatabase;
-  let target: FuzzTarget;
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    target = await startFuzzTarget(db.url);
-  }, 300_000);
-  afterAll(async () => {
-    await target?.server.stop();
-    await target?.strict.stop();
-    await db?.drop();
-  });
+  const target = fuzzTargetForBlock(kind);
 
   it(`deep and invalid-text bodies on every operation: no 5xx, documented answers (seed ${SEED})`, async () => {
     const { findings } = await fuzzAll(target, CLASS_RUNS, SEED, 4, ATTACKER_CLASSES);

@@ -37,7 +37,7 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
     return res;
   };
   const em = () => orm.em.fork() as EntityManager;
-  let bob: { subscription: string; payment: string; invoice: string; topup: string; notification: string };
+  let bob: { subscription: string; payment: string; invoice: string; topup: string; notification: string; creditNote: string };
 
   beforeAll(async () => {
     db = await createTestDatabase(kind);
@@ -50,12 +50,22 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
     await call(server.url, 'POST', `/_simulator/v2/${paid.body.payment.order_id}/settle`);
     const topup = await api('POST', '/topups/', { basic: users.bob, body: { amount: 20000, payment_type: 'bank_transfer' } });
     const notes = await api('GET', '/notifications/', { basic: users.bob });
+    // A credit note needs money given back: carol's refund issues one, and bob's payment stays
+    // whole for the checks below (any other user's id will do for alice).
+    const carols = await api('POST', '/subscriptions/', { basic: users.carol, body: { plan_id: 'basic-monthly', payment_type: 'gopay' } });
+    expect(carols.status, carols.text).toBe(201);
+    await call(server.url, 'POST', `/_simulator/v2/${carols.body.payment.order_id}/settle`);
+    const refund = await api('POST', `/payments/${carols.body.payment.id}/refund/`, { basic: users.carol, body: { amount: 1000 } });
+    expect(refund.status, refund.text).toBeLessThan(300);
+    const creditNotes = await api('GET', '/credit-notes/', { basic: users.carol });
+    expect(creditNotes.body.results, creditNotes.text).toHaveLength(1);
     bob = {
       subscription: paid.body.subscription.id,
       payment: paid.body.payment.id,
       invoice: paid.body.payment.invoice_id,
       topup: topup.body.id,
       notification: notes.body.results[0].id,
+      creditNote: creditNotes.body.results[0].id,
     };
   });
   afterAll(async () => {
@@ -71,6 +81,7 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
       : path.startsWith('/invoices/') ? bob.invoice
       : path.startsWith('/notifications/') ? bob.notification
       : path.startsWith('/topups/') ? bob.topup
+      : path.startsWith('/credit-notes/') ? bob.creditNote
       : null;
     const routes = contract.operations.filter((op) => op.path.includes('{id}'));
     expect(routes.length).toBeGreaterThanOrEqual(13);

@@ -3,7 +3,7 @@ import { verifySignature } from '../../src/gateway/signature.js';
 import { SimulatorCore } from '../../src/simulator/core.js';
 import { MIDTRANS_RETRY_DELAYS_MS, type SimulatorOptions } from '../../src/simulator/index.js';
 import { completeThreeDs } from '../helpers/three-ds.js';
-import { SERVER_KEY, orderId, startHarness, type Harness } from './harness.js';
+import { SERVER_KEY, orderId, startHarness, type Harness } from '../helpers/simulator.js';
 
 /*
  * The simulator against MIDTRANS.md where the service depends on how the gateway really behaves:

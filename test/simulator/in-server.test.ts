@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { cliEnv } from '../helpers/cli-server.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { completeThreeDs } from '../helpers/three-ds.js';
 
@@ -12,7 +13,7 @@ describe('the mounted simulator, configured by the environment', () => {
   let env: Record<string, string>;
   beforeAll(async () => {
     server = await startTestServer('sqlite', { env: { SIMULATOR_3DS: 'when_asked', SIMULATOR_NOTIFICATION_RETRY_MS: '10,20', SIMULATOR_REFUND_CONFIRMATION_MS: '0' } });
-    env = { DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'cli-test' };
+    env = cliEnv(server);
   });
   afterAll(() => server?.stop());
 

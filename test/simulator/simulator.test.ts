@@ -1,21 +1,10 @@
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/gateway/signature.js';
 import { SimulatorError } from '../../src/simulator/index.js';
-import { SERVER_KEY, basic, orderId, startHarness, until, type Harness } from './harness.js';
+import { SERVER_KEY, basic, orderId, harnessForFile, startHarness, until } from '../helpers/simulator.js';
 
-let h: Harness;
-
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h.stop();
-});
-beforeEach(() => {
-  h.sim.setFault({ mode: 'none' });
-  h.receiver.statuses.length = 0;
-});
+const h = harnessForFile();
 
 const charge = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   h.request('POST', '/_simulator/v2/charge', { body: JSON.stringify(body), headers });

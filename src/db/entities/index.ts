@@ -10,7 +10,11 @@ export * from './webhook-log.js';
 export * from './infrastructure.js';
 export * from './period-fund.js';
 export * from './trial-grant.js';
+export * from './credit-note.js';
+export * from './access-version.js';
 
+import { AccessVersionSchema } from './access-version.js';
+import { CreditNoteLineSchema, CreditNoteSchema } from './credit-note.js';
 import { DeliveryAttemptSchema } from './delivery-attempt.js';
 import { CounterSchema, InvoiceLineSchema, InvoiceSchema } from './invoice.js';
 import { IdempotencyRecordSchema, LoginThrottleSchema, SessionSchema } from './infrastructure.js';
@@ -32,6 +36,8 @@ export const allEntities = [
   InvoiceSchema,
   InvoiceLineSchema,
   CounterSchema,
+  CreditNoteSchema,
+  CreditNoteLineSchema,
   PaymentSchema,
   RefundSchema,
   PeriodFundSchema,
@@ -45,4 +51,5 @@ export const allEntities = [
   IdempotencyRecordSchema,
   SessionSchema,
   LoginThrottleSchema,
+  AccessVersionSchema,
 ];

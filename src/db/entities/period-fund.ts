@@ -8,7 +8,7 @@ import { Subscription } from './subscription.js';
  * the period it bought; a plan change closes the funds it finds at the change (what was used
  * stays, the unused part is carried into the new period or credited to the wallet) and a refund
  * takes its amount out of the payment's unused funds. The unused share of these rows is the
- * only measure of credit and of what a customer may get back (src/services/subscriptions/period-funds.ts).
+ * only measure of credit and of what a customer may get back (src/services/subscription-rules/period-funds.ts).
  */
 export class PeriodFund {
   id!: string;

@@ -8,7 +8,7 @@ export type WalletTransactionSource = 'topup' | 'refund' | 'proration' | 'paymen
 export class Wallet {
   id!: string;
   user!: User;
-  /** Always equals the sum of the ledger; changed only by src/services/wallet/post-wallet-entry.ts. */
+  /** Always equals the sum of the ledger; changed only by src/services/wallet/wallet-ledger.ts (postWalletEntry, postWalletDebits). */
   balance!: string;
   currency!: string;
   isActive = true;

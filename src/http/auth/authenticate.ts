@@ -2,9 +2,9 @@ import type { Orm } from '../../db/orm.js';
 import type { Context, Next } from 'koa';
 import type { EntityManager } from '@mikro-orm/knex';
 import { User } from '../../db/entities/user.js';
-import { findOneRaw } from '../../db/hot-reads.js';
 import { authenticate } from '../../services/users/authenticate.js';
 import { problem, sendProblem } from '../problem.js';
+import type { AccessCache } from './access-cache.js';
 import { parseBasicAuth, VerifiedCredentialCache, type BasicCredentials } from './basic-auth.js';
 import type { LoginThrottler } from './login-throttle.js';
 
@@ -21,8 +21,6 @@ declare module 'koa' {
     authMethod: AuthMethod | null;
   }
 }
-
-const userById = (em: EntityManager, id: string) => findOneRaw(em, User, 'select * from users where id = ?', [id]);
 
 /** The client address, honouring X-Forwarded-For only when TRUST_PROXY is set (app.proxy). */
 export function clientIp(ctx: Context): string {
@@ -45,10 +43,18 @@ async function verifyBasic(em: EntityManager, throttler: LoginThrottler, credent
  * Resolves the user of a request from HTTP Basic or the session cookie, and sets
  * `ctx.state.user` / `ctx.state.authMethod`. Wrong Basic credentials answer 401 at once.
  */
-export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCache, throttler: LoginThrottler) {
+export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCache, throttler: LoginThrottler, access: AccessCache) {
+  // A user seen before costs no query here: the session read (or the Basic credential cache)
+  // already read the user's access version for this request.
+  const userById = async (em: EntityManager, id: string, ctx: Context) => {
+    const found = await access.user(em, id, ctx);
+    if (found) ctx.state.userFields = found.fields;
+    return found?.user ?? null;
+  };
   return async (ctx: Context, next: Next): Promise<void> => {
     ctx.state.user = null;
     ctx.state.authMethod = null;
+    ctx.state.userFields = undefined;
     const credentials = parseBasicAuth(ctx.get('authorization') || undefined);
     if (credentials === 'malformed') {
       ctx.set('WWW-Authenticate', 'Basic realm="billing"');
@@ -57,7 +63,7 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
     const em = orm.em.fork();
     if (credentials) {
       const cachedId = cache.get(credentials);
-      let user = cachedId ? await userById(em, cachedId) : null;
+      let user = cachedId ? await userById(em, cachedId, ctx) : null;
       if (!user) {
         const verdict = await cache.verifyOnce(credentials, () => verifyBasic(em, throttler, credentials, clientIp(ctx)));
         if (verdict.result === 'rate_limited') {
@@ -73,7 +79,7 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
       ctx.state.user = user;
       ctx.state.authMethod = 'basic';
     } else if (ctx.session && typeof ctx.session.userId === 'string') {
-      const user = await userById(em, ctx.session.userId);
+      const user = await userById(em, ctx.session.userId, ctx);
       if (user) {
         ctx.state.user = user;
         ctx.state.authMethod = 'session';

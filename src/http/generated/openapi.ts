@@ -584,6 +584,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/invoices/{id}/pdf/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an invoice as PDF
+         * @description One of the current user's invoices as a PDF a customer can keep: the seller
+         *     (`BILLING_COMPANY_NAME`, `BILLING_COMPANY_ADDRESS`, `BILLING_TAX_ID`, `BILLING_LOGO_PATH`),
+         *     the customer (`customer_details`), the number, issue, due and paid dates, the period,
+         *     every line, the totals, the payment (status and method) and the refunds and credit notes
+         *     against it. Amounts and dates follow `BILLING_LOCALE` and `BILLING_TIMEZONE`. Another
+         *     user's invoice answers `404`, as the JSON detail does.
+         */
+        get: operations["getInvoicePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credit-notes/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the current user's credit notes
+         * @description Lists the current user's credit notes, newest first, without lines. A credit note is issued for every refund and every wallet credit that gives money back against an invoice (a proration credit, a settlement nobody could use).
+         */
+        get: operations["listCreditNotes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credit-notes/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a credit note with its lines
+         * @description Returns one of the current user's credit notes with its lines; another user's answers 404.
+         */
+        get: operations["getCreditNote"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credit-notes/{id}/pdf/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a credit note as PDF
+         * @description One of the current user's credit notes as a PDF, laid out as the invoice PDF: the
+         *     seller, the customer, the number, the invoice it credits, the reason, every line and the
+         *     total credited. Another user's credit note answers `404`.
+         */
+        get: operations["getCreditNotePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhook/notification/": {
         parameters: {
             query?: never;
@@ -1890,7 +1977,7 @@ export interface components {
             period_end: string | null;
         };
         /**
-         * @description An invoice with its line items.
+         * @description An invoice with its line items and the credit notes issued against it.
          * @example {
          *       "id": "f2a4c6e8-0b2d-4f6a-9c8e-0a2c4e6b8d0f",
          *       "number": "INV-2026-000057",
@@ -1923,11 +2010,14 @@ export interface components {
          *           "period_start": "2026-01-30T03:12:45Z",
          *           "period_end": "2026-02-15T03:12:45Z"
          *         }
-         *       ]
+         *       ],
+         *       "credit_notes": []
          *     }
          */
         InvoiceDetail: components["schemas"]["Invoice"] & {
             lines: components["schemas"]["InvoiceLine"][];
+            /** @description The credit notes issued against this invoice, oldest first. */
+            credit_notes: components["schemas"]["InvoiceCreditNote"][];
         };
         /**
          * @example {
@@ -1959,6 +2049,88 @@ export interface components {
             /** Format: uri */
             previous: string | null;
             results: components["schemas"]["Invoice"][];
+        };
+        /**
+         * @description Why money went back: `refund` (to the card, bank or wallet), `proration_credit` (unused time a plan change credited to the wallet), `unusable_settlement` (a payment nobody could use, credited to the wallet).
+         * @example refund
+         * @enum {string}
+         */
+        CreditNoteReason: "refund" | "proration_credit" | "unusable_settlement";
+        /** @description A credit note as its invoice lists it. */
+        InvoiceCreditNote: {
+            /** Format: uuid */
+            id: string;
+            /** @example CN-2026-000007 */
+            number: string;
+            amount: components["schemas"]["Money"];
+            reason: components["schemas"]["CreditNoteReason"];
+            /** Format: date-time */
+            issued_at: string;
+        };
+        /**
+         * @example {
+         *       "id": "3c5e7a9b-1d2f-4a6c-8e0b-2d4f6a8c0e1b",
+         *       "number": "CN-2026-000007",
+         *       "invoice_id": "e7b1d3f5-9a2c-4e6b-8d0f-1a3c5e7b9d2f",
+         *       "invoice_number": "INV-2026-000042",
+         *       "payment_id": "5b7d9f1a-3c5e-4b7d-9f1a-3c5e7b9d1f3a",
+         *       "refund_id": "7f9b1d3e-5a7c-4e9b-1d3f-5a7c9e1b3d5f",
+         *       "wallet_transaction_id": null,
+         *       "reason": "refund",
+         *       "memo": "customer request",
+         *       "currency": "IDR",
+         *       "amount": "75000.00",
+         *       "issued_at": "2026-01-20T08:00:00Z"
+         *     }
+         */
+        CreditNote: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description Sequential, gap-free credit note number, a sequence of its own.
+             * @example CN-2026-000007
+             */
+            number: string;
+            /** Format: uuid */
+            invoice_id: string;
+            /** @example INV-2026-000042 */
+            invoice_number: string;
+            /** Format: uuid */
+            payment_id: string | null;
+            /**
+             * Format: uuid
+             * @description The refund it documents; null for wallet credits and for refunds made at the gateway without a key.
+             */
+            refund_id: string | null;
+            /**
+             * Format: uuid
+             * @description The wallet credit it documents, if the money went to the wallet.
+             */
+            wallet_transaction_id: string | null;
+            reason: components["schemas"]["CreditNoteReason"];
+            /** @description The refund's reason, or why a settlement could not be used. */
+            memo: string | null;
+            currency: components["schemas"]["Currency"];
+            amount: components["schemas"]["Money"];
+            /** Format: date-time */
+            issued_at: string;
+        };
+        CreditNoteLine: {
+            /** @example Refund SUB-9f2c4e6a-r1 of payment SUB-9f2c4e6a (invoice INV-2026-000042) */
+            description: string;
+            amount: components["schemas"]["Money"];
+        };
+        /** @description A credit note with its lines. */
+        CreditNoteDetail: components["schemas"]["CreditNote"] & {
+            lines: components["schemas"]["CreditNoteLine"][];
+        };
+        PaginatedCreditNoteList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["CreditNote"][];
         };
         /**
          * @description A Midtrans HTTP notification. The gateway sends many more fields than these (for
@@ -3745,6 +3917,129 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InvoiceDetail"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getInvoicePdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's UUID. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invoice as a PDF (`Content-Disposition` names the file `INV-YYYY-NNNNNN.pdf`). */
+            200: {
+                headers: {
+                    /** @description `inline; filename="INV-2026-000042.pdf"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCreditNotes: {
+        parameters: {
+            query?: {
+                /** @description Only the credit notes of this invoice. */
+                invoice_id?: string;
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of credit notes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedCreditNoteList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCreditNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's UUID. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The credit note and its lines. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditNoteDetail"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCreditNotePdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's UUID. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The credit note as a PDF (`Content-Disposition` names the file `CN-YYYY-NNNNNN.pdf`). */
+            200: {
+                headers: {
+                    /** @description `inline; filename="CN-2026-000007.pdf"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
                 };
             };
             400: components["responses"]["ValidationError"];

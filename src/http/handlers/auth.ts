@@ -34,7 +34,8 @@ export function authHandlers(throttler: LoginThrottler): OperationHandlers {
     },
 
     async getCurrentUser(req) {
-      return { status: 200, body: serializeUser(requireUser(req)) };
+      // The fields authentication already read (cached row) when there are any: no entity walk.
+      return { status: 200, body: serializeUser(req.koa.state.userFields ?? requireUser(req)) };
     },
   };
 }

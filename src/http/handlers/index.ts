@@ -2,6 +2,8 @@ import type { CatalogueCache } from '../../services/plans/catalogue-cache.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { authHandlers } from './auth.js';
+import { creditNoteHandlers } from './credit-notes.js';
+import { documentHandlers } from './documents.js';
 import { invoiceHandlers } from './invoices.js';
 import { notificationHandlers } from './notifications.js';
 import { paymentHandlers } from './payments.js';
@@ -23,5 +25,7 @@ export function allHandlers(deps: { throttler: LoginThrottler; catalogue: Catalo
     ...subscriptionHandlers,
     ...paymentHandlers,
     ...invoiceHandlers,
+    ...creditNoteHandlers,
+    ...documentHandlers,
   };
 }

@@ -1,3 +1,4 @@
+import { creditNotesOfInvoice } from '../../services/credit-notes/list-credit-notes.js';
 import { getInvoice } from '../../services/invoices/get-invoice.js';
 import { listInvoices } from '../../services/invoices/list-invoices.js';
 import { requireUser, type OperationHandlers } from '../operations.js';
@@ -13,6 +14,7 @@ export const invoiceHandlers: OperationHandlers = {
   },
 
   async getInvoice(req) {
-    return { status: 200, body: serializeInvoiceDetail(await getInvoice(req.services, requireUser(req), req.path.id)) };
+    const invoice = await getInvoice(req.services, requireUser(req), req.path.id);
+    return { status: 200, body: serializeInvoiceDetail(invoice, await creditNotesOfInvoice(req.services, invoice)) };
   },
 };

@@ -1,7 +1,7 @@
 import { cancelSubscription } from '../../services/subscriptions/cancel-subscription.js';
 import { changeSubscriptionPlan } from '../../services/subscriptions/change-subscription-plan.js';
 import { createSubscription } from '../../services/subscriptions/create-subscription.js';
-import { getActiveSubscription, getSubscription } from '../../services/subscriptions/get-subscription.js';
+import { getActiveSubscriptionFields, getSubscription } from '../../services/subscriptions/get-subscription.js';
 import { listSubscriptions } from '../../services/subscriptions/list-subscriptions.js';
 import { pauseSubscription } from '../../services/subscriptions/pause-subscription.js';
 import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
@@ -34,7 +34,7 @@ export const subscriptionHandlers: OperationHandlers = {
   },
 
   async getActiveSubscription(req) {
-    return { status: 200, body: serializeSubscription(await getActiveSubscription(req.services, requireUser(req))) };
+    return { status: 200, body: serializeSubscription(await getActiveSubscriptionFields(req.services, requireUser(req).id)) };
   },
 
   async getSubscription(req) {

@@ -1,6 +1,6 @@
 import { ValidationError } from '../../domain/errors.js';
-import type { NotificationOutcome } from '../../services/webhooks/process-notification.js';
-import { receiveGatewayNotification } from '../../services/webhooks/receive-gateway-notification.js';
+import type { NotificationOutcome } from '../../services/gateway-events/process-notification.js';
+import { receiveGatewayNotification } from '../../services/gateway-events/receive-gateway-notification.js';
 import type { OperationHandlers, OperationResult, Schemas } from '../operations.js';
 
 type Ack = Schemas['WebhookAck'];

@@ -9,19 +9,20 @@ import { PeriodFund } from '../../db/entities/period-fund.js';
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
-import { Wallet, WalletTransaction } from '../../db/entities/wallet.js';
 import { isoDate } from '../../domain/billing-calendar.js';
-import { add, compare, isPositive, money, multiplyAndRound, subtract, ZERO } from '../../domain/money.js';
+import { add, isPositive, money, multiplyAndRound, ZERO } from '../../domain/money.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import type { CreateInvoiceInput } from '../invoices/create-invoice.js';
 import { reserveInvoiceNumbers } from '../invoices/next-invoice-number.js';
 import { notificationRows } from '../notifications/notify.js';
-import { paymentData, subscriptionData } from '../payments/apply-gateway-event.js';
+import { paymentData, subscriptionData } from '../notifications/payloads.js';
 import { newSubscriptionOrderId } from '../payments/order-id.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 import { renewalInvoiceInput, result, type StepResult } from './bill-subscription.js';
 import { fromColumn, insertRows, updateRows } from '../../db/bulk-sql.js';
+import { lockWalletsOf, postWalletDebits, walletRefusal, type WalletDebit } from '../wallet/wallet-ledger.js';
 import { nothingAfter } from './collect-renewal.js';
+import { PLAIN_WALLET_RENEWAL, whereSql } from './due-rule.js';
 
 /*
  * The billing run's common case in bulk: a due, active, wallet-paid subscription with nothing
@@ -51,23 +52,20 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
   // SQLite: write first, so the transaction queues for the write lock instead of reading a
   // snapshot it could not upgrade later (as claim() in bill-subscription.ts).
   if (!postgres) await em.execute(`update subscriptions set id = id where id in (${list})`, ids, 'run');
-  // The same conditions as dueAction's plain `renew` (no trial, no plan change, no cancellation,
-  // no open renewal invoice, cycles left), plus a usable wallet; re-read under the lock.
+  // dueAction's plain `renew` (due-rule.ts's PLAIN_WALLET_RENEWAL), plus a usable wallet;
+  // re-read under the lock.
   // NOTE: SKIP LOCKED: subscriptions another run holds are not waited for (see heldElsewhere).
+  const plain = whereSql(em, PLAIN_WALLET_RENEWAL, at);
   const rows = (await em.execute(
     `select s.id, s.status, s.payment_type, s.current_period_end, s.next_billing_date, s.billing_anchor, s.trial_end, s.plan_id, s.user_id, u.email
        from subscriptions s
        join users u on u.id = s.user_id
        join plans p on p.id = s.plan_id
        join wallets w on w.user_id = s.user_id
-     where s.id in (${list})
-       and s.status = 'active' and s.payment_type = 'wallet' and s.pending_plan_id is null
-       and s.cancel_at_period_end = ? and s.next_billing_date <= ?
-       and (p.max_cycles = 0 or s.cycles_completed < p.max_cycles)
+     where s.id in (${list}) and ${plain.sql}
        and w.is_active = ? and w.currency = p.currency
-       and not exists (select 1 from invoices i where i.subscription_id = s.id and i.billing_reason = 'subscription_cycle' and i.status = 'open')
      order by s.id${postgres ? ' for update of s skip locked' : ''}`,
-    [...ids, false, at, true],
+    [...ids, ...plain.params, true],
     'all',
   )) as Record<string, unknown>[];
   if (rows.length === 0) return [];
@@ -86,28 +84,6 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
   }));
 }
 
-interface LockedWallet {
-  id: string;
-  balance: string;
-  currency: string;
-  isActive: boolean;
-}
-
-/** The users' wallets, locked in id order so two transactions never wait on each other's wallets in a cycle. */
-async function lockWallets(em: EntityManager, userIds: string[]): Promise<Map<string, LockedWallet>> {
-  const rows = (await em.execute(
-    `select id, user_id, balance, currency, is_active from wallets where user_id in (${userIds.map(() => '?').join(', ')}) order by id${isPostgres(em) ? ' for update' : ''}`,
-    userIds,
-    'all',
-  )) as Record<string, unknown>[];
-  return new Map(
-    rows.map((r) => [
-      String(r.user_id),
-      { id: String(r.id), balance: fromColumn(em, Wallet, 'balance', r.balance) as string, currency: String(r.currency), isActive: fromColumn(em, Wallet, 'isActive', r.is_active) as boolean },
-    ]),
-  );
-}
-
 /**
  * Renews, in one transaction, every subscription of `ids` that is a plain wallet renewal at the
  * context's clock; returns the step of each one renewed (the same step billSubscriptionStep
@@ -120,7 +96,7 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
     const tctx: DataContext = { ...ctx, em };
     const subs = await claimPlainRenewals(em, ids, at);
     if (subs.length === 0) return [];
-    const walletOf = await lockWallets(em, subs.map((s) => s.user.id));
+    const walletOf = await lockWalletsOf(em, subs.map((s) => s.user.id));
     // Amounts per plan: every subscription of a plan pays the same.
     const priced = new Map<string, { amounts: string[]; total: string }>();
     const price = (plan: Plan, input: CreateInvoiceInput) => {
@@ -139,7 +115,7 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
       if (input.periodEnd.getTime() <= at.getTime()) return [];
       const { amounts, total } = price(sub.plan, input);
       const wallet = walletOf.get(sub.user.id);
-      if (!wallet?.isActive || wallet.currency !== input.currency || !isPositive(total) || compare(wallet.balance, total) < 0) return [];
+      if (!wallet || !isPositive(total) || walletRefusal(wallet, { kind: 'debit', amount: total, currency: input.currency })) return [];
       return [{ sub, input, amounts, total, wallet }];
     });
     if (renewals.length === 0) return [];
@@ -152,9 +128,8 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
     const lines: RequiredEntityData<InvoiceLine>[] = [];
     const payments: RequiredEntityData<Payment>[] = [];
     const funds: RequiredEntityData<PeriodFund>[] = [];
-    const entries: RequiredEntityData<WalletTransaction>[] = [];
+    const debits: WalletDebit[] = [];
     const notifications: RequiredEntityData<Notification>[] = [];
-    const walletUpdates: unknown[][] = [];
     const subscriptionUpdates: unknown[][] = [];
     const steps: StepResult[] = [];
 
@@ -180,14 +155,12 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
         ...payment, user: sub.user.id, subscription: sub.id, invoice: invoiceId, status: 'settled', refundedAmount: ZERO, creditedAmount: ZERO, transactionId: null,
         fraudStatus: null, gatewayStatus: 'settlement', outcomeUnknown: false, paidAt: at, expiresAt: null, createdAt: at, updatedAt: now,
       });
-      // The period this payment bought (as fundPaidPeriod in apply-gateway-event.ts).
+      // The period this payment bought (as fundPaidPeriod in gateway-events/apply-to-subscription.ts).
       funds.push({ id: randomUUID(), subscription: sub.id, payment: payment.id, amount: total, periodStart: input.periodStart, periodEnd: input.periodEnd, createdAt: at });
-      const balanceAfter = subtract(wallet.balance, total);
-      entries.push({
-        id: payment.paymentDetails.wallet_transaction_id, wallet: wallet.id, kind: 'debit', amount: total, balanceAfter, source: 'payment',
-        referenceId: payment.id, description: `Payment ${payment.orderId} of invoice ${number}`, createdAt: at,
+      debits.push({
+        wallet, id: payment.paymentDetails.wallet_transaction_id, amount: total, currency: input.currency, source: 'payment',
+        referenceId: payment.id, description: `Payment ${payment.orderId} of invoice ${number}`,
       });
-      walletUpdates.push([wallet.id, balanceAfter]);
       subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd, input.periodEnd]);
       const renewed = { id: sub.id, plan: sub.plan, status: sub.status, currentPeriodEnd: input.periodEnd, trialEnd: sub.trialEnd } as Subscription;
       for (const [type, data] of [['payment_succeeded', paymentData(payment)], ['subscription_renewed', subscriptionData(renewed)]] as const) {
@@ -203,9 +176,8 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
     await insertRows(em, InvoiceLine, lines);
     await insertRows(em, Payment, payments);
     await insertRows(em, PeriodFund, funds);
-    await insertRows(em, WalletTransaction, entries);
+    await postWalletDebits(tctx, debits);
     await insertRows(em, Notification, notifications);
-    await updateRows(em, Wallet, ['balance'], walletUpdates, { sql: 'updated_at = ?', params: [now] });
     await updateRows(em, Subscription, ['currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'], subscriptionUpdates, {
       sql: 'cycles_completed = cycles_completed + 1, updated_at = ?',
       params: [now],

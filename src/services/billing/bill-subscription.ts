@@ -9,17 +9,16 @@ import { boundaryAfter, isoDate } from '../../domain/billing-calendar.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { GatewayError } from '../../gateway/errors.js';
-import type { Bank } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { createInvoice, type CreateInvoiceInput } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
-import { subscriptionData } from '../payments/apply-gateway-event.js';
-import { submitPayment } from '../payments/submit-payment.js';
+import { subscriptionData } from '../notifications/payloads.js';
+import { submitPayment } from '../gateway-events/submit-payment.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
-import { cancelAtGateway, endSubscriptionNow } from '../subscriptions/end-subscription.js';
+import { cancelAtGateway, endSubscriptionNow } from '../subscription-rules/end-subscription.js';
 import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js';
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
-import { collectInvoice, followUp, markPastDue, nothingAfter, payableMinutes, type AfterCommit, type Counts } from './collect-renewal.js';
+import { collectInvoice, followUp, markPastDue, nothingAfter, renewalSubmitOptions, type AfterCommit, type Counts } from './collect-renewal.js';
 import { dunningSchedule, nextDunningStep, RESUBMIT_AFTER_MS, retriesDueBy } from './dunning-schedule.js';
 
 export type StepAction = DueAction['kind'] | 'locked_elsewhere' | 'already_invoiced';
@@ -297,17 +296,7 @@ export async function finishStep(ctx: ServiceContext, step: StepResult): Promise
       if (payment?.invoice) {
         const schedule = dunningSchedule(payment.invoice.createdAt, ctx.config);
         const until = nextDunningStep(schedule, ctx.clock.now(), payment.invoice.retryCount);
-        after.submit = {
-          paymentId: payment.id,
-          invoiceId: after.resubmit.invoiceId,
-          options: {
-            bank: (sub.bank as Bank | null) ?? undefined,
-            cardToken: sub.cardToken,
-            merchantInitiated: sub.paymentType === 'credit_card',
-            customer: sub.customerDetails,
-            expiryMinutes: payableMinutes(sub, ctx.clock.now(), until),
-          },
-        };
+        after.submit = { paymentId: payment.id, invoiceId: after.resubmit.invoiceId, options: renewalSubmitOptions(sub, ctx.clock.now(), until) };
       }
     }
   }

@@ -2,17 +2,18 @@ import type { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import { compare } from '../../domain/money.js';
-import { paymentStates } from '../../domain/states/payment-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { capExpiryMinutes } from '../../gateway/expiry-limits.js';
 import type { Bank } from '../../gateway/types.js';
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
-import { applyGatewayEvent, subscriptionData } from '../payments/apply-gateway-event.js';
-import type { GatewayEvent } from '../payments/gateway-event.js';
-import { openPayment } from '../payments/open-payment.js';
+import { applyGatewayEvent } from '../gateway-events/apply-gateway-event.js';
+import { subscriptionData } from '../notifications/payloads.js';
+import type { GatewayEvent } from '../gateway-events/gateway-event.js';
+import { openPayment } from '../gateway-events/open-payment.js';
+import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
 import { newSubscriptionOrderId } from '../payments/order-id.js';
-import type { SubmitPaymentOptions } from '../payments/submit-payment.js';
+import type { SubmitPaymentOptions } from '../gateway-events/submit-payment.js';
 import { getOrCreateWallet } from '../wallet/wallet-ledger.js';
 import { RESUBMIT_AFTER_MS } from './dunning-schedule.js';
 
@@ -101,10 +102,7 @@ async function declineWalletPayment(ctx: DataContext, sub: Subscription, invoice
 export async function collectInvoice(ctx: DataContext, sub: Subscription, invoice: Invoice, payableUntil: Date): Promise<Collection> {
   const at = ctx.clock.now();
   const after = nothingAfter();
-  for (const earlier of await ctx.em.find(Payment, { invoice, status: 'pending' })) {
-    paymentStates.apply(earlier, 'cancel', at);
-    if (earlier.paymentType !== 'wallet') after.cancelOrderIds.push(earlier.orderId);
-  }
+  after.cancelOrderIds.push(...(await cancelInvoicePayments(ctx.em, { invoice }, at)));
   const input = { user: sub.user, subscription: sub, invoice, paymentType: sub.paymentType, amount: invoice.totalAmount, currency: invoice.currency };
 
   if (sub.paymentType === 'wallet') {
@@ -133,18 +131,26 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
   // Looked at again after RESUBMIT_AFTER_MS in case this process dies before the gateway answers.
   const recheck = new Date(at.getTime() + RESUBMIT_AFTER_MS);
   if (!invoice.nextRetryAt || invoice.nextRetryAt.getTime() > recheck.getTime()) invoice.nextRetryAt = recheck;
-  after.submit = {
-    paymentId: payment.id,
-    invoiceId: invoice.id,
-    options: {
-      bank: (sub.bank as Bank | null) ?? undefined,
-      cardToken: sub.cardToken,
-      merchantInitiated: sub.paymentType === 'credit_card',
-      customer: sub.customerDetails,
-      expiryMinutes: payableMinutes(sub, at, payableUntil),
-    },
-  };
+  after.submit = { paymentId: payment.id, invoiceId: invoice.id, options: renewalSubmitOptions(sub, at, payableUntil) };
   return { counts: {}, after, outcome: null };
+}
+
+/**
+ * How a renewal payment goes to the gateway: the subscription's bank and saved card, charged
+ * merchant-initiated (the customer is not present), payable until `until` (payableMinutes).
+ */
+export function renewalSubmitOptions(
+  sub: Pick<Subscription, 'bank' | 'cardToken' | 'paymentType' | 'customerDetails'>,
+  at: Date,
+  until: Date,
+): SubmitPaymentOptions {
+  return {
+    bank: (sub.bank as Bank | null) ?? undefined,
+    cardToken: sub.cardToken,
+    merchantInitiated: sub.paymentType === 'credit_card',
+    customer: sub.customerDetails,
+    expiryMinutes: payableMinutes(sub, at, until),
+  };
 }
 
 /**

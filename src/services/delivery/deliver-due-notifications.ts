@@ -4,7 +4,9 @@ import { DeliveryAttempt } from '../../db/entities/delivery-attempt.js';
 import { Notification, type NotificationChannel } from '../../db/entities/notification.js';
 import { notificationStates } from '../../domain/states/notification-states.js';
 import type { DataContext } from '../context.js';
-import { retryable, type DeliveryChannels, type SendOutcome } from './channels.js';
+import { receiptDocumentFor } from '../documents/receipt-document.js';
+import type { DeliveryChannels } from './channels.js';
+import { retryable, type SendOutcome } from './send-outcome.js';
 
 export type DeliveryContext = DataContext & { channels: DeliveryChannels };
 
@@ -106,7 +108,9 @@ async function deliverOne(ctx: DeliveryContext, candidate: Notification): Promis
   const started = performance.now();
   let outcome: SendOutcome;
   try {
-    outcome = sender ? await sender.send(entry, attemptedAt) : retryable(`the ${entry.channel} channel is not configured`);
+    // Inside the try: a database that fails this lookup makes a retried attempt like any other.
+    const document = sender ? await receiptDocumentFor(ctx, entry) : null;
+    outcome = sender ? await sender.send(entry, attemptedAt, document) : retryable(`the ${entry.channel} channel is not configured`);
   } catch (err) {
     // A bug in a sender must not strand the entry: it is an attempt like any other.
     outcome = retryable(`unexpected error: ${(err as Error).message}`);

@@ -1,4 +1,5 @@
 import type { NotificationType } from '../../db/entities/notification.js';
+import { PAYMENT_METHOD_NAMES } from '../../domain/payment-method-names.js';
 
 type Data = Record<string, unknown>;
 
@@ -49,17 +50,7 @@ function day(value: unknown): string {
   return shown.endsWith(' 00:00 UTC') ? shown.slice(0, 10) : shown;
 }
 
-const METHODS: Record<string, string> = {
-  bank_transfer: 'Bank transfer (virtual account)',
-  echannel: 'Mandiri bill payment',
-  gopay: 'GoPay',
-  qris: 'QRIS',
-  shopeepay: 'ShopeePay',
-  credit_card: 'Card',
-  wallet: 'Wallet balance',
-};
-
-const method = (d: Data): string => METHODS[str(d.payment_type)] ?? str(d.payment_type);
+const method = (d: Data): string => PAYMENT_METHOD_NAMES[str(d.payment_type)] ?? str(d.payment_type);
 const plan = (d: Data): string => (d.plan_name ? `${str(d.plan_name)} subscription` : 'subscription');
 const ref = (d: Data): string => (d.order_id ? ` ${str(d.order_id)}` : '');
 

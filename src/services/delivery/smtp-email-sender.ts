@@ -2,7 +2,9 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
 import type { Notification } from '../../db/entities/notification.js';
-import { delivered, oneLine, permanent, retryable, type ChannelSender, type SendOutcome } from './channels.js';
+import { delivered, oneLine, permanent, retryable, type ChannelSender, type SendOutcome } from './send-outcome.js';
+import type { ReceiptDocument } from '../documents/receipt-document.js';
+import type { PdfFile } from '../documents/invoice-pdf.js';
 import { renderNotificationEmail } from './email-templates.js';
 
 // Deliberately stricter than RFC 5322: anything a mail server would have to guess about fails at once.
@@ -39,7 +41,7 @@ export class SmtpEmailSender implements ChannelSender {
     this.transport = nodemailer.createTransport(options);
   }
 
-  async send(entry: Notification): Promise<SendOutcome> {
+  async send(entry: Notification, _at?: Date, document: ReceiptDocument | null = null): Promise<SendOutcome> {
     const user = entry.user;
     const address = user.email?.trim() ?? '';
     if (!address) return permanent('the user has no email address');
@@ -50,6 +52,13 @@ export class SmtpEmailSender implements ChannelSender {
     } catch (err) {
       return permanent(oneLine(`cannot render the email: ${(err as Error).message}`));
     }
+    let attachment: PdfFile | null = null;
+    try {
+      attachment = document ? await document.render() : null;
+    } catch (err) {
+      // Our own failure, not the message's: try again later rather than send a receipt without it.
+      return retryable(oneLine(`cannot render the receipt's PDF: ${(err as Error).message}`));
+    }
     const name = [user.firstName, user.lastName].filter(Boolean).join(' ');
     try {
       await this.transport.sendMail({
@@ -59,6 +68,7 @@ export class SmtpEmailSender implements ChannelSender {
         text: email.text,
         html: email.html,
         headers: { 'X-Billing-Notification-Id': entry.id },
+        attachments: attachment ? [{ filename: attachment.filename, content: attachment.pdf, contentType: 'application/pdf' }] : [],
       });
       return delivered();
     } catch (err) {

@@ -1,13 +1,18 @@
 import type { Notification } from '../../db/entities/notification.js';
-import { delivered, oneLine, retryable, type ChannelSender, type SendOutcome } from './channels.js';
+import type { ReceiptDocument } from '../documents/receipt-document.js';
+import { delivered, oneLine, retryable, type ChannelSender, type SendOutcome } from './send-outcome.js';
 import { signWebhookBody } from './webhook-signature.js';
 
 /** Enough of a receiver's answer to say why it refused; the rest is never read. */
 const RESPONSE_SNIPPET_BYTES = 2048;
 
-/** The JSON document a merchant's endpoint receives for one notification entry. */
-export function webhookBody(entry: Notification): string {
-  return JSON.stringify({ id: entry.id, type: entry.notificationType, created_at: entry.createdAt.toISOString(), data: entry.data });
+/**
+ * The JSON document a merchant's endpoint receives for one notification entry; a receipt's data
+ * also links to its PDFs (`invoice_pdf`, `credit_note_pdf`).
+ */
+export function webhookBody(entry: Notification, document: ReceiptDocument | null = null): string {
+  const data = document ? { ...entry.data, ...document.links } : entry.data;
+  return JSON.stringify({ id: entry.id, type: entry.notificationType, created_at: entry.createdAt.toISOString(), data });
 }
 
 /** Reads at most `max` bytes of a body and abandons the rest, so a huge answer costs nothing. */
@@ -49,10 +54,10 @@ export class WebhookSender implements ChannelSender {
     private readonly timeoutMs: number,
   ) {}
 
-  async send(entry: Notification, at: Date): Promise<SendOutcome> {
+  async send(entry: Notification, at: Date, document: ReceiptDocument | null = null): Promise<SendOutcome> {
     // Unsigned events would teach receivers to skip verification; wait for the secret instead.
     if (!this.secret) return retryable('OUTBOUND_WEBHOOK_SECRET is not set; webhooks are never sent unsigned');
-    const body = webhookBody(entry);
+    const body = webhookBody(entry, document);
     const signal = AbortSignal.timeout(this.timeoutMs);
     let res: Response;
     try {

@@ -4,6 +4,7 @@ import type { WalletTransactionSource } from '../../db/entities/wallet.js';
 import { add } from '../../domain/money.js';
 import { consoleLogger } from '../../logger.js';
 import type { DataContext } from '../context.js';
+import { issueWalletCreditNotes } from '../credit-notes/issue-credit-note.js';
 import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 
@@ -44,6 +45,7 @@ export async function creditUnusableSettlement(ctx: DataContext, input: Unusable
     consoleLogger.error('settlement could not be used nor credited (wallet currency differs): refund it', { ...fields, wallet_currency: ctx.config.walletCurrency });
     return `settlement in ${input.currency} not credited (the wallet holds ${ctx.config.walletCurrency}): refund it`;
   }
+  const description = `Payment ${input.orderId} could not be used (${input.reason}): credited to the wallet`;
   const entry = await postWalletEntry(ctx, {
     user: input.user,
     kind: 'credit',
@@ -51,9 +53,12 @@ export async function creditUnusableSettlement(ctx: DataContext, input: Unusable
     currency: input.currency,
     source: input.source,
     referenceId: input.referenceId,
-    description: `Payment ${input.orderId} could not be used (${input.reason}): credited to the wallet`,
+    description,
   });
-  if (input.payment) input.payment.creditedAmount = add(input.payment.creditedAmount, input.amount);
+  if (input.payment) {
+    input.payment.creditedAmount = add(input.payment.creditedAmount, input.amount);
+    await issueWalletCreditNotes(ctx, entry, 'unusable_settlement', [{ payment: input.payment, amount: input.amount, description }], input.reason);
+  }
   notify(ctx, input.user, 'payment_credited_to_wallet', { ...fields, credited: true, wallet_transaction_id: entry.id });
   consoleLogger.warn('settlement credited to the wallet', fields);
   return `settlement credited to the wallet (${input.reason})`;

@@ -1,6 +1,7 @@
 import { Plan, type IntervalUnit, type PlanStatus } from '../../db/entities/plan.js';
 import { ValidationError, type FieldError } from '../../domain/errors.js';
 import { money, parseAmountInput } from '../../domain/money.js';
+import { movePlanTo } from '../../domain/states/plan-states.js';
 import type { DataContext } from '../context.js';
 
 export interface PlanSeed {
@@ -60,6 +61,7 @@ export async function seedPlans(ctx: DataContext, seeds: unknown): Promise<SeedR
   if (errors.length > 0) throw new ValidationError(errors, 'The plans file is not valid.');
 
   const result: SeedResult = { created: [], updated: [], unchanged: [] };
+  const now = ctx.clock.now();
   const existing = new Map((await ctx.em.find(Plan, { slug: { $in: seeds.map((s: PlanSeed) => s.slug) } })).map((p) => [p.slug, p]));
   for (const seed of seeds as PlanSeed[]) {
     const values = {
@@ -71,21 +73,23 @@ export async function seedPlans(ctx: DataContext, seeds: unknown): Promise<SeedR
       intervalUnit: seed.interval_unit ?? 'month',
       trialPeriodDays: seed.trial_period_days ?? 0,
       maxCycles: seed.max_cycles ?? 0,
-      status: seed.status ?? 'active',
       features: seed.features ?? {},
       sortOrder: seed.sort_order ?? 0,
     } satisfies Partial<Plan>;
+    const status = seed.status ?? 'active';
     const plan = existing.get(seed.slug);
     if (!plan) {
-      ctx.em.create(Plan, { slug: seed.slug, ...values } as Plan);
+      // Created in the entity's initial status, then moved like any other plan.
+      movePlanTo(ctx.em.create(Plan, { slug: seed.slug, ...values } as Plan), status, now);
       result.created.push(seed.slug);
       continue;
     }
-    const changed = (Object.keys(values) as (keyof typeof values)[]).some(
-      (k) => JSON.stringify(plan[k]) !== JSON.stringify(values[k]),
-    );
+    const changed =
+      plan.status !== status ||
+      (Object.keys(values) as (keyof typeof values)[]).some((k) => JSON.stringify(plan[k]) !== JSON.stringify(values[k]));
     if (changed) {
       ctx.em.assign(plan, values);
+      movePlanTo(plan, status, now);
       result.updated.push(seed.slug);
     } else {
       result.unchanged.push(seed.slug);

@@ -3,6 +3,20 @@ import type { EntityManager } from '@mikro-orm/knex';
 
 const ATTEMPTS = 4;
 
+let attempts = ATTEMPTS;
+
+/**
+ * Test-only: how many times a deadlock victim runs (1 turns retries off), so a test can prove
+ * that every path takes its locks in one order and needs no retry. Returns the undo.
+ */
+export function setDeadlockAttemptsForTests(n: number): () => void {
+  const before = attempts;
+  attempts = Math.max(1, Math.floor(n));
+  return () => {
+    attempts = before;
+  };
+}
+
 /**
  * Runs `work` in a transaction on a fresh fork, and runs it again from the start when the
  * database chose it as a deadlock victim: a use case that locks a subscription and then its
@@ -15,7 +29,7 @@ export async function retryingTransaction<T>(em: EntityManager, work: (em: Entit
       return await em.fork().transactional(work);
     } catch (err) {
       const retryable = err instanceof DeadlockException || err instanceof LockWaitTimeoutException;
-      if (!retryable || attempt >= ATTEMPTS) throw err;
+      if (!retryable || attempt >= attempts) throw err;
       await new Promise((resolve) => setTimeout(resolve, 10 * attempt + Math.floor(Math.random() * 20)));
     }
   }

@@ -2,7 +2,7 @@ import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { ServiceContext } from '../context.js';
-import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from './end-subscription.js';
+import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from '../subscription-rules/end-subscription.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 

@@ -11,15 +11,15 @@ import type { Bank } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
-import { subscriptionData } from '../payments/apply-gateway-event.js';
+import { subscriptionData } from '../notifications/payloads.js';
 import { loadPayment } from '../payments/find-payment.js';
-import { openPayment } from '../payments/open-payment.js';
-import { submitPayment } from '../payments/submit-payment.js';
+import { openPayment } from '../gateway-events/open-payment.js';
+import { submitPayment } from '../gateway-events/submit-payment.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
-import { cancelAtGateway } from './end-subscription.js';
+import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
-import { unusedCredit } from './period-funds.js';
-import { dropPendingChange, onChangePaymentFailed, switchPlan } from './plan-change.js';
+import { unusedCredit } from '../subscription-rules/period-funds.js';
+import { dropPendingChange, onChangePaymentFailed, switchPlan } from '../subscription-rules/plan-change.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 
 export interface ChangePlanInput {

@@ -12,12 +12,13 @@ import type { Bank } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { createInvoice } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
-import { subscriptionData } from '../payments/apply-gateway-event.js';
-import { GATEWAY_CURRENCIES, openPayment } from '../payments/open-payment.js';
+import { subscriptionData } from '../notifications/payloads.js';
+import { openPayment } from '../gateway-events/open-payment.js';
+import { GATEWAY_CURRENCIES } from '../payments/payment-types.js';
 import { loadPayment } from '../payments/find-payment.js';
-import { submitPayment } from '../payments/submit-payment.js';
+import { submitPayment } from '../gateway-events/submit-payment.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
-import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from './end-subscription.js';
+import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from '../subscription-rules/end-subscription.js';
 import { loadSubscription } from './find-subscription.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 

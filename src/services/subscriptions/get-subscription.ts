@@ -1,11 +1,12 @@
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
-import { findOneRaw, findRaw } from '../../db/hot-reads.js';
 import type { User } from '../../db/entities/user.js';
 import { NotFoundError } from '../../domain/errors.js';
 import { ACCESS_GRANTING_STATUSES } from '../../domain/states/subscription-states.js';
+import { rowReader } from '../../db/row-fields.js';
+import { PLAN_SUMMARY_FIELDS, SUBSCRIPTION_FIELDS, type PlanSummaryFields, type SubscriptionFields } from '../../http/serializers.js';
 import type { DataContext } from '../context.js';
-import { findOwnSubscription } from './find-subscription.js';
+import { findOwnSubscription, SUBSCRIPTION_POPULATE } from './find-subscription.js';
 
 /** One of the user's subscriptions. */
 export async function getSubscription(ctx: Pick<DataContext, 'em'>, user: User, id: string): Promise<Subscription> {
@@ -14,22 +15,45 @@ export async function getSubscription(ctx: Pick<DataContext, 'em'>, user: User, 
 
 /**
  * The user's subscription that grants access (active or trialing), with its plan and scheduled
- * plan; not found when there is none. A hot read (every client polls it): fixed SQL, see findRaw.
+ * plan, as an entity; not found when there is none. The API reads it by getActiveSubscriptionFields.
  */
 export async function getActiveSubscription(ctx: Pick<DataContext, 'em'>, user: User): Promise<Subscription> {
-  const statuses = [...ACCESS_GRANTING_STATUSES];
-  const sub = await findOneRaw(
-    ctx.em,
+  const sub = await ctx.em.findOne(
     Subscription,
-    `select * from subscriptions where user_id = ? and status in (${statuses.map(() => '?').join(', ')}) order by created_at desc limit 1`,
-    [user.id, ...statuses],
+    { user: user.id, status: { $in: [...ACCESS_GRANTING_STATUSES] } },
+    { orderBy: { createdAt: 'desc' }, populate: SUBSCRIPTION_POPULATE },
   );
   if (!sub) throw new NotFoundError('Active subscription');
-  // Mapped into the same identity map, the plans initialise the subscription's references.
-  await findRaw(ctx.em, Plan, 'select * from plans where id in (?, ?, ?)', [
-    sub.plan.id,
-    sub.pendingPlan?.id ?? sub.plan.id,
-    sub.pendingChangePlan?.id ?? sub.plan.id,
-  ]);
   return sub;
+}
+
+/**
+ * getActiveSubscription's answer as plain fields, by one statement (the subscription and its
+ * three plans joined), with no entities: every client polls it.
+ */
+export async function getActiveSubscriptionFields(ctx: Pick<DataContext, 'em'>, userId: string): Promise<SubscriptionFields> {
+  const em = ctx.em;
+  const sub = rowReader<Omit<SubscriptionFields, 'plan' | 'pendingPlan' | 'pendingChangePlan'>>(em, Subscription, SUBSCRIPTION_FIELDS, 's');
+  const plan = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'p', 'plan_');
+  const pending = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'pp', 'pending_');
+  const change = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'cp', 'change_');
+  const statuses = [...ACCESS_GRANTING_STATUSES];
+  const [row] = (await em.execute(
+    `select ${sub.columns}, ${plan.columns}, ${pending.columns}, ${change.columns}
+     from subscriptions s
+     join plans p on p.id = s.plan_id
+     left join plans pp on pp.id = s.pending_plan_id
+     left join plans cp on cp.id = s.pending_change_plan_id
+     where s.user_id = ? and s.status in (${statuses.map(() => '?').join(', ')})
+     order by s.created_at desc limit 1`,
+    [userId, ...statuses],
+    'all',
+  )) as Record<string, unknown>[];
+  if (!row) throw new NotFoundError('Active subscription');
+  return {
+    ...sub.read(row),
+    plan: plan.read(row),
+    pendingPlan: row.pending_id == null ? null : pending.read(row),
+    pendingChangePlan: row.change_id == null ? null : change.read(row),
+  };
 }

@@ -3,9 +3,9 @@ import type { User } from '../../db/entities/user.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
-import { subscriptionData } from '../payments/apply-gateway-event.js';
+import { subscriptionData } from '../notifications/payloads.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
-import { shiftFundsPastPause } from './period-funds.js';
+import { shiftFundsPastPause } from '../subscription-rules/period-funds.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 
 const later = (d: Date | null, ms: number): Date | null => (d ? new Date(d.getTime() + ms) : null);

@@ -4,9 +4,7 @@ import type { User } from '../../db/entities/user.js';
 import { findWalletOwner } from '../wallet/find-wallet-owner.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
-import { recordAndApplyGatewayEvent } from '../webhooks/process-notification.js';
-import { eventFromTransaction } from '../payments/gateway-event.js';
-import { storeGatewayAnswer } from '../payments/submit-payment.js';
+import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 
 export interface PaymentSyncResult {
@@ -42,9 +40,7 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
       }
       throw err;
     }
-    // A charge that timed out may have reached the gateway: its instructions arrive only now.
-    await storeGatewayAnswer(ctx, payment.id, tx, { onlyIfMissing: true });
-    const outcome = await recordAndApplyGatewayEvent(ctx, { event: eventFromTransaction(tx), source: 'sync' });
+    const outcome = await applyStatusAnswer(ctx, payment.id, tx);
     results.push({ order_id: payment.orderId, gateway_status: tx.transactionStatus, outcome: outcome.result, changes: outcome.changes, error: outcome.error });
   }
   return results;

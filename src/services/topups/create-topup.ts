@@ -9,8 +9,10 @@ import { GatewayError, gatewayErrorToProblemCode } from '../../gateway/errors.js
 import { BANKS, GATEWAY_PAYMENT_TYPES, type Bank, type GatewayPaymentType, type GatewayTransaction } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
-import { eventFromTransaction, TOPUP_ORDER_PREFIX } from '../payments/gateway-event.js';
-import { recordAndApplyGatewayEvent } from '../webhooks/process-notification.js';
+import { topupData } from '../notifications/payloads.js';
+import { TOPUP_ORDER_PREFIX } from '../payments/order-id.js';
+import { eventFromTransaction } from '../gateway-events/gateway-event.js';
+import { recordAndApplyGatewayEvent } from '../gateway-events/process-notification.js';
 
 export interface CreateTopupInput {
   /** As sent: a JSON number or a decimal string, in the wallet currency. */
@@ -75,10 +77,6 @@ function newOrderId(at: Date): string {
   const day = at.toISOString().slice(0, 10).replace(/-/g, '');
   const suffix = [...randomBytes(10)].map((b) => ORDER_ALPHABET[b % 32]).join('');
   return `${TOPUP_ORDER_PREFIX}${day}-${suffix}`;
-}
-
-function topupData(t: Topup): Record<string, unknown> {
-  return { topup_id: t.id, order_id: t.orderId, amount: t.amount, currency: t.currency, payment_type: t.paymentType, ...t.paymentDetails };
 }
 
 /**

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { LockMode } from '@mikro-orm/core';
+import { LockMode, type RequiredEntityData } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
+import { fromColumn, insertRows, updateRows } from '../../db/bulk-sql.js';
+import { isPostgres } from '../../db/dialect.js';
 import type { User } from '../../db/entities/user.js';
 import { Wallet, WalletTransaction, type WalletTransactionKind, type WalletTransactionSource } from '../../db/entities/wallet.js';
 import { DomainError } from '../../domain/errors.js';
@@ -39,8 +42,22 @@ export interface WalletEntryInput {
   allowNegative?: boolean;
 }
 
+/** Why a wallet cannot take an entry (inactive, another currency, a debit it does not cover), or null. */
+export function walletRefusal(
+  wallet: Pick<Wallet, 'balance' | 'currency' | 'isActive'>,
+  entry: Pick<WalletEntryInput, 'kind' | 'amount' | 'currency' | 'allowNegative'>,
+): DomainError | null {
+  if (!wallet.isActive) return new DomainError('invalid_state', 'The wallet is not active.');
+  if (wallet.currency !== entry.currency) return new DomainError('validation_error', `The wallet holds ${wallet.currency}, not ${entry.currency}.`);
+  if (entry.kind === 'debit' && !entry.allowNegative && compare(wallet.balance, entry.amount) < 0) {
+    return new DomainError('insufficient_funds', `The wallet balance ${wallet.balance} ${wallet.currency} does not cover ${entry.amount}.`);
+  }
+  return null;
+}
+
 /**
- * The only writer of wallet balances: posts a ledger entry and moves the balance with it, under
+ * One of the two writers of wallet balances, both in this module (the other is
+ * postWalletDebits, for the batch billing run): posts a ledger entry and moves the balance with it, under
  * a row lock, inside the caller's transaction (`ctx.em` must be transactional). A debit never
  * takes the balance below zero (`insufficient_funds`). Posting the same (source, reference)
  * again returns the first entry and changes nothing.
@@ -56,13 +73,8 @@ export async function postWalletEntry(ctx: DataContext, input: WalletEntryInput)
     const posted = await ctx.em.findOne(WalletTransaction, { source: input.source, referenceId: input.referenceId }, { refresh: true });
     if (posted) return posted;
   }
-  if (!wallet.isActive) throw new DomainError('invalid_state', 'The wallet is not active.');
-  if (wallet.currency !== input.currency) {
-    throw new DomainError('validation_error', `The wallet holds ${wallet.currency}, not ${input.currency}.`);
-  }
-  if (input.kind === 'debit' && !input.allowNegative && compare(wallet.balance, input.amount) < 0) {
-    throw new DomainError('insufficient_funds', `The wallet balance ${wallet.balance} ${wallet.currency} does not cover ${input.amount}.`);
-  }
+  const refused = walletRefusal(wallet, input);
+  if (refused) throw refused;
   wallet.balance = input.kind === 'credit' ? add(wallet.balance, input.amount) : subtract(wallet.balance, input.amount);
   const entry = ctx.em.create(WalletTransaction, {
     wallet,
@@ -77,4 +89,87 @@ export async function postWalletEntry(ctx: DataContext, input: WalletEntryInput)
   // Flushed at once: a second posting in the same transaction re-reads the locked row.
   await ctx.em.flush();
   return entry;
+}
+
+/** A wallet as postWalletDebits needs it, read and locked by lockWalletsOf. */
+export interface LockedWallet {
+  id: string;
+  userId: string;
+  balance: string;
+  currency: string;
+  isActive: boolean;
+}
+
+/**
+ * The wallets of `userIds`, locked for the caller's transaction (FOR UPDATE on PostgreSQL; on
+ * SQLite the transaction already holds the write lock), by user id. NOTE: locked in wallet id
+ * order, so two transactions never wait on each other's wallets in a cycle. Read with plain
+ * SQL: the batch billing run reads a page of a thousand wallets at once.
+ */
+export async function lockWalletsOf(em: EntityManager, userIds: string[]): Promise<Map<string, LockedWallet>> {
+  if (userIds.length === 0) return new Map();
+  const rows = (await em.execute(
+    `select id, user_id, balance, currency, is_active from wallets where user_id in (${userIds.map(() => '?').join(', ')}) order by id${isPostgres(em) ? ' for update' : ''}`,
+    userIds,
+    'all',
+  )) as Record<string, unknown>[];
+  return new Map(
+    rows.map((r) => [
+      String(r.user_id),
+      {
+        id: String(r.id),
+        userId: String(r.user_id),
+        balance: fromColumn(em, Wallet, 'balance', r.balance) as string,
+        currency: String(r.currency),
+        isActive: fromColumn(em, Wallet, 'isActive', r.is_active) as boolean,
+      },
+    ]),
+  );
+}
+
+export interface WalletDebit {
+  /** Locked by lockWalletsOf in this transaction; its `balance` follows the debits posted. */
+  wallet: LockedWallet;
+  /** The entry's id, when the caller names it elsewhere first (a payment's wallet_transaction_id). */
+  id?: string;
+  amount: string;
+  currency: string;
+  source: WalletTransactionSource;
+  /** Must not have been posted before under `source`: the unique (source, reference) rejects the whole batch. */
+  referenceId: string;
+  description: string;
+}
+
+/**
+ * postWalletEntry's debit for many wallets at once, set-based (one INSERT of the entries, one
+ * UPDATE of the balances), for the batch billing run. The same rules: inside the caller's
+ * transaction, on wallets it has locked, never below zero, each entry carrying the balance after
+ * it. Nothing is written unless every debit is allowed.
+ */
+export async function postWalletDebits(ctx: DataContext, debits: WalletDebit[]): Promise<void> {
+  if (debits.length === 0) return;
+  if (!ctx.em.isInTransaction()) throw new Error('postWalletDebits must run inside a transaction');
+  const at = ctx.clock.now();
+  const entries: RequiredEntityData<WalletTransaction>[] = [];
+  const balances = new Map<string, string>();
+  for (const debit of debits) {
+    if (!isPositive(debit.amount)) throw new DomainError('validation_error', 'A wallet entry must have a positive amount.');
+    const refused = walletRefusal(debit.wallet, { kind: 'debit', amount: debit.amount, currency: debit.currency });
+    if (refused) throw refused;
+    debit.wallet.balance = subtract(debit.wallet.balance, debit.amount);
+    balances.set(debit.wallet.id, debit.wallet.balance);
+    entries.push({
+      id: debit.id ?? randomUUID(),
+      wallet: debit.wallet.id,
+      kind: 'debit',
+      amount: debit.amount,
+      balanceAfter: debit.wallet.balance,
+      source: debit.source,
+      referenceId: debit.referenceId,
+      description: debit.description,
+      createdAt: at,
+    });
+  }
+  await insertRows(ctx.em, WalletTransaction, entries);
+  await updateRows(ctx.em, Wallet, ['balance'], [...balances], { sql: 'updated_at = ?', params: [new Date()] });
 }

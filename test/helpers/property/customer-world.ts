@@ -5,6 +5,7 @@ import { Subscription } from '../../../src/db/entities/subscription.js';
 import { Topup } from '../../../src/db/entities/topup.js';
 import { User } from '../../../src/db/entities/user.js';
 import { Invoice } from '../../../src/db/entities/invoice.js';
+import { CreditNote } from '../../../src/db/entities/credit-note.js';
 import { Wallet, WalletTransaction } from '../../../src/db/entities/wallet.js';
 import { ManualClock } from '../../../src/domain/clock.js';
 import { add, compare, subtract, ZERO, type Money } from '../../../src/domain/money.js';
@@ -154,7 +155,11 @@ const STILL_PAID: readonly string[] = ['settled', 'partially_refunded'];
  * 5. the user's wallet balance equals its ledger (the per-wallet check of `wallet verify`);
  * 6. no payment is kept silently: of the payments of one invoice one pays it, the others are
  *    credited to the wallet; so is one settled after its subscription was canceled; every
- *    successful top-up is in the ledger.
+ *    successful top-up is in the ledger;
+ * 7. every credit to the customer against an invoice has its credit note of the same amount
+ *    (issue 20): a payment's refunds once its money arrived, each proration credit and each
+ *    unusable settlement credited to the wallet; and per invoice the credit notes never exceed
+ *    what was paid on it.
  * Returns the violations, empty when all hold.
  */
 export async function checkMoneyRules(c: Customer): Promise<string[]> {
@@ -245,6 +250,35 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
 
   // 5. The wallet equals its ledger.
   if (wallet) problems.push(...ledgerIssues(wallet.balance, ledger).issues.map((i) => `wallet: ${i}`));
+
+  // 7. Every credit has its credit note; no invoice credited past what was paid on it.
+  problems.push(...(await creditNoteProblems(em, payments, refunds, ledger, userId)));
+  return problems;
+}
+
+const CREDIT_NOTE_NUMBER = /^CN-\d{4}-\d{6}$/;
+
+async function creditNoteProblems(em: EntityManager, payments: Payment[], refunds: Refund[], ledger: WalletTransaction[], userId: string): Promise<string[]> {
+  const problems: string[] = [];
+  const notes = await em.find(CreditNote, { user: userId });
+  for (const n of notes.filter((x) => !CREDIT_NOTE_NUMBER.test(x.number))) problems.push(`credit note ${n.number} is not numbered CN-YYYY-NNNNNN`);
+  const noted = (where: (n: CreditNote) => boolean) => sum(notes.filter(where).map((n) => n.amount));
+  for (const p of payments) {
+    // Refunds reported before the payment's money arrived are documented when it arrives.
+    const refunded = p.paidAt ? sum(refunds.filter((r) => r.payment.id === p.id && r.status === 'succeeded').map((r) => r.amount)) : ZERO;
+    const documented = noted((n) => n.payment?.id === p.id && n.reason === 'refund');
+    if (compare(refunded, documented) !== 0) problems.push(`payment ${p.orderId} refunded ${refunded} but its refund credit notes sum to ${documented}`);
+  }
+  const unusable = (e: WalletTransaction) => e.source === 'refund' && (e.referenceId?.startsWith('late-settlement:') || e.referenceId?.startsWith('unused-change:'));
+  for (const e of ledger.filter((x) => x.kind === 'credit' && (x.source === 'proration' || unusable(x)))) {
+    const documented = noted((n) => n.walletTransaction?.id === e.id);
+    if (compare(documented, e.amount) !== 0) problems.push(`wallet credit ${e.source} ${e.referenceId} of ${e.amount} has credit notes of ${documented}`);
+  }
+  for (const invoiceId of new Set(notes.map((n) => n.invoice.id))) {
+    const paid = sum(payments.filter((p) => p.invoice?.id === invoiceId && p.paidAt).map((p) => p.grossAmount));
+    const credited = noted((n) => n.invoice.id === invoiceId);
+    if (compare(credited, paid) > 0) problems.push(`invoice ${invoiceId} has credit notes of ${credited} but was paid ${paid}`);
+  }
   return problems;
 }
 

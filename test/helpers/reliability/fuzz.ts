@@ -1,7 +1,9 @@
 import fc from 'fast-check';
+import { afterAll, beforeAll } from 'vitest';
+import { createTestDatabase, type DatabaseKind, type TestDatabase } from '../database.js';
 import { prepareDatabase, type Account } from './accounts.js';
 import { loadContract, pathVariants, requestArb, type Contract, type Operation, type RequestContext, type RequestFocus } from './contract.js';
-import { API, call, callRawPath, startServerProcess, TEST_SERVER_KEY, type HttpAnswer, type ServerProcess } from './server-process.js';
+import { API, call, callRawPath, readAnswer, startServerProcess, TEST_SERVER_KEY, type HttpAnswer, type ServerProcess } from './server-process.js';
 import type { StatusLog } from './status-log.js';
 
 /*
@@ -77,6 +79,25 @@ export async function startFuzzTarget(databaseUrl: string, env: Record<string, s
   return { server, strict, contract: loadContract(), context, accounts };
 }
 
+/**
+ * A fuzz target on a fresh database for the enclosing describe block (the object is filled before
+ * its first test); both processes stopped and the database dropped after the block.
+ */
+export function fuzzTargetForBlock(kind: DatabaseKind): FuzzTarget {
+  const target = {} as FuzzTarget;
+  let db: TestDatabase | undefined;
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    Object.assign(target, await startFuzzTarget(db.url));
+  }, 300_000);
+  afterAll(async () => {
+    await target.server?.stop();
+    await target.strict?.stop();
+    await db?.drop();
+  });
+  return target;
+}
+
 /** Sends `runs` generated requests to one operation and returns what broke the rules (each answer goes to `log` too). */
 export async function fuzzOperation(target: FuzzTarget, op: Operation, runs: number, seed: number, focus: RequestFocus = 'all', log?: StatusLog): Promise<FuzzFinding[]> {
   const findings: FuzzFinding[] = [];
@@ -84,17 +105,11 @@ export async function fuzzOperation(target: FuzzTarget, op: Operation, runs: num
   const requests = fc.sample(requestArb(target.contract, op, target.context, focus), { numRuns: runs, seed });
   for (const req of requests) {
     const res = await fetch(`${target.server.url}${op.base ?? API}${req.url}`, { method: req.method, headers: req.headers, body: req.body, redirect: 'manual' });
-    const text = await res.text();
+    const { text, contentType, body, malformedJson } = await readAnswer(res);
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-    const contentType = res.headers.get('content-type');
-    let body: unknown = text;
-    if (/json/.test(contentType ?? '') && text !== '') {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        findings.push({ operation: op.id, request: describe(req), status: res.status, problems: ['the body is not the JSON its content type says'] });
-        continue;
-      }
+    if (malformedJson) {
+      findings.push({ operation: op.id, request: describe(req), status: res.status, problems: ['the body is not the JSON its content type says'] });
+      continue;
     }
     const problems = log ? [...log.record(op, describe(req), res.status, contentType, body).problems] : target.contract.check(op, res.status, contentType, body);
     // NOTE: a correctly signed notification the service cannot apply (unknown order, wrong

@@ -110,16 +110,29 @@ export async function call<T = any>(baseUrl: string, method: string, path: strin
   if (opts.basic) headers.authorization = `Basic ${Buffer.from(`${opts.basic.username}:${opts.basic.password}`).toString('base64')}`;
   if (opts.cookie) headers.cookie = opts.cookie;
   const res = await fetch(`${baseUrl}${path}`, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(30_000) });
+  const answer = await readAnswer(res);
+  return { status: res.status, headers: res.headers, body: answer.body as T, text: answer.text };
+}
+
+export interface AnswerContent {
+  text: string;
+  contentType: string | null;
+  /** Parsed when the content type says JSON and there is a body; the text otherwise. */
+  body: unknown;
+  /** The content type says JSON but the body does not parse (body is then the text). */
+  malformedJson: boolean;
+}
+
+/** Reads a fetch response's body once, the way every caller here judges it. */
+export async function readAnswer(res: Response): Promise<AnswerContent> {
   const text = await res.text();
-  let parsed: unknown = text;
-  if (/json/.test(res.headers.get('content-type') ?? '') && text !== '') {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = text;
-    }
+  const contentType = res.headers.get('content-type');
+  if (!/json/.test(contentType ?? '') || text === '') return { text, contentType, body: text, malformedJson: false };
+  try {
+    return { text, contentType, body: JSON.parse(text), malformedJson: false };
+  } catch {
+    return { text, contentType, body: text, malformedJson: true };
   }
-  return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
 
 /** The session cookie (name=value pairs) a response sets. */

@@ -1,4 +1,5 @@
 import type { Contract, Operation } from './contract.js';
+import { readAnswer } from './server-process.js';
 
 /*
  * Every answer a test got, by operation: the status, and whether the contract documents it
@@ -29,17 +30,8 @@ export class StatusLog {
   /** Sends a request with fetch and records its answer. */
   async fetch(op: Operation, url: string, init: RequestInit, label: string): Promise<LoggedAnswer> {
     const res = await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(30_000) });
-    const text = await res.text();
-    const contentType = res.headers.get('content-type');
-    let body: unknown = text;
-    if (/json/.test(contentType ?? '') && text !== '') {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        return this.record(op, label, res.status, contentType, Symbol('not JSON'));
-      }
-    }
-    return this.record(op, label, res.status, contentType, body);
+    const { contentType, body, malformedJson } = await readAnswer(res);
+    return this.record(op, label, res.status, contentType, malformedJson ? Symbol('not JSON') : body);
   }
 
   /** Statuses seen per operation: {operationId: [200, 401, …]}. */

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, DATABASES, type TestDatabase } from '../../helpers/database.js';
-import { ATTACKER_CLASSES, fuzzAll, fuzzConcurrency, fuzzPathVariants, groupFindings, startFuzzTarget, type FuzzTarget } from '../../helpers/reliability/fuzz.js';
+import { describe, expect, it } from 'vitest';
+import { DATABASES } from '../../helpers/database.js';
+import { ATTACKER_CLASSES, fuzzAll, fuzzConcurrency, fuzzPathVariants, groupFindings, fuzzTargetForBlock } from '../../helpers/reliability/fuzz.js';
 
 const RUNS = Number(process.env.RELIABILITY_RUNS ?? 1000);
 const SEEDS = (process.env.RELIABILITY_SEEDS ?? '101,202').split(',').map(Number);
@@ -9,17 +9,7 @@ const VARIANT_RUNS = Number(process.env.RELIABILITY_VARIANT_RUNS ?? 60);
 const BURSTS = Number(process.env.RELIABILITY_BURSTS ?? 10);
 
 describe.each(DATABASES)('hostile input, long: every operation of openapi.yaml (%s)', (kind) => {
-  let db: TestDatabase;
-  let target: FuzzTarget;
-  beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    target = await startFuzzTarget(db.url);
-  }, 300_000);
-  afterAll(async () => {
-    await target?.server.stop();
-    await target?.strict.stop();
-    await db?.drop();
-  });
+  const target = fuzzTargetForBlock(kind);
 
   it.each(SEEDS)(`${RUNS} generated requests per operation, seed %i: no 5xx, documented statuses, valid bodies`, async (seed) => {
     const { findings } = await fuzzAll(target, RUNS, seed);

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { billSubscriptionStep } from '../../../src/services/billing/bill-subscription.js';
 import { DATABASES } from '../../helpers/database.js';
-import { iso, startBilling, type BillingHarness } from '../../billing/harness.js';
+import { iso, startBilling, type BillingHarness } from '../../helpers/billing.js';
 import { signedNotification } from '../../helpers/factories.js';
 
 const at = (s: string) => new Date(s);

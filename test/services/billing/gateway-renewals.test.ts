@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Subscription } from '../../../src/db/entities/subscription.js';
 import { DATABASES } from '../../helpers/database.js';
-import { iso, startBilling, type BillingHarness } from '../../billing/harness.js';
+import { iso, startBilling, type BillingHarness } from '../../helpers/billing.js';
 
 describe.each(DATABASES)('billing run: gateway renewals (%s)', (kind) => {
   let h: BillingHarness;

@@ -6,7 +6,7 @@ import { changeSubscriptionPlan } from '../../../src/services/subscriptions/chan
 import { pauseSubscription } from '../../../src/services/subscriptions/pause-subscription.js';
 import { resumeSubscription } from '../../../src/services/subscriptions/resume-subscription.js';
 import { DATABASES } from '../../helpers/database.js';
-import { DAY, iso, planBySlug, startBilling, type BillingHarness } from '../../billing/harness.js';
+import { DAY, iso, planBySlug, startBilling, type BillingHarness } from '../../helpers/billing.js';
 
 describe.each(DATABASES)('billing run: subscription lifecycle (%s)', (kind) => {
   let h: BillingHarness;

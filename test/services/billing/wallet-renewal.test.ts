@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DATABASES } from '../../helpers/database.js';
-import { DAY, iso, startBilling, type BillingHarness } from '../../billing/harness.js';
+import { DAY, iso, startBilling, type BillingHarness } from '../../helpers/billing.js';
 
 describe.each(DATABASES)('billing run: wallet renewals (%s)', (kind) => {
   let h: BillingHarness;

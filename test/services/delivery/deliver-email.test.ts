@@ -8,9 +8,8 @@ import {
   closedPort,
   deliveryHarness,
   entry,
-  makeUser,
   recordEvent,
-} from '../../delivery/support.js';
+} from '../../helpers/delivery.js';
 import { DATABASES } from '../../helpers/database.js';
 
 describe.each(DATABASES)('email delivery on %s', (kind) => {
@@ -20,7 +19,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
 
   it('sends a queued payment_pending email with the payment instructions, marks it sent and records the attempt', async () => {
     useSmtp(h.smtp.url);
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     const entries = await recordEvent(h.store.orm, h.config, h.clock, user, 'payment_pending', PAYMENT_PENDING_DATA);
     expect(entries.map((n) => n.channel).sort()).toEqual(['email', 'in_app']);
 
@@ -55,7 +54,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
   it('fails at once, without retrying, when the SMTP server rejects the recipient with 550', async () => {
     useSmtp(h.smtp.url);
     h.smtp.behaviour = 'reject';
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     const id = emailOf(await recordEvent(h.store.orm, h.config, h.clock, user, 'payment_succeeded', PAYMENT_PENDING_DATA)).id;
 
     const report = await h.deliver();
@@ -75,7 +74,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
 
   it('fails at once when the user\'s address cannot be an email address, without contacting the server', async () => {
     useSmtp(h.smtp.url);
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     const id = emailOf(await recordEvent(h.store.orm, h.config, h.clock, user, 'topup_succeeded', { order_id: 'TOPUP-1', amount: '50000.00', currency: 'IDR' })).id;
     await h.store.orm.em.fork().nativeUpdate(User, { id: user.id }, { email: 'not an address' });
 
@@ -88,7 +87,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
 
   it('retries with exponential backoff while the SMTP server is down, then fails with the reason after 6 attempts', async () => {
     useSmtp(`smtp://127.0.0.1:${await closedPort()}`);
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     const id = emailOf(await recordEvent(h.store.orm, h.config, h.clock, user, 'subscription_activated', { plan_name: 'Pro' })).id;
 
     const expectedWaits = [1 * MINUTE, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 6 * HOUR];
@@ -116,7 +115,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
   it('retries a temporary 451 rejection and sends the email once the server accepts again', async () => {
     useSmtp(h.smtp.url);
     h.smtp.behaviour = 'defer';
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     const id = emailOf(await recordEvent(h.store.orm, h.config, h.clock, user, 'trial_will_end', { plan_name: 'Pro', trial_end: '2026-12-01T00:00:00.000Z' })).id;
 
     expect((await h.deliver()).retrying).toEqual([id]);
@@ -133,7 +132,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
 
   it('leaves email entries queued when this process has no SMTP configuration', async () => {
     useSmtp(h.smtp.url);
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     const id = emailOf(await recordEvent(h.store.orm, h.config, h.clock, user, 'topup_expired', { order_id: 'TOPUP-2', amount: '20000.00', currency: 'IDR' })).id;
 
     h.configure({});

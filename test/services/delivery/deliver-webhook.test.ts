@@ -11,9 +11,8 @@ import {
   closedPort,
   deliveryHarness,
   entry,
-  makeUser,
   recordEvent,
-} from '../../delivery/support.js';
+} from '../../helpers/delivery.js';
 import { DATABASES } from '../../helpers/database.js';
 
 const SECRET = 'whsec_test_secret';
@@ -22,7 +21,7 @@ describe.each(DATABASES)('outbound webhook delivery on %s', (kind) => {
   const h = deliveryHarness(kind);
   const useReceiver = (url: string, env: Record<string, string> = {}) => h.configure({ OUTBOUND_WEBHOOK_URL: url, ...env });
   async function newEntry(type: Notification['notificationType'] = 'payment_pending', data: Record<string, unknown> = PAYMENT_PENDING_DATA): Promise<string> {
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     return (await recordEvent(h.store.orm, h.config, h.clock, user, type, data)).find((n) => n.channel === 'webhook')!.id;
   }
 

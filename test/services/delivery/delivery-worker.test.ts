@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { quietLogger } from '../../../src/logger.js';
 import { startDeliveryWorker } from '../../../src/services/delivery/delivery-worker.js';
-import { deliveryConfig, deliveryHarness, entry, makeUser, recordEvent } from '../../delivery/support.js';
+import { deliveryConfig, deliveryHarness, entry, recordEvent } from '../../helpers/delivery.js';
 import { DATABASES } from '../../helpers/database.js';
 
 describe.each(DATABASES)('the delivery worker on %s', (kind) => {
@@ -16,7 +16,7 @@ describe.each(DATABASES)('the delivery worker on %s', (kind) => {
 
   it('stops without starting new sends: the send under way finishes, the rest stay queued for the next process', async () => {
     h.receiver.behaviour = 'hang';
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     const ids: string[] = [];
     for (let i = 0; i < 8; i++) {
       const entries = await recordEvent(h.store.orm, h.config, h.clock, user, 'subscription_renewed', { plan_name: 'Pro', n: i });

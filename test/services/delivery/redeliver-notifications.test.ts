@@ -3,14 +3,14 @@ import type { Notification } from '../../../src/db/entities/notification.js';
 import { DomainError } from '../../../src/domain/errors.js';
 import { deliverDueNotifications } from '../../../src/services/delivery/deliver-due-notifications.js';
 import { redeliverNotifications } from '../../../src/services/delivery/redeliver-notifications.js';
-import { HOUR, PAYMENT_PENDING_DATA, deliveryHarness, entry, makeUser, recordEvent } from '../../delivery/support.js';
+import { HOUR, PAYMENT_PENDING_DATA, deliveryHarness, entry, recordEvent } from '../../helpers/delivery.js';
 import { DATABASES } from '../../helpers/database.js';
 
 describe.each(DATABASES)('redelivering notifications on %s', (kind) => {
   const h = deliveryHarness(kind);
   const byChannel = (entries: Notification[], channel: string) => entries.find((n) => n.channel === channel)!;
   async function event(): Promise<Notification[]> {
-    const user = await makeUser(h.store.orm, h.config);
+    const user = await h.user();
     return recordEvent(h.store.orm, h.config, h.clock, user, 'payment_pending', PAYMENT_PENDING_DATA);
   }
   async function codeOf(promise: Promise<unknown>): Promise<string> {

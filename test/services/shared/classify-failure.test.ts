@@ -1,7 +1,8 @@
 import { ConnectionException, UniqueConstraintViolationException } from '@mikro-orm/core';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config.js';
-import { DatabaseUnavailableError, NotFoundError, ValidationError } from '../../../src/domain/errors.js';
+import { DatabaseUnavailableError, InvalidStateError, NotFoundError, ValidationError } from '../../../src/domain/errors.js';
+import { classifyFailure as classifyInDomain, exitStatusOf } from '../../../src/domain/failure.js';
 import { GatewayError } from '../../../src/gateway/errors.js';
 import { toProblem } from '../../../src/http/problem.js';
 import { classifyFailure, EXIT, exitStatusFor } from '../../../src/services/shared/classify-failure.js';
@@ -38,5 +39,22 @@ describe('classifyFailure and its two readers', () => {
     expect(exitStatusFor(new ConfigError('DATABASE_URL names no database')).code).toBe(EXIT.usage);
     expect(exitStatusFor(new TypeError('x is undefined')).code).toBe(EXIT.internal);
     expect(classifyFailure(new Error('User "x" does not exist'))).toBeNull();
+  });
+
+  it('the domain classifies its own errors without any adapter, and knows no ORM or gateway error by itself', () => {
+    expect(classifyInDomain(new InvalidStateError('paused'), [])?.code).toBe('invalid_state');
+    expect(classifyInDomain(refused, [])).toBeNull();
+    expect(classifyInDomain(new UniqueConstraintViolationException(new Error('duplicate key')), [])).toBeNull();
+    expect(classifyInDomain(new GatewayError('unavailable', 'down'), [])).toBeNull();
+  });
+
+  it.each([
+    ['invalid_state', EXIT.conflict],
+    ['insufficient_funds', EXIT.conflict],
+    ['conflict', EXIT.conflict],
+    ['gateway_error', EXIT.unavailable],
+    [null, EXIT.internal],
+  ] as const)('the error code %s exits %i', (code, exit) => {
+    expect(exitStatusOf(code)).toBe(exit);
   });
 });

@@ -1,13 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { User } from '../../../src/db/entities/user.js';
 import { Wallet, WalletTransaction } from '../../../src/db/entities/wallet.js';
 import { DomainError } from '../../../src/domain/errors.js';
 import { add, compare, subtract, ZERO } from '../../../src/domain/money.js';
-import { getOrCreateWallet, postWalletEntry, type WalletEntryInput } from '../../../src/services/wallet/wallet-ledger.js';
+import { getOrCreateWallet, lockWalletsOf, postWalletDebits, postWalletEntry, type WalletDebit, type WalletEntryInput } from '../../../src/services/wallet/wallet-ledger.js';
 import { DATABASES } from '../../helpers/database.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
-import { expectLedgerExact } from './expect-ledger-exact.js';
+import { expectLedgerExact } from '../../helpers/expect-ledger-exact.js';
 
 describe.each(DATABASES)('wallet ledger on %s', (kind) => {
   let server: TestServer;
@@ -65,6 +66,42 @@ describe.each(DATABASES)('wallet ledger on %s', (kind) => {
     expect(await orm().em.fork().count(WalletTransaction, { wallet: { user: user.id } })).toBe(1);
     // Exactly the balance is allowed, down to zero.
     expect((await debit(user.id, '10000.00')).balanceAfter).toBe('0.00');
+  });
+
+  describe('when the batch billing run debits many wallets at once (postWalletDebits)', () => {
+    /** Debits `amounts` (user id, amount) in one transaction, as renewPlainWalletBatch does. */
+    async function debitMany(amounts: [string, string][]): Promise<void> {
+      await orm()
+        .em.fork()
+        .transactional(async (tx) => {
+          const wallets = await lockWalletsOf(tx, [...new Set(amounts.map(([userId]) => userId))]);
+          const debits: WalletDebit[] = amounts.map(([userId, amount]) => ({
+            wallet: wallets.get(userId)!, amount, currency: 'IDR', source: 'payment', referenceId: `batch-${randomUUID()}`, description: 'batch debit',
+          }));
+          await postWalletDebits(ctxFor(tx), debits);
+        });
+    }
+
+    it('moves each balance by its debits, each entry carrying the balance after it', async () => {
+      const [a, b] = [await server.createUser(), await server.createUser()];
+      await credit(a.id, '100.00');
+      await credit(b.id, '50.00');
+      await debitMany([[a.id, '30.00'], [b.id, '50.00'], [a.id, '20.00']]);
+      expect(await balanceOf(a.id)).toBe('50.00');
+      expect(await balanceOf(b.id)).toBe('0.00');
+      const entries = await orm().em.fork().find(WalletTransaction, { wallet: { user: a.id }, kind: 'debit' }, { orderBy: { balanceAfter: 'desc' } });
+      expect(entries.map((e) => [e.amount, e.balanceAfter])).toEqual([['30.00', '70.00'], ['20.00', '50.00']]);
+    });
+
+    it('refuses the whole batch when one debit is not covered, and writes nothing', async () => {
+      const [a, b] = [await server.createUser(), await server.createUser()];
+      await credit(a.id, '100.00');
+      await credit(b.id, '10.00');
+      const err = await debitMany([[a.id, '30.00'], [b.id, '10.01']]).catch((e: unknown) => e);
+      expect((err as DomainError).code).toBe('insufficient_funds');
+      expect([await balanceOf(a.id), await balanceOf(b.id)]).toEqual(['100.00', '10.00']);
+      expect(await orm().em.fork().count(WalletTransaction, { wallet: { user: { $in: [a.id, b.id] } }, kind: 'debit' })).toBe(0);
+    });
   });
 
   it('never overdraws under many concurrent debits, and the balance is credits minus successful debits', async () => {

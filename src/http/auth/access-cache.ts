@@ -1,0 +1,167 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import type { Context } from 'koa';
+import { isPostgres } from '../../db/dialect.js';
+import { User } from '../../db/entities/user.js';
+import { rowReader, toDate } from '../../db/row-fields.js';
+import { accessGrantedUntil } from '../../services/subscriptions/has-access.js';
+import { USER_FIELDS, type UserFields } from '../serializers.js';
+
+/**
+ * Per-process memory of what authenticating a request and checking its access found (session
+ * rows, user rows, "has access until T"), each kept with the user's access version: a counter
+ * that database triggers raise on every change to the user's subscriptions, their user row or
+ * one of their sessions, whoever writes it (migrations/…/Migration20261124001457.ts).
+ *
+ * NOTE: every request reads the version (one primary-key lookup of a small table) before it
+ * trusts anything remembered, and a remembered answer is used only under the version it was
+ * read with. The version is read first, or in the same statement as the data, never after it:
+ * a change committed in between then shows as a newer version on the next request, never as
+ * stale data under a new version. So a logout, a session purge, a cancellation or a lapse
+ * committed by any process stops access from the next request on, in every process; there is
+ * no time window. An access answer is also kept no longer than the granting subscription's own
+ * period (or trial) end, so it is re-read when the billing run is due to decide.
+ */
+
+/** The version a request has read for its user: later steps of the same request reuse it. */
+interface RequestVersion {
+  userId: string;
+  version: string;
+}
+
+declare module 'koa' {
+  interface DefaultState {
+    accessVersion?: RequestVersion;
+    /** The authenticated user's wire fields, when they came from the cache or a row. */
+    userFields?: UserFields;
+  }
+}
+
+interface SessionEntry {
+  userId: string;
+  version: string;
+  data: string;
+  expiresAt: number;
+}
+
+interface UserEntry {
+  version: string;
+  row: Record<string, unknown>;
+  fields: UserFields;
+}
+
+interface AccessEntry {
+  version: string;
+  granted: boolean;
+  /** Epoch ms after which the answer is read again. */
+  until: number;
+}
+
+/** A Map that forgets its oldest entry beyond `max` entries (memory stays bounded under any load). */
+class BoundedMap<V> extends Map<string, V> {
+  constructor(private readonly max: number) {
+    super();
+  }
+
+  override set(key: string, value: V): this {
+    if (!this.has(key) && this.size >= this.max) {
+      const oldest = this.keys().next().value;
+      if (oldest !== undefined) this.delete(oldest);
+    }
+    return super.set(key, value);
+  }
+}
+
+const toVersion = (v: unknown): string => (v === null || v === undefined ? '0' : String(v));
+
+export class AccessCache {
+  private readonly sessions: BoundedMap<SessionEntry>;
+  private readonly users: BoundedMap<UserEntry>;
+  private readonly access: BoundedMap<AccessEntry>;
+
+  constructor(maxEntries = 10_000) {
+    this.sessions = new BoundedMap(maxEntries);
+    this.users = new BoundedMap(maxEntries);
+    this.access = new BoundedMap(maxEntries);
+  }
+
+  /** The user's access version now (0 before anything about them ever changed). */
+  async readVersion(em: EntityManager, userId: string): Promise<string> {
+    const rows = (await em.execute('select version from access_versions where user_id = ?', [userId], 'all')) as { version: unknown }[];
+    return toVersion(rows[0]?.version);
+  }
+
+  /** The version this request read for `userId`, or a fresh read (remembered for the request). */
+  private async versionFor(em: EntityManager, userId: string, ctx?: Context): Promise<string> {
+    const known = ctx?.state.accessVersion;
+    if (known && known.userId === userId) return known.version;
+    const version = await this.readVersion(em, userId);
+    if (ctx) ctx.state.accessVersion = { userId, version };
+    return version;
+  }
+
+  /** koa-session's store read: the session's data, or undefined when it is gone or expired. */
+  async session(em: EntityManager, key: string, ctx?: Context): Promise<Record<string, unknown> | undefined> {
+    const cached = this.sessions.get(key);
+    if (cached && cached.version === (await this.versionFor(em, cached.userId, ctx))) {
+      return cached.expiresAt > Date.now() ? (JSON.parse(cached.data) as Record<string, unknown>) : undefined;
+    }
+    // The row and its user's version in one statement: one snapshot.
+    const userIdOf = isPostgres(em)
+      ? `(case when s.data like '{%' then s.data::jsonb ->> 'userId' end)`
+      : `(case when json_valid(s.data) then json_extract(s.data, '$.userId') end)`;
+    const [row] = (await em.execute(
+      `select s.data, s.expires_at, ${userIdOf} as user_id, v.version from sessions s left join access_versions v on v.user_id = ${userIdOf} where s.id = ?`,
+      [key],
+      'all',
+    )) as { data: string; expires_at: unknown; user_id: unknown; version: unknown }[];
+    this.sessions.delete(key);
+    if (!row) return undefined;
+    const expiresAt = toDate(row.expires_at)?.getTime() ?? 0;
+    if (typeof row.user_id === 'string') {
+      const version = toVersion(row.version);
+      this.sessions.set(key, { userId: row.user_id, version, data: row.data, expiresAt });
+      if (ctx) ctx.state.accessVersion = { userId: row.user_id, version };
+    }
+    return expiresAt > Date.now() ? (JSON.parse(row.data) as Record<string, unknown>) : undefined;
+  }
+
+  /** This process wrote or removed the session: forget it at once (other processes see the version). */
+  forgetSession(key: string): void {
+    this.sessions.delete(key);
+  }
+
+  /** The user by id as an entity of `em`, with their wire fields; null when there is none. */
+  async user(em: EntityManager, userId: string, ctx?: Context): Promise<{ user: User; fields: UserFields } | null> {
+    let entry = this.users.get(userId);
+    if (!entry || entry.version !== (await this.versionFor(em, userId, ctx))) {
+      this.users.delete(userId);
+      const idText = isPostgres(em) ? 'u.id::text' : 'u.id';
+      const rows = (await em.execute(
+        `select u.*, v.version as access_version from users u left join access_versions v on v.user_id = ${idText} where u.id = ?`,
+        [userId],
+        'all',
+      )) as Record<string, unknown>[];
+      if (rows.length === 0) return null;
+      const { access_version: version, ...row } = rows[0];
+      entry = { version: toVersion(version), row, fields: rowReader<UserFields>(em, User, USER_FIELDS, 'u').read(row) };
+      this.users.set(userId, entry);
+      if (ctx) ctx.state.accessVersion = { userId, version: entry.version };
+    }
+    return { user: em.map(User, { ...entry.row }), fields: entry.fields };
+  }
+
+  /** Whether the user holds an access-granting subscription: no query while the version stands. */
+  async hasAccess(em: EntityManager, userId: string, ctx?: Context): Promise<boolean> {
+    const version = await this.versionFor(em, userId, ctx);
+    const now = Date.now();
+    const cached = this.access.get(userId);
+    if (cached && cached.version === version && cached.until > now) return cached.granted;
+    const answer = await accessGrantedUntil({ em }, userId);
+    const granted = answer.granted;
+    // A granting answer is kept until its period (or trial) ends; a period already over is not kept.
+    const keepUntil = answer.granted && answer.until ? answer.until.getTime() : Number.POSITIVE_INFINITY;
+    if (keepUntil > now) this.access.set(userId, { version, granted, until: keepUntil });
+    else this.access.delete(userId);
+    return granted;
+  }
+}

@@ -1,0 +1,160 @@
+import { LockMode } from '@mikro-orm/core';
+import { CreditNote, CreditNoteLine, type CreditNoteReason } from '../../db/entities/credit-note.js';
+import { Invoice } from '../../db/entities/invoice.js';
+import { Payment, Refund } from '../../db/entities/payment.js';
+import type { WalletTransaction } from '../../db/entities/wallet.js';
+import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
+import type { DataContext } from '../context.js';
+import { nextCreditNoteNumber } from '../invoices/next-invoice-number.js';
+
+/*
+ * NOTE: money that goes back against an invoice leaves a document (issue 20): every refund and
+ * every wallet credit drawn from a payment of an invoice (a proration credit, a settlement
+ * nobody could use) issues a credit note, exactly once, in the transaction that gives the money
+ * back. This module is the only writer of credit notes. Top-ups and staff wallet adjustments
+ * were never invoiced, so they issue none.
+ *
+ * The invariant: the sum of an invoice's credit notes never exceeds what was paid on it (the
+ * gross of its payments that settled). Checked here under the invoice's row lock; a credit that
+ * would break it is a bug upstream and is refused.
+ *
+ * Lock order, as elsewhere: subscription, then payment (both held by the callers), then the
+ * invoice, then the credit-note counter last (every credit note of the year waits on it).
+ */
+
+export interface CreditNoteInput {
+  /** The payment whose money goes back; the note is issued against its invoice. */
+  payment: Payment;
+  reason: CreditNoteReason;
+  amount: Money;
+  refund?: Refund | null;
+  walletTransaction?: WalletTransaction | null;
+  memo?: string | null;
+  /** One line per part; by default one line of the whole amount. */
+  lines: { description: string; amount: Money }[];
+}
+
+/** Raised when a credit note would take an invoice's credit notes past what was paid on it. */
+export class CreditNoteInvariantError extends Error {}
+
+/**
+ * Issues one credit note inside the caller's transaction. Returns null when the payment has no
+ * invoice (nothing was invoiced, so nothing to credit). A wallet credit already documented for
+ * this payment returns its note again (posting a wallet entry twice is a no-op too).
+ */
+export async function issueCreditNote(ctx: DataContext, input: CreditNoteInput): Promise<CreditNote | null> {
+  if (!ctx.em.isInTransaction()) throw new Error('credit notes must be issued inside a transaction');
+  if (!isPositive(input.amount)) return null;
+  const invoiceRef = input.payment.invoice;
+  if (!invoiceRef) return null;
+  // Flushed first: the payment's settlement and refunds of this transaction must be visible to
+  // the sums below, and their row locks taken before the invoice's and the counter's.
+  await ctx.em.flush();
+  if (input.walletTransaction) {
+    const documented = await ctx.em.findOne(CreditNote, { walletTransaction: input.walletTransaction, payment: input.payment });
+    if (documented) return documented;
+  }
+  const invoice = await ctx.em.findOneOrFail(Invoice, { id: invoiceRef.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  const paid = await paidOnInvoice(ctx, invoice);
+  const credited = await creditedOnInvoice(ctx, invoice);
+  if (compare(add(credited, input.amount), paid) > 0) {
+    throw new CreditNoteInvariantError(
+      `A credit note of ${input.amount} ${invoice.currency} on invoice ${invoice.number} would take its credit notes (${credited}) past what was paid on it (${paid}).`,
+    );
+  }
+  const at = ctx.clock.now();
+  const note = ctx.em.create(CreditNote, {
+    number: await nextCreditNoteNumber(ctx, at),
+    user: input.payment.user,
+    invoice,
+    payment: input.payment,
+    refund: input.refund ?? null,
+    walletTransaction: input.walletTransaction ?? null,
+    reason: input.reason,
+    memo: input.memo ?? null,
+    currency: input.payment.currency,
+    amount: input.amount,
+    issuedAt: at,
+    createdAt: at,
+  } as CreditNote);
+  input.lines.forEach((line, position) => ctx.em.create(CreditNoteLine, { creditNote: note, position, description: line.description, amount: line.amount } as CreditNoteLine));
+  await ctx.em.flush();
+  return note;
+}
+
+/** What was paid on an invoice: the gross of its payments whose money arrived (settled at some time). */
+export async function paidOnInvoice(ctx: DataContext, invoice: Invoice): Promise<Money> {
+  const payments = await ctx.em.find(Payment, { invoice, paidAt: { $ne: null } }, { fields: ['grossAmount'] });
+  return add(ZERO, ...payments.map((p) => p.grossAmount));
+}
+
+/** The sum of an invoice's credit notes. */
+export async function creditedOnInvoice(ctx: DataContext, invoice: Invoice): Promise<Money> {
+  const notes = await ctx.em.find(CreditNote, { invoice }, { fields: ['amount'] });
+  return add(ZERO, ...notes.map((n) => n.amount));
+}
+
+/**
+ * Brings a payment's refund credit notes up to its succeeded refunds: each refund gets a note
+ * for what no note covers yet, never more in all than the refunded total. NOTE: "once per
+ * total": a refund made in the gateway's dashboard is known only by the cumulative
+ * refund_amount, held by one row whose amount is recomputed (and which keyed refunds may later
+ * replace), so notes follow the total, never a row twice. Issued when a refund succeeds, not
+ * when it is requested: a refund the gateway declines gave nothing back, and credit notes are
+ * never voided. A refund reported before the payment's settlement waits for the settlement
+ * (nothing was paid on the invoice yet). Returns the changes for the log.
+ */
+export async function issueRefundCreditNotes(ctx: DataContext, payment: Payment): Promise<string[]> {
+  if (!payment.paidAt || !payment.invoice) return [];
+  await ctx.em.populate(payment, ['invoice']);
+  await ctx.em.flush();
+  const refunds = await ctx.em.find(Refund, { payment, status: 'succeeded' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  const notes = await ctx.em.find(CreditNote, { payment, reason: 'refund' });
+  const refunded = add(ZERO, ...refunds.map((r) => r.amount));
+  let noted = add(ZERO, ...notes.map((n) => n.amount));
+  const changes: string[] = [];
+  for (const refund of refunds) {
+    const ofRefund = add(ZERO, ...notes.filter((n) => n.refund?.id === refund.id).map((n) => n.amount));
+    const owed = minimum(subtract(refund.amount, ofRefund), subtract(refunded, noted));
+    if (!isPositive(owed)) continue;
+    const note = await issueCreditNote(ctx, {
+      payment,
+      reason: 'refund',
+      amount: owed,
+      refund,
+      walletTransaction: null,
+      memo: refund.reason,
+      lines: [{ description: `Refund ${refund.refundKey} of payment ${payment.orderId} (invoice ${payment.invoice!.number})`, amount: owed }],
+    });
+    if (!note) continue;
+    noted = add(noted, owed);
+    changes.push(`credit note ${note.number} issued for ${owed}`);
+  }
+  return changes;
+}
+
+/**
+ * Documents a wallet credit drawn from payments of invoices: one credit note per payment (a
+ * proration credit may draw on several), each against that payment's invoice.
+ */
+export async function issueWalletCreditNotes(
+  ctx: DataContext,
+  entry: WalletTransaction,
+  reason: Exclude<CreditNoteReason, 'refund'>,
+  parts: { payment: Payment; amount: Money; description: string }[],
+  memo: string | null = null,
+): Promise<CreditNote[]> {
+  const notes: CreditNote[] = [];
+  for (const part of parts) {
+    const note = await issueCreditNote(ctx, {
+      payment: part.payment,
+      reason,
+      amount: part.amount,
+      walletTransaction: entry,
+      memo,
+      lines: [{ description: part.description, amount: part.amount }],
+    });
+    if (note) notes.push(note);
+  }
+  return notes;
+}

@@ -1,0 +1,25 @@
+import type { FilterQuery } from '@mikro-orm/core';
+import { CreditNote } from '../../db/entities/credit-note.js';
+import type { Invoice } from '../../db/entities/invoice.js';
+import type { User } from '../../db/entities/user.js';
+import type { DataContext } from '../context.js';
+import { findPage, type Page, type PageRequest } from '../shared/pagination.js';
+
+export interface CreditNoteFilters {
+  /** Only this user's (support staff's `billing-admin credit-notes list --user`); the API always passes the caller. */
+  user?: User;
+  invoiceId?: string;
+}
+
+/** Credit notes, newest first (by number within the same instant), with their invoice for its number. */
+export async function listCreditNotes(ctx: Pick<DataContext, 'em'>, filters: CreditNoteFilters, page: PageRequest): Promise<Page<CreditNote>> {
+  const where: FilterQuery<CreditNote> = {};
+  if (filters.user) where.user = filters.user;
+  if (filters.invoiceId) where.invoice = filters.invoiceId;
+  return findPage(ctx.em, CreditNote, where, page, { orderBy: [{ issuedAt: 'desc' }, { number: 'desc' }], populate: ['invoice', 'user'] });
+}
+
+/** The credit notes of one invoice, oldest first (the invoice's own view). */
+export async function creditNotesOfInvoice(ctx: Pick<DataContext, 'em'>, invoice: Invoice): Promise<CreditNote[]> {
+  return ctx.em.find(CreditNote, { invoice }, { orderBy: [{ issuedAt: 'asc' }, { number: 'asc' }] });
+}

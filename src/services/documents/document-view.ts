@@ -1,0 +1,46 @@
+/**
+ * What a document (an invoice, a credit note) shows, as plain, already formatted text: the view
+ * builders gather and format it from the database, and template.ts lays out any of them.
+ */
+export interface DocumentView {
+  /** "Invoice", "Credit note". */
+  title: string;
+  number: string;
+  /** Written as the PDF's creation date, so that the same document renders to the same bytes. */
+  issuedAt: Date;
+  seller: { name: string; lines: string[]; logoPath: string | null };
+  customer: { heading: string; name: string; lines: string[] };
+  /** Label and value rows beside the seller: dates, the period, a related invoice. */
+  facts: [string, string][];
+  /** A short word on the header (PAID, OPEN, REFUNDED); null shows none. */
+  stamp: { text: string; tone: 'good' | 'warning' | 'neutral' } | null;
+  lines: DocumentLine[];
+  totals: DocumentTotal[];
+  /** Further blocks under the totals: the payment, refunds and credit notes. Empty ones are left out. */
+  sections: DocumentSection[];
+  /** Small print at the foot of the page. */
+  footer: string[];
+}
+
+export interface DocumentLine {
+  description: string;
+  /** A second, quieter line: the service period, what a proration covers. */
+  detail: string;
+  quantity: string;
+  unitAmount: string;
+  amount: string;
+}
+
+export interface DocumentTotal {
+  label: string;
+  value: string;
+  strong?: boolean;
+}
+
+export interface DocumentSection {
+  heading: string;
+  /** Label and value pairs, or table rows when `columns` is given. */
+  rows: string[][];
+  /** Column headings of a table section (the last column is right-aligned). */
+  columns?: string[];
+}

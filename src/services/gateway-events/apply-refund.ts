@@ -1,0 +1,100 @@
+import { Payment, Refund } from '../../db/entities/payment.js';
+import { add, compare, isPositive, money, subtract } from '../../domain/money.js';
+import { refundStates } from '../../domain/states/refund-states.js';
+import type { DataContext } from '../context.js';
+import { endWhatGatewayRefundPaysBack } from '../refunds/refund-rules.js';
+import { settleRefundTotals, succeededTotal } from '../refunds/refund-totals.js';
+import type { GatewayEvent } from './gateway-event.js';
+
+/**
+ * Refund notifications. NOTE: the gateway's cumulative `refund_amount` is the truth for what it
+ * refunded (DECISIONS §5, revised 2026-11-23). Refunds it lists with a refund_key (ours, from
+ * refundPayment, or a dashboard refund that carries one) are recorded once by that key; refunds
+ * without a key cannot be told apart from one notification to the next, so they are never
+ * added one by one: the part of the cumulative amount that no keyed refund explains is held by
+ * one gateway refund per payment (gatewayRefundKey), recomputed on every notification. A
+ * stale notification (a lower cumulative amount, out of order) never lowers what was recorded.
+ * NOTE: the sums below are taken at different moments on purpose: what keyed refunds explain
+ * grows as pending ones are confirmed, and what was made at the gateway is compared before and
+ * after this notification.
+ */
+export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: GatewayEvent): Promise<string[]> {
+  const changes: string[] = [];
+  const at = ctx.clock.now();
+  const known = await ctx.em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
+  const recordedBefore = payment.refundedAmount;
+  const madeAtGatewayBefore = madeAtGateway(known);
+  for (const r of event.refunds) {
+    if (!r.refundKey) continue;
+    const existing = known.find((k) => k.refundKey === r.refundKey);
+    if (existing) {
+      if (refundStates.applyIfAllowed(existing, 'confirm_at_gateway', at)) changes.push(`refund ${existing.refundKey} confirmed`);
+      continue;
+    }
+    known.push(gatewayRefund(ctx, payment, r.refundKey, money(r.amount)));
+    changes.push(`refund ${r.refundKey} recorded`);
+  }
+  const reported = event.refundAmount ?? (event.refunds.length > 0 ? add(...event.refunds.map((r) => money(r.amount))) : null);
+  if (reported !== null) {
+    const truth = compare(money(reported), recordedBefore) > 0 ? money(reported) : recordedBefore;
+    const unkeyedKey = gatewayRefundKey(payment);
+    const explained = () => succeededTotal(known, (k) => k.refundKey !== unkeyedKey);
+    // Our own refunds still waiting for an answer are the likeliest explanation of the gap.
+    for (const pending of known.filter((k) => k.status === 'pending' && k.destination === 'gateway')) {
+      if (compare(pending.amount, subtract(truth, explained())) > 0) continue;
+      refundStates.apply(pending, 'succeed', at);
+      changes.push(`refund ${pending.refundKey} confirmed by the refunded total`);
+    }
+    const unexplained = subtract(truth, explained());
+    const held = known.find((k) => k.refundKey === unkeyedKey);
+    if (isPositive(unexplained)) {
+      if (!held) {
+        known.push(gatewayRefund(ctx, payment, unkeyedKey, unexplained));
+        changes.push(`refund of ${unexplained} without a key recorded`);
+      } else if (compare(held.amount, unexplained) !== 0) {
+        held.amount = unexplained;
+        changes.push(`refunds without a key now ${unexplained}`);
+      }
+    } else if (held) {
+      // Keyed refunds now explain what it held: it was one of them, reported without its key before.
+      known.splice(known.indexOf(held), 1);
+      ctx.em.remove(held);
+      changes.push('refunds without a key matched to keyed ones');
+    }
+  }
+  // Refunds made at the gateway (not through refundPayment, which withdraws its own) give back
+  // time the payment paid for: taken out of its funds, so no later credit pays it out again.
+  const newlyAtGateway = subtract(madeAtGateway(known), madeAtGatewayBefore);
+  if (isPositive(newlyAtGateway)) {
+    const total = succeededTotal(known);
+    if (await endWhatGatewayRefundPaysBack(ctx, payment, newlyAtGateway, compare(total, payment.grossAmount) >= 0)) {
+      changes.push('subscription canceled: its payment was refunded in full at the gateway');
+    }
+  }
+  changes.push(...(await settleRefundTotals(ctx, payment, known)));
+  return changes;
+}
+
+const GATEWAY_REFUND_REASON = 'refund made at the gateway';
+
+function madeAtGateway(refunds: Refund[]): string {
+  return succeededTotal(refunds, (r) => r.reason === GATEWAY_REFUND_REASON);
+}
+
+/** The one refund row per payment that holds what the gateway refunded without a refund_key. */
+export function gatewayRefundKey(payment: Pick<Payment, 'orderId'>): string {
+  return `${payment.orderId}-gw`;
+}
+
+function gatewayRefund(ctx: DataContext, payment: Payment, refundKey: string, amount: string): Refund {
+  return ctx.em.create(Refund, {
+    payment,
+    refundKey,
+    amount,
+    status: 'succeeded',
+    destination: 'gateway',
+    direct: false,
+    reason: GATEWAY_REFUND_REASON,
+    createdAt: ctx.clock.now(),
+  } as Refund);
+}

@@ -1,0 +1,76 @@
+import { isPositive } from '../../domain/money.js';
+import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
+import type { DataContext } from '../context.js';
+import { issueRefundCreditNotes } from '../credit-notes/issue-credit-note.js';
+import { notify } from '../notifications/notify.js';
+import { paymentData } from '../notifications/payloads.js';
+import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
+import { endWhatRefundsBeforeSettlementPaidBack } from '../refunds/refund-rules.js';
+import { refundEvent } from '../refunds/refund-totals.js';
+import { recordGatewayRefunds } from './apply-refund.js';
+import { onPaymentFailed, onPaymentSettled } from './apply-to-subscription.js';
+import { assertAmount, type EventOutcome } from './event-outcome.js';
+import { isFailure, isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
+import { isReversal, reversePayment } from './reverse-payment.js';
+import { saveCardFromVerifiedEvent } from './saved-card.js';
+
+const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'fail', cancel: 'cancel', expire: 'expire' };
+
+/** A subscription payment's event: the payment's status, then what it paid for (or refunded). */
+export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
+  // The subscription is locked as well (its status and period change), before the payment.
+  const payment = await lockSubscriptionThenPayment(ctx.em, { orderId: event.orderId });
+  if (!payment) throw new UnknownOrderError(event.orderId);
+  // Load the plan and the users without a lock: MikroORM passes a lock mode on to populate
+  // queries, and a FOR UPDATE on the plan row, which every subscription of that plan shares, ran
+  // all their settlements one at a time.
+  await ctx.em.populate(payment, ['subscription', 'subscription.plan', 'subscription.user', 'invoice', 'user']);
+  const at = ctx.clock.now();
+  const changes: string[] = [];
+  payment.transactionId ??= event.transactionId;
+  // NOTE: a stale notification (a late pending, expire or challenge after the money arrived)
+  // must not overwrite what the gateway reported since; settlements and refunds always count.
+  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || isReversal(event, payment.status)) {
+    payment.gatewayStatus = event.transactionStatus;
+    if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
+  }
+  payment.outcomeUnknown = false;
+
+  if (isSuccess(event)) {
+    assertAmount(event, payment.grossAmount);
+    changes.push(...saveCardFromVerifiedEvent(payment, event));
+    if (paymentStates.applyIfAllowed(payment, 'settle', at)) {
+      changes.push(`payment settled`);
+      changes.push(...(await onPaymentSettled(ctx, payment, at)));
+      // NOTE: a refund notification can overtake the settlement's; refunds already recorded count now.
+      if (isPositive(payment.refundedAmount)) {
+        paymentStates.apply(payment, refundEvent(payment, payment.refundedAmount), at);
+        changes.push(`payment ${payment.status} by refunds recorded before the settlement`);
+        if (await endWhatRefundsBeforeSettlementPaidBack(ctx, payment)) {
+          changes.push('subscription canceled: its payment was refunded in full at the gateway');
+        }
+        changes.push(...(await issueRefundCreditNotes(ctx, payment)));
+      }
+    }
+  } else if (event.transactionStatus === 'capture') {
+    changes.push(`capture held with fraud status ${event.fraudStatus ?? 'none'}`);
+  } else if (event.transactionStatus === 'pending') {
+    if (payment.status === 'pending') {
+      notify(ctx, payment.user, 'payment_pending', paymentData(payment));
+      changes.push('payment pending notified');
+    }
+  } else if (isFailure(event) && isReversal(event, payment.status)) {
+    changes.push(...(await reversePayment(ctx, payment, event, at)));
+  } else if (isFailure(event)) {
+    const move = FAILURE_EVENTS[event.transactionStatus];
+    if (paymentStates.applyIfAllowed(payment, move, at)) {
+      changes.push(`payment ${payment.status}`);
+      changes.push(...(await onPaymentFailed(ctx, payment, at)));
+    }
+  } else if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
+    changes.push(...(await recordGatewayRefunds(ctx, payment, event)));
+  } else {
+    changes.push(`status ${event.transactionStatus} recorded`);
+  }
+  return { changes };
+}

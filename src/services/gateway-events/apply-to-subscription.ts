@@ -1,0 +1,120 @@
+import { Payment } from '../../db/entities/payment.js';
+import { cycleBoundary } from '../../domain/billing-calendar.js';
+import { add, isPositive, subtract } from '../../domain/money.js';
+import { invoiceStates } from '../../domain/states/invoice-states.js';
+import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import type { DataContext } from '../context.js';
+import { notify } from '../notifications/notify.js';
+import { paymentData, subscriptionData } from '../notifications/payloads.js';
+import { creditUnusableSettlement, type UnusableSettlementReason } from '../payments/credit-unusable-settlement.js';
+import { fundPeriod } from '../subscription-rules/period-funds.js';
+import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscription-rules/plan-change.js';
+
+/*
+ * What a subscription payment's settlement or failure does to its invoice and subscription,
+ * inside applyGatewayEvent's transaction (subscription and payment locked there).
+ */
+
+/**
+ * A settlement buys nothing when its invoice was already paid (a superseded payment settled
+ * after all) or voided, or when its subscription has ended (canceled, expired, or replaced by
+ * another): checked before anything is paid or revived.
+ */
+function unusableBecause(payment: Payment): UnusableSettlementReason | null {
+  const sub = payment.subscription;
+  if (sub && (sub.status === 'canceled' || sub.status === 'expired')) return 'subscription_ended';
+  if (payment.invoice?.status === 'paid') return 'invoice_already_paid';
+  if (payment.invoice?.status === 'void') return 'invoice_void';
+  return null;
+}
+
+/** A payment's money arrived: pay its invoice and start, renew or revive its subscription. */
+export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
+  const changes: string[] = [];
+  notify(ctx, payment.user, 'payment_succeeded', paymentData(payment));
+  const unusable = unusableBecause(payment);
+  if (unusable) {
+    // What a refund or an earlier credit already gave back is not credited again.
+    const amount = subtract(payment.grossAmount, add(payment.refundedAmount, payment.creditedAmount));
+    if (!isPositive(amount)) return changes;
+    changes.push(
+      await creditUnusableSettlement(ctx, {
+        user: payment.user,
+        orderId: payment.orderId,
+        amount,
+        currency: payment.currency,
+        reason: unusable,
+        source: 'refund',
+        referenceId: `late-settlement:${payment.id}`,
+        payment,
+      }),
+    );
+    return changes;
+  }
+  const invoice = payment.invoice;
+  if (invoice && invoiceStates.applyIfAllowed(invoice, 'pay', at)) changes.push(`invoice ${invoice.number} paid`);
+  const sub = payment.subscription;
+  if (!sub) return changes;
+
+  // NOTE: a plan change takes effect when its payment settles (DECISIONS §4).
+  if (isChangePayment(payment)) return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
+  const wasStatus = sub.status;
+  const plan = sub.plan;
+  if (invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd) {
+    sub.currentPeriodStart = invoice.periodStart;
+    sub.currentPeriodEnd = invoice.periodEnd;
+    sub.nextBillingDate = invoice.periodEnd;
+    sub.cyclesCompleted += 1;
+  } else if (!invoice || invoice.billingReason === 'subscription_create') {
+    const start = at;
+    sub.billingAnchor = start;
+    sub.currentPeriodStart = start;
+    sub.currentPeriodEnd = cycleBoundary(start, plan.interval, plan.intervalUnit, 1);
+    sub.nextBillingDate = sub.currentPeriodEnd;
+    sub.cyclesCompleted += 1;
+  }
+  fundPaidPeriod(ctx, payment, at);
+  if (wasStatus !== 'active') {
+    subscriptionStates.apply(sub, 'activate', at);
+    sub.cancelReason = null;
+    notify(ctx, sub.user, 'subscription_activated', subscriptionData(sub));
+    changes.push(`subscription ${wasStatus} -> active`);
+  } else if (invoice?.billingReason === 'subscription_cycle') {
+    notify(ctx, sub.user, 'subscription_renewed', subscriptionData(sub));
+    changes.push('subscription renewed');
+  }
+  return changes;
+}
+
+/** Records the period a create or renewal payment bought, the base of later credits and refunds. */
+function fundPaidPeriod(ctx: DataContext, payment: Payment, at: Date): void {
+  const sub = payment.subscription!;
+  const invoice = payment.invoice;
+  const cycle = invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd;
+  const start = cycle ? invoice.periodStart! : at;
+  const end = cycle ? invoice.periodEnd! : sub.currentPeriodEnd;
+  if (!end) return;
+  fundPeriod(ctx, { subscription: sub, payment, amount: subtract(payment.grossAmount, payment.refundedAmount), start, end });
+}
+
+/** A payment failed: the subscription falls past due, unless a later payment supersedes it. */
+export async function onPaymentFailed(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
+  notify(ctx, payment.user, 'payment_failed', { ...paymentData(payment), gateway_status: payment.gatewayStatus });
+  const sub = payment.subscription;
+  if (!sub) return [];
+  // A plan change's payment failing drops the change; the subscription's own period is paid.
+  if (isChangePayment(payment)) return onChangePaymentFailed(ctx, payment);
+  // A newer payment (pending or settled) means this one was superseded (charge/ cancels older
+  // pending payments) or already made good: its failure says nothing about the subscription.
+  const newer = await ctx.em.count(Payment, {
+    subscription: sub,
+    id: { $ne: payment.id },
+    createdAt: { $gte: payment.createdAt },
+    status: { $in: ['pending', 'settled', 'partially_refunded', 'refunded'] },
+  });
+  if (newer > 0) return ['subscription unchanged: a newer payment exists'];
+  const wasStatus = sub.status;
+  if (!subscriptionStates.applyIfAllowed(sub, 'mark_past_due', at)) return [`subscription stays ${sub.status}`];
+  if (wasStatus !== 'past_due') notify(ctx, sub.user, 'subscription_past_due', subscriptionData(sub));
+  return [`subscription ${wasStatus} -> past_due`];
+}

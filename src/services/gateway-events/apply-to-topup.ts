@@ -1,0 +1,66 @@
+import { LockMode } from '@mikro-orm/core';
+import { Topup } from '../../db/entities/topup.js';
+import { topupStates, type TopupEvent } from '../../domain/states/topup-states.js';
+import type { DataContext } from '../context.js';
+import { notify } from '../notifications/notify.js';
+import { topupSummaryData } from '../notifications/payloads.js';
+import { creditUnusableSettlement } from '../payments/credit-unusable-settlement.js';
+import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { assertAmount, type EventOutcome } from './event-outcome.js';
+import { isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
+import { refundTopupAtGateway } from './refund-topup-at-gateway.js';
+import { isReversal, reverseTopup } from './reverse-payment.js';
+
+const TOPUP_FAILURES: Record<string, TopupEvent> = { deny: 'fail', failure: 'fail', cancel: 'fail', expire: 'expire' };
+
+/** A top-up's event: its status, and the wallet it credits (locks: the top-up, then the wallet). */
+export async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
+  const topup = await ctx.em.findOne(Topup, { orderId: event.orderId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (!topup) throw new UnknownOrderError(event.orderId);
+  // The user is read, not changed: no lock (the wallet row is locked where the balance moves).
+  await ctx.em.populate(topup, ['user']);
+  const at = ctx.clock.now();
+  topup.transactionId ??= event.transactionId;
+  topup.outcomeUnknown = false;
+  const data = topupSummaryData(topup);
+
+  if (isSuccess(event)) {
+    assertAmount(event, topup.amount);
+    const wasCanceled = topup.status === 'failed' || topup.status === 'expired';
+    if (!topupStates.applyIfAllowed(topup, 'succeed', at)) return { changes: [] };
+    if (wasCanceled) {
+      // The customer paid a top-up we had given up on: the money still reaches the wallet, loudly.
+      const change = await creditUnusableSettlement(ctx, {
+        user: topup.user,
+        orderId: topup.orderId,
+        amount: topup.amount,
+        currency: topup.currency,
+        reason: 'topup_canceled',
+        source: 'topup',
+        referenceId: topup.id,
+      });
+      // The top-up did succeed, whatever its order of arrival: told as any success is, too.
+      notify(ctx, topup.user, 'topup_succeeded', data);
+      return { changes: ['top-up success after it had ended', change] };
+    }
+    await postWalletEntry(ctx, {
+      user: topup.user,
+      kind: 'credit',
+      amount: topup.amount,
+      currency: topup.currency,
+      source: 'topup',
+      referenceId: topup.id,
+      description: `Top-up ${topup.orderId}`,
+    });
+    notify(ctx, topup.user, 'topup_succeeded', data);
+    return { changes: ['top-up success', `wallet credited ${topup.amount}`] };
+  }
+  if (isReversal(event, topup.status)) return { changes: await reverseTopup(ctx, topup, event, at) };
+  if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') return { changes: await refundTopupAtGateway(ctx, topup, event) };
+  const move = TOPUP_FAILURES[event.transactionStatus];
+  if (move && topupStates.applyIfAllowed(topup, move, at)) {
+    notify(ctx, topup.user, move === 'expire' ? 'topup_expired' : 'topup_failed', data);
+    return { changes: [`top-up ${topup.status}`] };
+  }
+  return { changes: [] };
+}

@@ -1,0 +1,72 @@
+import type { Invoice } from '../../db/entities/invoice.js';
+import { Payment } from '../../db/entities/payment.js';
+import type { PaymentType, Subscription } from '../../db/entities/subscription.js';
+import type { User } from '../../db/entities/user.js';
+import type { DataContext } from '../context.js';
+import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { applyGatewayEvent } from './apply-gateway-event.js';
+import type { GatewayEvent } from './gateway-event.js';
+import { newSubscriptionOrderId } from '../payments/order-id.js';
+
+export interface OpenPaymentInput {
+  /** The payment's id when the caller must name it before it exists (a pending plan change). */
+  id?: string;
+  user: User;
+  subscription: Subscription;
+  invoice: Invoice;
+  paymentType: PaymentType;
+  amount: string;
+  currency: string;
+}
+
+/**
+ * Records a pending payment of an invoice inside the caller's transaction. A wallet payment is
+ * debited at once and settled through applyGatewayEvent, so activation follows the same rules
+ * as a gateway settlement; without the funds it throws `insufficient_funds` and the caller's
+ * transaction writes nothing. Gateway payments are sent with submitPayment after the commit.
+ */
+export async function openPayment(ctx: DataContext, input: OpenPaymentInput): Promise<Payment> {
+  const payment = ctx.em.create(Payment, {
+    ...(input.id ? { id: input.id } : {}),
+    orderId: newSubscriptionOrderId(),
+    user: input.user,
+    subscription: input.subscription,
+    invoice: input.invoice,
+    status: 'pending',
+    paymentType: input.paymentType,
+    grossAmount: input.amount,
+    currency: input.currency,
+    paymentDetails: {},
+    createdAt: ctx.clock.now(),
+  } as Payment);
+  await ctx.em.flush();
+  if (input.paymentType !== 'wallet') return payment;
+
+  const entry = await postWalletEntry(ctx, {
+    user: input.user,
+    kind: 'debit',
+    amount: input.amount,
+    currency: input.currency,
+    source: 'payment',
+    referenceId: payment.id,
+    description: `Payment ${payment.orderId} of invoice ${input.invoice.number}`,
+  });
+  payment.paymentDetails = { wallet_transaction_id: entry.id };
+  await applyGatewayEvent(ctx, walletSettlement(payment, entry.id));
+  return payment;
+}
+
+function walletSettlement(payment: Payment, walletTransactionId: string): GatewayEvent {
+  return {
+    orderId: payment.orderId,
+    transactionStatus: 'settlement',
+    fraudStatus: null,
+    statusCode: '200',
+    grossAmount: payment.grossAmount,
+    transactionId: null,
+    paymentType: 'wallet',
+    refundAmount: null,
+    refunds: [],
+    raw: { order_id: payment.orderId, transaction_status: 'settlement', payment_type: 'wallet', wallet_transaction_id: walletTransactionId },
+  };
+}

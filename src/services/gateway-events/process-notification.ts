@@ -1,0 +1,322 @@
+import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
+import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
+import { findOneRaw } from '../../db/hot-reads.js';
+import { parseJsonExact } from '../../domain/exact-json.js';
+import { verifySignature } from '../../gateway/signature.js';
+import type { DataContext } from '../context.js';
+import { applyGatewayEvent } from './apply-gateway-event.js';
+import { SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX } from '../payments/order-id.js';
+import { dedupKey, eventFromPayload, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
+
+/*
+ * The one pipeline behind the webhook, `webhooks replay`, `payments sync` and the
+ * subscriptions' sync/charge answers (the specification's processing order):
+ *
+ *   1. record: the raw payload, the sender IP and status `received`, committed on its own;
+ *   2. judge: readable and (for payloads the gateway pushed) correctly signed, else `invalid`;
+ *   3-5. one transaction: claim the deduplication key on the log row, apply the effects
+ *      (applyGatewayEvent, which also writes the notification entries), mark `processed`.
+ *
+ * Exactly-once rests on the database, not on process memory: webhook_logs.dedup_key is unique,
+ * so of all logs carrying the same key only one can ever commit as `processed`; a concurrent
+ * second one fails its claim (PostgreSQL makes it wait for the first and then raises the
+ * unique violation; SQLite serialises the writers) and becomes `duplicate`.
+ *
+ * Replay decision: a replay runs steps 2-5 again on the SAME log row and updates its status,
+ * error, attempts and processed_at. The evidence (payload, ip_address, source, created_at) is
+ * never rewritten, so the row stays what the gateway sent; only its processing state moves, and
+ * `webhooks list --status failed` shows what is still left to fix. A row is only ever
+ * (re)processed from `received`, `failed` or `invalid`, and the claim re-checks that in the
+ * same UPDATE, so two replays (or a replay racing the live request) cannot apply it twice.
+ */
+
+/**
+ * Log statuses from which steps 2-5 may run (again). `ignored` too: an operator who finds that
+ * an ignored order was ours after all (a restored row) can replay it.
+ */
+export const REPLAYABLE_STATUSES: readonly WebhookLogStatus[] = ['received', 'failed', 'invalid', 'ignored'];
+
+/** Sources whose payload came from our own authenticated call to the gateway, not from the internet. */
+const TRUSTED_SOURCES: readonly WebhookLogSource[] = ['sync', 'charge'];
+
+const SIGNED_FIELDS = ['order_id', 'transaction_status', 'status_code', 'gross_amount', 'signature_key'] as const;
+const TRUSTED_FIELDS = ['order_id', 'transaction_status'] as const;
+
+const MAX_ERROR_LENGTH = 2000;
+
+export type NotificationResult =
+  /** Effects applied; the log is `processed`. */
+  | 'processed'
+  /** Already processed under the same deduplication key; the log is `duplicate`. */
+  | 'duplicate'
+  /** Bad signature; the log is `invalid`. */
+  | 'invalid'
+  /** Not JSON, not an object, or required fields missing; the log is `invalid`. */
+  | 'unreadable'
+  /** Unknown order, amount mismatch or a database error; the log is `failed`, a retry may work. */
+  | 'failed'
+  /** The log was not in a processable status (already processed or a duplicate); nothing ran. */
+  | 'skipped'
+  /** An order this service never made; the log is `ignored` (DECISIONS.md §5). */
+  | 'ignored';
+
+export interface NotificationOutcome {
+  result: NotificationResult;
+  /** The log as stored after this attempt. */
+  log: WebhookLog;
+  /** What the effects changed (empty unless processed). */
+  changes: string[];
+  /** Why it was not processed (the log's `error`), or null. */
+  error: string | null;
+  /** The event read from the payload, when it could be read and (for pushed payloads) its signature held. */
+  event?: GatewayEvent;
+}
+
+export interface RecordInput {
+  /** The body exactly as received (or the gateway answer, serialized, for sync/charge). */
+  rawPayload: string;
+  ip?: string | null;
+  source: WebhookLogSource;
+}
+
+// PostgreSQL text cannot hold NUL; such a body is no JSON anyway, but it must still be stored.
+const withoutNul = (s: string): string => (s.includes('\u0000') ? s.replace(/\u0000/g, '\uFFFD') : s);
+
+function clip(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+function normaliseIp(ip: string | null | undefined): string | null {
+  if (!ip) return null;
+  const plain = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice('::ffff:'.length) : ip;
+  return clip(withoutNul(plain), 64);
+}
+
+type Reading = { ok: true; payload: Record<string, unknown> } | { ok: false; reason: string };
+
+/** Judges whether a stored body is a notification we can read at all. */
+export function readNotification(raw: string, required: readonly string[] = SIGNED_FIELDS): Reading {
+  let value: unknown;
+  try {
+    // Exact numbers: an amount sent as a JSON number is compared as written, never rounded.
+    value = parseJsonExact(raw);
+  } catch (err) {
+    return { ok: false, reason: `The body is not JSON: ${(err as Error).message}` };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, reason: 'The body is not a JSON object.' };
+  }
+  const payload = value as Record<string, unknown>;
+  const missing = required.filter((f) => typeof payload[f] !== 'string' || payload[f] === '');
+  if (missing.length > 0) return { ok: false, reason: `Missing or not a string: ${missing.join(', ')}.` };
+  return { ok: true, payload };
+}
+
+/** order_id and transaction_status for the log's own columns, read leniently before judging. */
+function summarise(raw: string): { orderId: string | null; transactionStatus: string | null } {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { orderId: null, transactionStatus: null };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { orderId: null, transactionStatus: null };
+  const v = value as Record<string, unknown>;
+  const text = (x: unknown, max: number) => (typeof x === 'string' && x !== '' ? clip(withoutNul(x), max) : null);
+  return { orderId: text(v.order_id, 100), transactionStatus: text(v.transaction_status, 50)?.toLowerCase() ?? null };
+}
+
+/**
+ * Step 1: stores the payload as `received` and commits it before anything else is tried, on a
+ * forked entity manager of its own. Throws when the database cannot take it (the caller must then
+ * make the gateway retry, never acknowledge).
+ */
+export async function recordNotification(ctx: DataContext, input: RecordInput): Promise<WebhookLog> {
+  const em = ctx.em.fork();
+  const payload = withoutNul(input.rawPayload);
+  const log = em.create(WebhookLog, {
+    ...summarise(payload),
+    payload,
+    ipAddress: normaliseIp(input.ip),
+    status: 'received',
+    error: payload === input.rawPayload ? null : 'NUL characters in the body were stored as U+FFFD.',
+    attempts: 0,
+    source: input.source,
+    dedupKey: null,
+    processedAt: null,
+    createdAt: ctx.clock.now(),
+  } as WebhookLog);
+  await em.transactional(async (tx) => {
+    tx.persist(log);
+  });
+  return log;
+}
+
+/**
+ * A fresh entity manager for one step of the pipeline, inside the caller's transaction when
+ * there is one: a dry-run replay (replay-webhook-logs.ts) runs the whole pipeline in a
+ * transaction it rolls back, where each log's effects become a savepoint and its outcome is
+ * written and read in that same transaction, exactly as a real replay would commit them.
+ */
+function forkOf(ctx: DataContext): EntityManager {
+  return ctx.em.fork({ keepTransactionContext: true }) as EntityManager;
+}
+
+/** Thrown inside the effects transaction when another log already holds the deduplication key. */
+class AlreadyClaimed extends Error {}
+
+/**
+ * Sets the log's final status after an attempt, but only while the row is still processable: a
+ * concurrent attempt that processed it wins. One conditional UPDATE (a write first, for SQLite).
+ */
+async function settleLog(ctx: DataContext, logId: string, status: WebhookLogStatus, error: string | null): Promise<void> {
+  await forkOf(ctx).nativeUpdate(
+    WebhookLog,
+    { id: logId, status: { $in: [...REPLAYABLE_STATUSES] } },
+    { status, error: error === null ? null : clip(error, MAX_ERROR_LENGTH), attempts: raw('attempts + 1'), updatedAt: new Date() },
+  );
+}
+
+async function reload(ctx: DataContext, logId: string): Promise<WebhookLog> {
+  const log = await findOneRaw(forkOf(ctx), WebhookLog, 'select * from webhook_logs where id = ?', [logId]);
+  if (!log) throw new Error(`webhook log ${logId} vanished`);
+  return log;
+}
+
+/** Steps 3-5 in one transaction: claim the key, apply the effects, mark the log processed. */
+async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): Promise<NotificationOutcome> {
+  const key = dedupKey(event);
+  let changes: string[] | null;
+  try {
+    // Not even shaped like our order ids (at most 50 characters, SUB- or TOPUP-): not ours,
+    // and not worth a deduplication claim (a huge order_id would not fit the key's column).
+    if (!isOwnOrderIdShape(event.orderId)) throw new UnknownOrderError(event.orderId.slice(0, 60));
+    changes = await forkOf(ctx).transactional(async (em: EntityManager) => {
+      // The claim is the transaction's first statement and a write: SQLite takes its write lock
+      // before reading anything, and PostgreSQL queues a concurrent claim of the same key here.
+      let claimed: number;
+      try {
+        claimed = await em.nativeUpdate(WebhookLog, { id: logId, dedupKey: null, status: { $in: [...REPLAYABLE_STATUSES] } }, { dedupKey: key });
+      } catch (err) {
+        if (err instanceof UniqueConstraintViolationException) throw new AlreadyClaimed();
+        throw err;
+      }
+      if (claimed === 0) return null;
+      const outcome = await applyGatewayEvent({ em, config: ctx.config, clock: ctx.clock }, event);
+      await em.flush();
+      const at = ctx.clock.now();
+      await em.nativeUpdate(WebhookLog, { id: logId }, { status: 'processed', error: null, attempts: raw('attempts + 1'), processedAt: at, updatedAt: new Date() });
+      return outcome.changes;
+    });
+    if (changes === null) {
+      // Another attempt took this very row meanwhile (a replay racing the live request).
+      return { result: 'skipped', log: await reload(ctx, logId), changes: [], error: null };
+    }
+  } catch (err) {
+    if (err instanceof AlreadyClaimed) {
+      const holder = await forkOf(ctx).findOne(WebhookLog, { dedupKey: key });
+      const note = `Already processed as webhook log ${holder?.id ?? '(unknown)'} (${key}).`;
+      await settleLog(ctx, logId, 'duplicate', note);
+      const log = await reload(ctx, logId);
+      return { result: log.status === 'duplicate' ? 'duplicate' : 'skipped', log, changes: [], error: note };
+    }
+    if (err instanceof UnknownOrderError) {
+      await settleLog(ctx, logId, 'ignored', err.message);
+      const log = await reload(ctx, logId);
+      return { result: log.status === 'ignored' ? 'ignored' : 'skipped', log, changes: [], error: err.message };
+    }
+    const message = describeFailure(err);
+    await settleLog(ctx, logId, 'failed', message);
+    return { result: 'failed', log: await reload(ctx, logId), changes: [], error: message };
+  }
+  return { result: 'processed', log: await reload(ctx, logId), changes, error: null };
+}
+
+function isOwnOrderIdShape(orderId: string): boolean {
+  return orderId.length <= 50 && (orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX) || orderId.startsWith(TOPUP_ORDER_PREFIX));
+}
+
+function describeFailure(err: unknown): string {
+  if (err instanceof Error) {
+    const name = err.name === 'Error' || err.name === 'GatewayEventError' || err.name === 'DomainError' ? '' : `${err.name}: `;
+    return `${name}${err.message}`;
+  }
+  return String(err);
+}
+
+type Judgement = { ok: true; event: GatewayEvent } | { ok: false; result: 'unreadable' | 'invalid'; reason: string };
+
+/** Step 2: readable, and (for payloads the gateway pushed) signed with the CURRENT server key. */
+function judge(ctx: DataContext, log: WebhookLog): Judgement {
+  const trusted = TRUSTED_SOURCES.includes(log.source);
+  const reading = readNotification(log.payload, trusted ? TRUSTED_FIELDS : SIGNED_FIELDS);
+  if (!reading.ok) return { ok: false, result: 'unreadable', reason: reading.reason };
+  if (!trusted && !verifySignature(reading.payload, ctx.config.gateway.serverKey)) {
+    return { ok: false, result: 'invalid', reason: 'The signature_key does not match order_id + status_code + gross_amount signed with the server key.' };
+  }
+  return { ok: true, event: eventFromPayload(reading.payload, { verified: trusted }) };
+}
+
+/**
+ * Steps 2-5 on a stored log: judge the payload, deduplicate, apply. Only `received`, `failed`
+ * and `invalid` logs are processed; any other is left as it is (`skipped`). Throws only when the
+ * database is unreachable even for recording the outcome.
+ */
+export async function processRecordedNotification(ctx: DataContext, logId: string, recorded?: WebhookLog): Promise<NotificationOutcome> {
+  const log = recorded ?? (await reload(ctx, logId));
+  if (!REPLAYABLE_STATUSES.includes(log.status)) return { result: 'skipped', log, changes: [], error: null };
+  const judgement = judge(ctx, log);
+  if (!judgement.ok) {
+    await settleLog(ctx, logId, 'invalid', judgement.reason);
+    return { result: judgement.result, log: await reload(ctx, logId), changes: [], error: judgement.reason };
+  }
+  return { ...(await applyOnce(ctx, logId, judgement.event)), event: judgement.event };
+}
+
+/** Whether an event would be processed or is a duplicate, without writing anything. */
+export async function previewGatewayEvent(ctx: DataContext, event: GatewayEvent): Promise<{ result: 'would_process' | 'duplicate'; error: string | null }> {
+  const holder = await ctx.em.fork().findOne(WebhookLog, { dedupKey: dedupKey(event) });
+  if (holder) return { result: 'duplicate', error: `Already processed as webhook log ${holder.id}.` };
+  return { result: 'would_process', error: null };
+}
+
+/** The webhook: record the raw body, then process it (steps 1-5). */
+export async function receiveNotification(ctx: DataContext, input: RecordInput): Promise<NotificationOutcome> {
+  const log = await recordNotification(ctx, input);
+  try {
+    // Just committed by this very call: nothing can have moved it yet but a replay, which the claim re-checks.
+    return await processRecordedNotification(ctx, log.id, log);
+  } catch (err) {
+    // Even the outcome could not be written: the row stays `received` for a replay.
+    return { result: 'failed', log, changes: [], error: describeFailure(err) };
+  }
+}
+
+export interface GatewayEventInput {
+  /** What the gateway answered (eventFromTransaction(status or charge answer)). */
+  event: GatewayEvent;
+  source: Extract<WebhookLogSource, 'sync' | 'charge' | 'gateway'>;
+  /**
+   * Stored as the log's payload, and what is applied (so a replay applies the same): the payload
+   * the event was read from. Default: event.raw with its order_id and transaction_status.
+   */
+  rawPayload?: string;
+  ip?: string | null;
+}
+
+/**
+ * For code that learnt a gateway status by asking (sync, reconciliation, a charge answer): logs
+ * it with its source and applies it through the same deduplication and effects as a webhook, in
+ * one transaction. No signature check for `sync`/`charge` (the answer came over our authenticated
+ * call). Commits on its own, so it must not be called inside a transaction, and rows it applies
+ * to must already be committed. Returns the outcome; never throws for a processing failure
+ * (`result: 'failed'` with the reason), only when the database cannot record anything.
+ */
+export async function recordAndApplyGatewayEvent(ctx: DataContext, input: GatewayEventInput): Promise<NotificationOutcome> {
+  if (ctx.em.isInTransaction()) throw new Error('recordAndApplyGatewayEvent commits on its own; call it outside a transaction');
+  const rawPayload =
+    input.rawPayload ??
+    JSON.stringify({ ...input.event.raw, order_id: input.event.orderId, transaction_status: input.event.transactionStatus });
+  return receiveNotification(ctx, { rawPayload, ip: input.ip ?? null, source: input.source });
+}

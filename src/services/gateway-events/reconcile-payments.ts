@@ -1,0 +1,164 @@
+import type { FilterQuery } from '@mikro-orm/core';
+import { Payment, Refund } from '../../db/entities/payment.js';
+import { Topup } from '../../db/entities/topup.js';
+import type { WebhookLog } from '../../db/entities/webhook-log.js';
+import { DomainError } from '../../domain/errors.js';
+import { GatewayError } from '../../gateway/errors.js';
+import type { ServiceContext } from '../context.js';
+import { eventFromTransaction } from './gateway-event.js';
+import { refundAtGateway } from '../refunds/refund-payment.js';
+import { closeUnsentPayment, isPastReach } from './close-unsent-payment.js';
+import { previewGatewayEvent, recordAndApplyGatewayEvent, type NotificationResult } from './process-notification.js';
+
+export interface ReconcileInput {
+  /** Only payments and top-ups created at or after this time. */
+  since?: Date;
+  /** At most this many, oldest first. */
+  limit?: number;
+  dryRun?: boolean;
+}
+
+export type ReconcileResult =
+  | NotificationResult
+  | 'would_process'
+  /** The gateway does not know the order (a charge that never reached it). */
+  | 'not_found'
+  /** The gateway could not be asked. */
+  | 'gateway_error'
+  /** The gateway never saw the charge and it is too old to be on its way: failed, `never_reached_gateway`. */
+  | 'closed';
+
+export interface ReconcileItem {
+  kind: 'payment' | 'topup';
+  id: string;
+  orderId: string;
+  statusBefore: string;
+  statusAfter: string;
+  /** transaction_status as the gateway reported it, or null when it could not tell. */
+  gatewayStatus: string | null;
+  result: ReconcileResult;
+  changes: string[];
+  error: string | null;
+  /** The `sync` webhook log the answer was recorded as (null on dry runs and gateway errors). */
+  log: WebhookLog | null;
+}
+
+interface Candidate {
+  kind: 'payment' | 'topup';
+  id: string;
+  orderId: string;
+  status: string;
+  createdAt: Date;
+  /** A refund of it was sent to the gateway and never answered. */
+  lostRefund?: boolean;
+}
+
+async function candidates(ctx: ServiceContext, input: ReconcileInput): Promise<Candidate[]> {
+  // Not final: still pending, or a charge (or a cancel) whose answer we never got.
+  const where = {
+    $or: [{ status: 'pending' as const }, { outcomeUnknown: true }],
+    ...(input.since ? { createdAt: { $gte: input.since } } : {}),
+  };
+  const options = { orderBy: { createdAt: 'asc' as const }, ...(input.limit ? { limit: input.limit } : {}) };
+  const payments = await ctx.em.find(Payment, where as FilterQuery<Payment>, options);
+  const topups = await ctx.em.find(Topup, where as FilterQuery<Topup>, options);
+  // Refunds still pending after longer than a gateway call may take: their answer was lost.
+  const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.gateway.timeoutMs);
+  const refunds = await ctx.em.find(
+    Refund,
+    { status: 'pending', destination: 'gateway', createdAt: { $lt: cutoff, ...(input.since ? { $gte: input.since } : {}) } },
+    { populate: ['payment'], orderBy: { createdAt: 'asc' } },
+  );
+  const refunding = [...new Map(refunds.map((r) => [r.payment.id, r])).values()].filter((r) => !payments.some((p) => p.id === r.payment.id));
+  const all: Candidate[] = [
+    ...payments.map((p) => ({ kind: 'payment' as const, id: p.id, orderId: p.orderId, status: p.status, createdAt: p.createdAt })),
+    ...topups.map((t) => ({ kind: 'topup' as const, id: t.id, orderId: t.orderId, status: t.status, createdAt: t.createdAt })),
+    ...refunding.map((r) => ({ kind: 'payment' as const, id: r.payment.id, orderId: r.payment.orderId, status: r.payment.status, createdAt: r.createdAt, lostRefund: true })),
+  ].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  return input.limit ? all.slice(0, input.limit) : all;
+}
+
+async function currentStatus(ctx: ServiceContext, c: Candidate): Promise<string> {
+  const em = ctx.em.fork();
+  const row = c.kind === 'payment' ? await em.findOne(Payment, c.id) : await em.findOne(Topup, c.id);
+  return row?.status ?? c.status;
+}
+
+/**
+ * Sends again, under the same refund_key (the gateway's idempotency key for refunds, so never
+ * twice), each gateway refund of the payment still pending. A refusal marks it failed.
+ */
+async function resendLostRefunds(ctx: ServiceContext, paymentId: string): Promise<{ changes: string[]; error: string | null }> {
+  const pending = await ctx.em.fork().find(Refund, { payment: paymentId, status: 'pending', destination: 'gateway' }, { populate: ['payment'] });
+  const changes: string[] = [];
+  let error: string | null = null;
+  for (const r of pending) {
+    try {
+      await refundAtGateway(ctx, { refundId: r.id, paymentId, refundKey: r.refundKey, orderId: r.payment.orderId, amount: r.amount, method: r.method }, r.direct, r.reason);
+      changes.push(`refund ${r.refundKey} sent again: succeeded`);
+    } catch (err) {
+      if (err instanceof GatewayError && (err.outcomeUnknown || err.kind === 'unavailable' || err.kind === 'timeout')) {
+        error = `refund ${r.refundKey}: gateway ${err.kind}: ${err.message}`;
+      } else if (err instanceof GatewayError || err instanceof DomainError) {
+        changes.push(`refund ${r.refundKey} sent again: refused (${err.message})`);
+      } else throw err;
+    }
+  }
+  return { changes, error };
+}
+
+/**
+ * Reconciliation (`billing-admin payments sync`): asks the gateway for every payment and top-up
+ * that is not final and applies what it says through the webhook pipeline as a `sync` log, so a
+ * lost or failed notification is made good exactly once (a status already applied is a duplicate).
+ */
+export async function reconcilePayments(
+  ctx: ServiceContext,
+  input: ReconcileInput = {},
+  onProgress?: (item: ReconcileItem, index: number, total: number) => void,
+): Promise<ReconcileItem[]> {
+  const list = await candidates(ctx, input);
+  const items: ReconcileItem[] = [];
+  for (const [index, c] of list.entries()) {
+    const base = { kind: c.kind, id: c.id, orderId: c.orderId, statusBefore: c.status, statusAfter: c.status, changes: [] as string[], log: null };
+    let item: ReconcileItem;
+    try {
+      let answer = await ctx.gateway.status(c.orderId);
+      // NOTE: a payment we canceled whose cancel never reached the gateway is still payable
+      // there: cancel it now, and apply what the gateway answers like any status.
+      if (!input.dryRun && c.kind === 'payment' && c.status === 'canceled' && answer.transactionStatus === 'pending') {
+        answer = await ctx.gateway.cancel(c.orderId);
+      }
+      const event = eventFromTransaction(answer);
+      if (input.dryRun) {
+        const preview = await previewGatewayEvent(ctx, event);
+        item = { ...base, gatewayStatus: event.transactionStatus, result: preview.result, error: preview.error };
+      } else {
+        const outcome = await recordAndApplyGatewayEvent(ctx, { event, source: 'sync' });
+        // The status answer lists the refunds the gateway made (applied above); the others are sent again.
+        const resent = c.lostRefund ? await resendLostRefunds(ctx, c.id) : { changes: [], error: null };
+        item = {
+          ...base,
+          statusAfter: await currentStatus(ctx, c),
+          gatewayStatus: event.transactionStatus,
+          result: resent.error ? 'gateway_error' : outcome.result,
+          changes: [...outcome.changes, ...resent.changes],
+          error: resent.error ?? outcome.error,
+          log: outcome.log,
+        };
+      }
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      const notFound = err.kind === 'not_found';
+      item = { ...base, gatewayStatus: null, result: notFound ? 'not_found' : 'gateway_error', error: `gateway ${err.kind}: ${err.message}` };
+      // A charge the gateway never saw, old enough that nobody is still sending it: closed as failed.
+      if (notFound && !input.dryRun && c.kind === 'payment' && c.status === 'pending' && !c.lostRefund && isPastReach(ctx, c.createdAt)) {
+        const changes = await closeUnsentPayment(ctx, c.id);
+        item = { ...item, result: 'closed', statusAfter: await currentStatus(ctx, c), changes, error: null };
+      }
+    }
+    items.push(item);
+    onProgress?.(item, index, list.length);
+  }
+  return items;
+}

@@ -1,0 +1,73 @@
+import { Payment } from '../../db/entities/payment.js';
+import { paymentStates } from '../../domain/states/payment-states.js';
+import { GatewayError } from '../../gateway/errors.js';
+import type { Bank, ChargeRequest, GatewayPaymentType, GatewayTransaction } from '../../gateway/types.js';
+import type { DataContext, ServiceContext } from '../context.js';
+import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
+import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { applyChargeAnswer } from './gateway-answers.js';
+
+export interface SubmitPaymentOptions {
+  bank?: Bank;
+  /** credit_card: the customer's one-time token, or the subscription's saved token for later charges. */
+  cardToken?: string | null;
+  /** credit_card: charged without the customer present (a saved token; no 3-D Secure). */
+  merchantInitiated?: boolean;
+  customer?: Record<string, string>;
+  /** How long the payment stays payable at the gateway (custom_expiry); the gateway's default otherwise. */
+  expiryMinutes?: number;
+  /**
+   * Undoes what the payment was for when the gateway refuses the charge; runs in the
+   * transaction that marks the payment failed.
+   */
+  onRejected?: (ctx: DataContext, payment: Payment) => Promise<void>;
+}
+
+function customerOf(details: Record<string, string> | undefined): ChargeRequest['customer'] {
+  if (!details) return undefined;
+  return { firstName: details.first_name, lastName: details.last_name, email: details.email, phone: details.phone };
+}
+
+/**
+ * Sends a committed pending payment to the gateway (side effects after commit, STYLE habit 7)
+ * and applies the answer like a notification. A clear refusal fails the payment and runs
+ * `onRejected`; an unknown outcome (timeout) keeps it pending with `outcomeUnknown` so that a
+ * sync settles it. Either way the gateway error is rethrown for the caller to answer 502/503.
+ */
+export async function submitPayment(ctx: ServiceContext, paymentId: string, opts: SubmitPaymentOptions): Promise<void> {
+  const payment = await ctx.em.fork().findOneOrFail(Payment, paymentId, { populate: ['invoice', 'subscription'] });
+  let tx: GatewayTransaction;
+  try {
+    tx = await ctx.gateway.charge({
+      orderId: payment.orderId,
+      grossAmount: payment.grossAmount,
+      currency: payment.currency,
+      paymentType: payment.paymentType as GatewayPaymentType,
+      bank: payment.paymentType === 'bank_transfer' ? (opts.bank ?? 'bca') : undefined,
+      cardToken: opts.cardToken ?? undefined,
+      // NOTE: the card is saved on the first charge so that renewals can be charged without the customer.
+      saveCard: payment.paymentType === 'credit_card' ? true : undefined,
+      merchantInitiated: opts.merchantInitiated,
+      customer: customerOf(opts.customer),
+      expiryMinutes: opts.expiryMinutes,
+      items: payment.invoice
+        ? [{ id: payment.invoice.number, name: `Invoice ${payment.invoice.number}`, price: payment.grossAmount, quantity: 1 }]
+        : undefined,
+    });
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err;
+    await retryingTransaction(ctx.em, async (em) => {
+      const locked = await lockSubscriptionThenPayment(em, { id: paymentId });
+      if (!locked) throw new Error(`payment ${paymentId} vanished`);
+      await em.populate(locked, ['invoice', 'subscription', 'subscription.plan', 'subscription.user', 'user']);
+      if (err.outcomeUnknown) {
+        locked.outcomeUnknown = true;
+        return;
+      }
+      if (paymentStates.applyIfAllowed(locked, 'fail', ctx.clock.now())) await opts.onRejected?.({ ...ctx, em }, locked);
+    });
+    throw err;
+  }
+
+  await applyChargeAnswer(ctx, paymentId, tx);
+}

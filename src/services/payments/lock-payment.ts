@@ -1,0 +1,33 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
+import { Payment } from '../../db/entities/payment.js';
+import { Subscription } from '../../db/entities/subscription.js';
+
+/** What names a payment for good: its id (and owner), or its order id. */
+export type PaymentKey = { id: string } | { id: string; user: string } | { orderId: string };
+
+/**
+ * NOTE: the one lock order (docs/architecture.md): a subscription first, then its payments, then
+ * what they change (refunds, invoices, the wallet); a top-up, then the wallet. Subscription use
+ * cases lock the subscription before they touch its payments, so code that starts from a payment
+ * (a gateway event, a refund, a charge answer) reads the payment's subscription without a lock,
+ * locks that subscription, and only then locks the payment: two orders would deadlock where one
+ * order only waits.
+ *
+ * Returns the locked payment (its subscription, when it has one, locked too), or null when no
+ * payment matches. `where` names the payment by what never changes; the caller re-checks its
+ * status under the lock. Must run inside a transaction.
+ */
+export async function lockSubscriptionThenPayment(em: EntityManager, where: PaymentKey): Promise<Payment | null> {
+  // A raw read: no entity enters the identity map before its row is locked.
+  const seen = (await em.createQueryBuilder(Payment, 'p').select(['p.id', 'p.subscription']).where(where).limit(1).execute('get')) as
+    | { id: string; subscription: string | null }
+    | undefined;
+  if (!seen) return null;
+  if (seen.subscription) await em.findOne(Subscription, { id: seen.subscription }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  const payment = await em.findOne(Payment, { id: seen.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (!payment) return null;
+  // A payment never changes subscription; this would mean the lock above was the wrong one.
+  if ((payment.subscription?.id ?? null) !== (seen.subscription ?? null)) throw new Error(`payment ${payment.id} changed subscription while being locked`);
+  return payment;
+}

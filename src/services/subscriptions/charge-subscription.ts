@@ -1,0 +1,75 @@
+import { Invoice } from '../../db/entities/invoice.js';
+import { Payment } from '../../db/entities/payment.js';
+import type { PaymentType } from '../../db/entities/subscription.js';
+import type { User } from '../../db/entities/user.js';
+import { DomainError, InvalidStateError, ValidationError } from '../../domain/errors.js';
+import { subscriptionActions } from '../../domain/states/subscription-actions.js';
+import type { Bank } from '../../gateway/types.js';
+import type { ServiceContext } from '../context.js';
+import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
+import { findOwnSubscription } from './find-subscription.js';
+import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
+import { loadPayment } from '../payments/find-payment.js';
+import { openPayment } from '../gateway-events/open-payment.js';
+import { submitPayment } from '../gateway-events/submit-payment.js';
+import { retryingTransaction } from '../shared/retrying-transaction.js';
+
+export interface ChargeSubscriptionInput {
+  subscriptionId: string;
+  /** Pay this time another way than the subscription's payment type. */
+  paymentType?: PaymentType;
+  /** A new card token (implies credit_card); it becomes the saved card once its charge succeeds. */
+  token?: string;
+  /** bank_transfer: the virtual-account bank of this payment (default: the subscription's, else bca). */
+  bank?: Bank;
+}
+
+/**
+ * `POST /payments/charge/`: a new payment of the subscription's oldest open invoice, with the
+ * subscription's payment type or the one asked for, or a new card. Earlier pending payments of
+ * that invoice are canceled (here at once, at the gateway after the commit), so only the new one
+ * can be paid. NOTE: the customer is present, so a saved card is charged as a
+ * customer-initiated transaction (MIDTRANS.md §2.8); only renewals are merchant-initiated.
+ */
+export async function chargeSubscription(ctx: ServiceContext, user: User, input: ChargeSubscriptionInput): Promise<Payment> {
+  const { subscriptionId, paymentType: askedType, token, bank } = input;
+  if (token !== undefined && askedType !== undefined && askedType !== 'credit_card') {
+    throw new ValidationError([{ field: 'token', message: 'a card token pays by credit_card; leave payment_type out or set it to credit_card' }]);
+  }
+  const current = await findOwnSubscription(ctx.em.fork(), user, subscriptionId);
+  const paymentType: PaymentType = token !== undefined ? 'credit_card' : (askedType ?? current.paymentType);
+  const cardToken = paymentType === 'credit_card' ? (token ?? current.cardToken) : null;
+
+  const { paymentId, toCancel } = await retryingTransaction(ctx.em, async (em) => {
+    const tctx = { ...ctx, em };
+    const at = ctx.clock.now();
+    const sub = await findOwnSubscription(em, user, subscriptionId, { lock: true });
+    subscriptionActions.assert(sub, 'charge');
+    const invoice = await em.findOne(Invoice, { subscription: sub, status: 'open' }, { orderBy: [{ issueDate: 'asc' }, { createdAt: 'asc' }] });
+    if (!invoice) throw new DomainError('nothing_due', 'The subscription has no open invoice to pay.');
+    if (paymentType === 'credit_card' && !(token ?? sub.cardToken)) {
+      throw new InvalidStateError('The subscription has no saved card to charge; pay with a new card (token) or another payment_type.');
+    }
+    const cancel = await cancelInvoicePayments(em, { invoice }, at);
+    const payment = await openPayment(tctx, {
+      user: sub.user,
+      subscription: sub,
+      invoice,
+      paymentType,
+      amount: invoice.totalAmount,
+      currency: invoice.currency,
+    });
+    return { paymentId: payment.id, toCancel: cancel };
+  });
+
+  await cancelAtGateway(ctx, toCancel);
+  if (paymentType !== 'wallet') {
+    await submitPayment(ctx, paymentId, {
+      bank: bank ?? (current.bank as Bank | null) ?? undefined,
+      cardToken,
+      merchantInitiated: false,
+      customer: current.customerDetails,
+    });
+  }
+  return loadPayment(ctx.em, paymentId);
+}

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Subscription } from '../../src/db/entities/subscription.js';
+import { runCli } from '../helpers/cli.js';
+import { DATABASES } from '../helpers/database.js';
+import { iso, planBySlug, startBilling, type BillingHarness } from '../helpers/billing.js';
+
+describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
+  let h: BillingHarness;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    h = await startBilling(kind);
+    env = { DATABASE_URL: h.server.db.url, BILLING_URL: h.server.url };
+  });
+  afterAll(async () => {
+    await h.stop();
+  });
+
+  const billing = (...args: string[]) => runCli(['billing', 'run', ...args], env);
+
+  it('refuses an unreadable --at, an impossible date, a time without a zone and a bad --limit (exit 2, nothing written)', async () => {
+    for (const bad of ['tomorrow', '2027-02-30', '2027-03-01T09:00:00', '01/03/2027']) {
+      const res = await billing('--at', bad);
+      expect(res.code, bad).toBe(2);
+      expect(res.stderr).toContain('is not a readable time');
+    }
+    const limit = await billing('--limit', '0');
+    expect(limit.code).toBe(2);
+    expect(limit.stderr).toContain('--limit must be a positive whole number');
+  });
+
+  it('refuses a time in the past unless --allow-past', async () => {
+    const res = await billing('--at', '2020-01-01', '--json');
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('is in the past');
+    expect(res.stdout).toBe('');
+    const allowed = await billing('--at', '2020-01-01', '--allow-past', '--json');
+    expect(allowed.code).toBe(0);
+    expect(allowed.json).toMatchObject({ at: '2020-01-01T00:00:00.000Z', subscriptions: 0 });
+  });
+
+  it('dry run, then a real run: --json summary, wallet charged, bank transfer waiting, human table', async () => {
+    const walletUser = await h.user();
+    await h.fund(walletUser, '100000');
+    const walletSub = await h.subscribe(walletUser, 'basic-monthly', 'wallet');
+    const bankUser = await h.user();
+    const bankSub = await h.subscribe(bankUser, 'pro-monthly', 'bank_transfer');
+    await h.server.running.billing.simulator!.act((await h.payments(bankSub.id))[0].orderId, 'settle');
+
+    const dry = await billing('--at', '2027-02-28T17:00:00+07:00', '--dry-run', '--json', '--allow-past');
+    expect(dry.code).toBe(0);
+    expect(dry.json).toMatchObject({ at: '2027-02-28T10:00:00.000Z', dry_run: true, subscriptions: 2, renewed: 2, charged: 0 });
+    expect(await h.invoices(walletSub.id)).toHaveLength(1);
+
+    const res = await billing('--at', '2027-02-28T10:00:00Z', '--json', '--allow-past');
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.json).toMatchObject({ dry_run: false, subscriptions: 2, renewed: 2, charged: 1, pending: 1, failed: 0, past_due: 0, errors: [] });
+    expect(res.json.actions.map((a: { subscription_id: string }) => a.subscription_id).sort()).toEqual([walletSub.id, bankSub.id].sort());
+    expect(iso((await h.sub(walletSub.id)).currentPeriodEnd)).toBe('2027-03-31T10:00:00.000Z');
+    expect((await h.payments(bankSub.id))[1]).toMatchObject({ status: 'pending' });
+
+    const again = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past');
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/renewed\s+0/);
+    expect(again.stdout).toMatch(/errors\s+0/);
+  });
+
+  it("exits 0 when a customer's card is declined or there is no saved card: outcomes in the table, not failures of the run", async () => {
+    const em = h.server.running.billing.orm.em.fork();
+    const declined = await h.subscribe(await h.user(), 'pro-monthly', 'credit_card', 'sim-card-accept-4811');
+    await em.nativeUpdate(Subscription, { id: declined.id }, { cardToken: 'sim-card-deny-saved' });
+    const unsaved = await h.subscribe(await h.user(), 'pro-monthly', 'credit_card', 'sim-card-accept-4811');
+    await em.nativeUpdate(Subscription, { id: unsaved.id }, { cardToken: null });
+
+    const res = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past', '--json');
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.json, JSON.stringify(res.json.actions)).toMatchObject({ renewed: 2, failed: 2, errors: [] });
+    const rows = Object.fromEntries(res.json.actions.map((a: { subscription_id: string }) => [a.subscription_id, a]));
+    expect(rows[declined.id]).toMatchObject({ payment_status: 'failed', status: 'past_due' });
+    expect(rows[unsaved.id].error).toContain('no saved card');
+  });
+
+  it('exits 1 and names the subscription when one cannot be billed, after billing the others', async () => {
+    const user = await h.user();
+    await h.fund(user, '100000');
+    const sub = await h.subscribe(user, 'basic-monthly', 'wallet');
+    const usd = await planBySlug(h, 'usd-monthly');
+    await h.server.running.billing.orm.em.fork().nativeUpdate(Subscription, { id: sub.id }, { pendingPlan: usd.id });
+    const res = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past');
+    expect(res.code).toBe(1);
+    expect(res.stdout).toContain(`${sub.id}: the scheduled plan usd-monthly is priced in USD`);
+  });
+});

@@ -1,0 +1,122 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import { describe, expect, it } from 'vitest';
+import { Subscription } from '../../src/db/entities/subscription.js';
+import { User } from '../../src/db/entities/user.js';
+import { openOrm } from '../../src/db/orm.js';
+import { DATABASES, createTestDatabase } from '../helpers/database.js';
+import { makePlan, makeSubscriptionWithPayment } from '../helpers/factories.js';
+import { prepareDatabase } from '../helpers/reliability/accounts.js';
+import { API, call, cookieOf, startServerProcess } from '../helpers/reliability/server-process.js';
+
+/*
+ * Each server process remembers sessions, users and access answers (src/http/auth/access-cache.ts),
+ * valid while the user's access version, raised by database triggers, stands. Two processes on
+ * one database: a change made through one, or by SQL outside both, stops (or restores) access on
+ * the other at its very next request. The bound is "immediately": no wait anywhere below.
+ */
+const PROTECTED = `${API}/notifications/`;
+
+describe.each(DATABASES)('the access cache across two server processes on %s', (kind) => {
+  it('a cancellation, a session revocation and a change by plain SQL are seen by the other process at once', async () => {
+    const db = await createTestDatabase(kind);
+    try {
+      const { dora } = await prepareDatabase(db.url, ['dora']);
+      const orm = await openOrm(db.url);
+      let subscriptionId: string;
+      try {
+        const em = orm.em.fork() as EntityManager;
+        const user = await em.findOneOrFail(User, dora.id);
+        const plan = await makePlan(em);
+        const { subscription } = await makeSubscriptionWithPayment(em, { user, plan, payment: { status: 'settled', paidAt: new Date() } });
+        const now = Date.now();
+        Object.assign(subscription, {
+          status: 'active',
+          currentPeriodStart: new Date(now - 86_400_000),
+          currentPeriodEnd: new Date(now + 29 * 86_400_000),
+          nextBillingDate: new Date(now + 29 * 86_400_000),
+        });
+        await em.flush();
+        subscriptionId = subscription.id;
+      } finally {
+        await orm.close(true);
+      }
+
+      const env = { MIGRATE_ON_START: 'false', SUBSCRIPTION_PROTECTED_PATHS: PROTECTED, GATEWAY_BASE_URL: 'http://127.0.0.1:9' };
+      const a = await startServerProcess({ databaseUrl: db.url, env });
+      const b = await startServerProcess({ databaseUrl: db.url, env });
+      try {
+        const login = await call(a.url, 'POST', `${API}/auth/login/`, { body: { username: dora.username, password: dora.password } });
+        expect(login.status).toBe(200);
+        const cookie = cookieOf(login);
+        const csrf = { 'x-csrf-token': login.body.csrf_token as string };
+        const basic = { username: dora.username, password: dora.password };
+
+        // Both processes have seen (and cached) the session, the user and the access answer.
+        for (const url of [a.url, b.url, a.url, b.url]) {
+          expect((await call(url, 'GET', PROTECTED, { cookie })).status).toBe(200);
+          expect((await call(url, 'GET', PROTECTED, { basic })).status).toBe(200);
+        }
+
+        // Canceled now through A: B refuses the very next request, by session and by Basic.
+        const canceled = await call(a.url, 'POST', `${API}/subscriptions/${subscriptionId}/cancel/`, { cookie, headers: csrf, body: { immediate: true } });
+        expect(canceled.status, JSON.stringify(canceled.body)).toBe(200);
+        expect(canceled.body.status).toBe('canceled');
+        const refused = await call(b.url, 'GET', PROTECTED, { cookie });
+        expect(refused.status).toBe(403);
+        expect(refused.body).toEqual({ error: 'Active subscription required.', code: 'subscription_required' });
+        expect((await call(b.url, 'GET', PROTECTED, { basic })).status).toBe(403);
+        expect((await call(b.url, 'GET', `${API}/subscriptions/active/`, { cookie })).status).toBe(404);
+
+        // Written by SQL outside both processes (as the set-based billing run writes): seen at once.
+        const sql = await openOrm(db.url);
+        try {
+          await (sql.em.fork() as EntityManager).execute(`update subscriptions set status = 'active', live_user_id = user_id, canceled_at = null where id = ?`, [subscriptionId]);
+        } finally {
+          await sql.close(true);
+        }
+        expect((await call(b.url, 'GET', PROTECTED, { cookie })).status).toBe(200);
+        expect((await call(a.url, 'GET', PROTECTED, { basic })).status).toBe(200);
+        expect((await call(b.url, 'GET', `${API}/subscriptions/active/`, { cookie })).body.id).toBe(subscriptionId);
+
+        // The session revoked through A (logout): B no longer knows it at the next request.
+        expect((await call(a.url, 'POST', `${API}/auth/logout/`, { cookie, headers: csrf })).status).toBe(204);
+        expect((await call(b.url, 'GET', `${API}/auth/me/`, { cookie })).status).toBe(401);
+        expect((await call(b.url, 'GET', PROTECTED, { cookie })).body).toEqual({ error: 'Authentication required.', code: 'subscription_required' });
+        // Basic credentials are not a session: they still work.
+        expect((await call(b.url, 'GET', PROTECTED, { basic })).status).toBe(200);
+      } finally {
+        await a.stop();
+        await b.stop();
+      }
+    } finally {
+      await db.drop();
+    }
+  }, 180_000);
+
+  it('the subscription read and the access answer agree with the database after every change', async () => {
+    // The per-process answers are keyed by the version, never by time alone: a paused
+    // subscription (a change of status) is refused, a resumed one admitted, in one process.
+    const db = await createTestDatabase(kind);
+    try {
+      const { erin } = await prepareDatabase(db.url, ['erin']);
+      const orm = await openOrm(db.url);
+      const server = await startServerProcess({ databaseUrl: db.url, env: { MIGRATE_ON_START: 'false', SUBSCRIPTION_PROTECTED_PATHS: PROTECTED, GATEWAY_BASE_URL: 'http://127.0.0.1:9' } });
+      try {
+        const basic = { username: erin.username, password: erin.password };
+        expect((await call(server.url, 'GET', PROTECTED, { basic })).status).toBe(403);
+        const em = orm.em.fork() as EntityManager;
+        const { subscription } = await makeSubscriptionWithPayment(em, { user: await em.findOneOrFail(User, erin.id) });
+        expect((await call(server.url, 'GET', PROTECTED, { basic })).status).toBe(403);
+        for (const [status, expected] of [['active', 200], ['paused', 403], ['trialing', 200], ['past_due', 403], ['active', 200]] as const) {
+          await (orm.em.fork() as EntityManager).nativeUpdate(Subscription, { id: subscription.id }, { status });
+          expect((await call(server.url, 'GET', PROTECTED, { basic })).status, status).toBe(expected);
+        }
+      } finally {
+        await server.stop();
+        await orm.close(true);
+      }
+    } finally {
+      await db.drop();
+    }
+  }, 120_000);
+});
