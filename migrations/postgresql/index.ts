@@ -5,6 +5,7 @@ import { Migration20261122023017 } from './Migration20261122023017.js';
 import { Migration20261123223038 } from './Migration20261123223038.js';
 import { Migration20261124001419 } from './Migration20261124001419.js';
 import { Migration20261124001457 } from './Migration20261124001457.js';
+import { Migration20261124031732 } from './Migration20261124031732.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -13,4 +14,5 @@ export const migrations = [
   { name: 'Migration20261123223038', class: Migration20261123223038 },
   { name: 'Migration20261124001419', class: Migration20261124001419 },
   { name: 'Migration20261124001457', class: Migration20261124001457 },
+  { name: 'Migration20261124031732', class: Migration20261124031732 },
 ];

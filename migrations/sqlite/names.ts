@@ -6,4 +6,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261123223038',
   'Migration20261124001418',
   'Migration20261124001457',
+  'Migration20261124031732',
 ];

@@ -83,6 +83,37 @@ describe.each(DATABASES)('money rules on %s', (kind) => {
       expect(access.body.results.every((s: { status: string }) => s.status === 'canceled')).toBe(true);
     });
 
+    it('the gateway echoing our own cancel after that late settlement is no reversal: the wallet keeps the money', async () => {
+      const user = await server.createUser();
+      const created = await subscribe(server, user, { plan_id: 'pro-monthly', payment_type: 'bank_transfer' });
+      const orderId = created.body.payment.order_id;
+      // The simulator's own notification of our cancel is held back: this test sends it itself, late.
+      server.running.billing.simulator!.transaction(orderId)!.override_notification_urls = [];
+      const canceled = await server.api('POST', `/subscriptions/${created.body.subscription.id}/cancel/`, { auth: user, body: { immediate: true } });
+      expect(canceled.status, canceled.text).toBe(200);
+      expect(server.running.billing.simulator!.transaction(orderId)!.transaction_status).toBe('cancel');
+      // The settlement overtakes the notification that confirms our cancel request.
+      expect((await notifyWebhook({ order_id: orderId, transaction_status: 'settlement', gross_amount: '150000.00' })).status).toBe(200);
+      const echo = await notifyWebhook({ order_id: orderId, transaction_status: 'cancel', gross_amount: '150000.00' });
+      expect(echo.status, echo.text).toBe(200);
+
+      expect((await server.api('GET', `/payments/${created.body.payment.id}/`, { auth: user })).body.status).toBe('settled');
+      expect(await walletBalance(server, user)).toBe('150000.00');
+      expect(await inApp(user, 'payment_reversed')).toBe(0);
+      expect((await server.api('GET', `/subscriptions/${created.body.subscription.id}/`, { auth: user })).body.status).toBe('canceled');
+    });
+
+    it('a cancel after the settlement of a payment we never withdrew is still a reversal', async () => {
+      const user = await server.createUser();
+      const created = await subscribe(server, user, { plan_id: 'pro-monthly', payment_type: 'bank_transfer' });
+      const orderId = created.body.payment.order_id;
+      await simulate(server, orderId, 'settle');
+      const reversal = await notifyWebhook({ order_id: orderId, transaction_status: 'cancel', gross_amount: '150000.00' });
+      expect(reversal.status, reversal.text).toBe(200);
+      expect((await server.api('GET', `/payments/${created.body.payment.id}/`, { auth: user })).body.status).toBe('reversed');
+      expect(await inApp(user, 'payment_reversed')).toBe(1);
+    });
+
     it('when the subscription was replaced by another, the old payment settling later goes to the wallet (the same home)', async () => {
       const user = await server.createUser();
       const first = await subscribe(server, user, { plan_id: 'pro-monthly', payment_type: 'qris' });

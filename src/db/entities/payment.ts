@@ -33,6 +33,12 @@ export class Payment {
   outcomeUnknown = false;
   /** Why a payment failed when the gateway never said (e.g. `never_reached_gateway`). */
   failureReason: string | null = null;
+  /**
+   * When we withdrew this pending payment ourselves (its invoice was replaced or ended) and asked
+   * the gateway to cancel it. The gateway's `cancel` notification that follows is the echo of
+   * that request, never a reversal, even when it arrives after a late settlement.
+   */
+  cancelRequestedAt: Date | null = null;
   paidAt: Date | null = null;
   expiresAt: Date | null = null;
   createdAt!: Date;
@@ -80,6 +86,7 @@ export const PaymentSchema = new EntitySchema<Payment>({
     paymentDetails: { type: 'json' },
     outcomeUnknown: { type: 'boolean', default: false },
     failureReason: { type: 'string', length: 50, nullable: true },
+    cancelRequestedAt: { type: 'Date', nullable: true },
     paidAt: { type: 'Date', nullable: true },
     expiresAt: { type: 'Date', nullable: true },
     createdAt: createdAtProperty,

@@ -1,7 +1,7 @@
 import type { Payment, PaymentStatus } from '../../db/entities/payment.js';
 import { StateMachine } from './state-machine.js';
 
-export type PaymentEvent = 'settle' | 'fail' | 'cancel' | 'expire' | 'refund_partially' | 'refund_fully' | 'reverse';
+export type PaymentEvent = 'settle' | 'fail' | 'cancel' | 'withdraw' | 'expire' | 'refund_partially' | 'refund_fully' | 'reverse';
 
 /** Final statuses: the gateway will not move them any more (except refunds of settled ones). */
 export const FINAL_PAYMENT_STATUSES: readonly PaymentStatus[] = ['settled', 'failed', 'canceled', 'expired', 'refunded', 'partially_refunded', 'reversed'];
@@ -16,6 +16,9 @@ export const paymentStates = new StateMachine<PaymentStatus, PaymentEvent, Payme
   settle: { from: ['pending', 'failed', 'canceled', 'expired'], to: 'settled', stamp: (p, at) => (p.paidAt ??= at) },
   fail: { from: ['pending'], to: 'failed' },
   cancel: { from: ['pending'], to: 'canceled' },
+  // We cancel it ourselves (a replaced or ended invoice): remembered, so that the gateway's echo
+  // of our cancel request is never read as a reversal (reverse-payment.ts isReversal).
+  withdraw: { from: ['pending'], to: 'canceled', stamp: (p, at) => (p.cancelRequestedAt ??= at) },
   expire: { from: ['pending'], to: 'expired' },
   refund_partially: { from: ['settled', 'partially_refunded'], to: 'partially_refunded' },
   refund_fully: { from: ['settled', 'partially_refunded'], to: 'refunded' },

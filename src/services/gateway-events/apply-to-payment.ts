@@ -30,7 +30,7 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
   payment.transactionId ??= event.transactionId;
   // NOTE: a stale notification (a late pending, expire or challenge after the money arrived)
   // must not overwrite what the gateway reported since; settlements and refunds always count.
-  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || isReversal(event, payment.status)) {
+  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || isReversal(event, payment.status, payment.cancelRequestedAt)) {
     payment.gatewayStatus = event.transactionStatus;
     if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
   }
@@ -59,7 +59,7 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
       notify(ctx, payment.user, 'payment_pending', paymentData(payment));
       changes.push('payment pending notified');
     }
-  } else if (isFailure(event) && isReversal(event, payment.status)) {
+  } else if (isFailure(event) && isReversal(event, payment.status, payment.cancelRequestedAt)) {
     changes.push(...(await reversePayment(ctx, payment, event, at)));
   } else if (isFailure(event)) {
     const move = FAILURE_EVENTS[event.transactionStatus];

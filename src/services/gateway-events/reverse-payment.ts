@@ -20,8 +20,13 @@ import type { GatewayEvent } from './gateway-event.js';
  * `reversed`, what it paid for is owed again, and the customer is told.
  */
 
-/** Whether the event takes back money this payment or top-up already counted as received. */
-export function isReversal(event: GatewayEvent, status: string): boolean {
+/**
+ * Whether the event takes back money this payment or top-up already counted as received. A
+ * `cancel` of a payment we had withdrawn ourselves is the echo of our own cancel request, which
+ * can arrive after a late settlement: the money stays where the settlement put it.
+ */
+export function isReversal(event: GatewayEvent, status: string, cancelRequestedAt: Date | null = null): boolean {
+  if (event.transactionStatus === 'cancel' && cancelRequestedAt) return false;
   return (event.transactionStatus === 'deny' || event.transactionStatus === 'cancel') && ['settled', 'partially_refunded', 'success'].includes(status);
 }
 

@@ -15,7 +15,7 @@ export type PendingPaymentsOf = { invoice: Invoice } | { subscription: Subscript
 export async function cancelInvoicePayments(em: EntityManager, of: PendingPaymentsOf, at: Date): Promise<string[]> {
   const orderIds: string[] = [];
   for (const payment of await em.find(Payment, { ...of, status: 'pending' })) {
-    paymentStates.apply(payment, 'cancel', at);
+    paymentStates.apply(payment, 'withdraw', at);
     if (payment.paymentType !== 'wallet') orderIds.push(payment.orderId);
   }
   return orderIds;

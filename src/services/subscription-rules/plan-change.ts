@@ -116,7 +116,7 @@ export async function dropPendingChange(ctx: DataContext, sub: Subscription): Pr
   const payment = await ctx.em.findOne(Payment, pending.payment_id, { populate: ['invoice'] });
   if (!payment) return [];
   const orderIds: string[] = [];
-  if (paymentStates.applyIfAllowed(payment, 'cancel', at) && payment.paymentType !== 'wallet') orderIds.push(payment.orderId);
+  if (paymentStates.applyIfAllowed(payment, 'withdraw', at) && payment.paymentType !== 'wallet') orderIds.push(payment.orderId);
   if (payment.invoice) invoiceStates.applyIfAllowed(payment.invoice, 'void', at);
   return orderIds;
 }

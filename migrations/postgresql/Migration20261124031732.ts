@@ -1,0 +1,13 @@
+import { Migration } from '@mikro-orm/migrations';
+
+export class Migration20261124031732 extends Migration {
+
+  override async up(): Promise<void> {
+    this.addSql(`alter table "payments" add column "cancel_requested_at" timestamptz null;`);
+  }
+
+  override async down(): Promise<void> {
+    this.addSql(`alter table "payments" drop column "cancel_requested_at";`);
+  }
+
+}
