@@ -1,7 +1,8 @@
 /**
- * CPU milliseconds the server process spends per authenticated read (utime+stime from /proc,
- * after a warm-up; 10 concurrent clients in this process), next to the bare select baseline's,
- * and the server's RSS sampled meanwhile. On a machine shared with other work, requests/s move
+ * CPU milliseconds the server process spends per authenticated read and per webhook settlement
+ * (utime+stime from /proc, after a warm-up; 10 concurrent clients in this process, 16 for the
+ * webhook), next to the bare select and insert baselines', and the server's RSS sampled
+ * meanwhile. On a machine shared with other work, requests/s move
  * with everyone else's load; CPU time per request moves far less.
  *
  * Usage: npm run build && npx tsx bench/cpu-per-request.ts ROOT sqlite|postgresql
@@ -21,16 +22,21 @@ const cpu = (pid: number) => {
 };
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const db = await freshDatabase(kind);
-const fx = await seedBench(db.url, { webhookOrders: 10, serverKey: 'k' });
-async function drive(url: string, headers: Record<string, string>, pid: number) {
+const WEBHOOK = process.env.WEBHOOK !== '0';
+const fx = await seedBench(db.url, { webhookOrders: WEBHOOK ? N + 300 : 10, serverKey: 'k' });
+/** GETs `url`, or POSTs each of `bodies` once (in order) when given. */
+async function drive(url: string, headers: Record<string, string>, pid: number, bodies?: string[]) {
   let peak = 0;
+  let next = 0;
   const run = async (n: number) => {
     let i = 0;
-    await Promise.all(Array.from({ length: 10 }, async () => {
+    await Promise.all(Array.from({ length: bodies ? 16 : 10 }, async () => {
       while (i++ < n) {
-        const r = await fetch(url, { headers });
+        const r = bodies
+          ? await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bodies[next++] })
+          : await fetch(url, { headers });
         await r.arrayBuffer();
-        if (r.status !== 200) throw new Error(`status ${r.status}`);
+        if (r.status !== 200 && r.status !== 201) throw new Error(`status ${r.status}`);
         if (i % 200 === 0) peak = Math.max(peak, rss(pid));
       }
     }));
@@ -46,6 +52,13 @@ const out: Record<string, unknown> = {};
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts', 'select', db.url, String(port)], { cwd: root, stdio: 'ignore' });
   await waitFor(`http://127.0.0.1:${port}/`);
   out['baseline select'] = await drive(`http://127.0.0.1:${port}/`, { 'x-user-id': fx.benchUserId }, child.pid!);
+  child.kill();
+}
+if (WEBHOOK) {
+  const port = 4700 + Math.floor(Math.random() * 200);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts', 'insert', db.url, String(port)], { cwd: root, stdio: 'ignore' });
+  await waitFor(`http://127.0.0.1:${port}/`);
+  out['baseline insert'] = await drive(`http://127.0.0.1:${port}/`, {}, child.pid!, Array.from({ length: N + 300 }, () => '{}'));
   child.kill();
 }
 const port = 4900 + Math.floor(Math.random() * 90);
@@ -65,6 +78,7 @@ for (const [name, path, headers] of [
   ['payments (session)', '/payments/', { cookie }],
   ['payments (basic)', '/payments/', { authorization: basic }],
 ] as const) out[name] = await drive(`${base}${path}`, headers, server.pid!);
+if (WEBHOOK) out['webhook settlement'] = await drive(`${base}/webhook/notification/`, {}, server.pid!, fx.webhookBodies);
 server.kill();
 await db.drop();
 console.log(JSON.stringify({ root, kind, N, ...out }));
