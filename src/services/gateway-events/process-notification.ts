@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
@@ -13,10 +14,18 @@ import { dedupKey, eventFromPayload, UnknownOrderError, type GatewayEvent } from
  * The one pipeline behind the webhook, `webhooks replay`, `payments sync` and the
  * subscriptions' sync/charge answers (the specification's processing order):
  *
- *   1. record: the raw payload, the sender IP and status `received`, committed on its own;
+ *   1. record: the raw payload, the sender IP and its source;
  *   2. judge: readable and (for payloads the gateway pushed) correctly signed, else `invalid`;
- *   3-5. one transaction: claim the deduplication key on the log row, apply the effects
- *      (applyGatewayEvent, which also writes the notification entries), mark `processed`.
+ *   3-5. claim the deduplication key on the log row, apply the effects (applyGatewayEvent,
+ *      which also writes the notification entries), mark `processed`.
+ *
+ * A notification as it arrives (receiveNotification) does all of this in ONE transaction: its
+ * log row is inserted already `processed` and holding the deduplication key, as the
+ * transaction's first statement, then the effects follow, then one commit. Nothing is
+ * acknowledged before that commit. When anything fails, the transaction rolls back as a whole
+ * and the row is written again on its own with what happened (`duplicate`, `ignored`,
+ * `failed`), in one statement; only if even that cannot be written does the caller answer 503
+ * with nothing stored, and the gateway sends it again (docs/architecture.md, "The webhook").
  *
  * Exactly-once rests on the database, not on process memory: webhook_logs.dedup_key is unique,
  * so of all logs carrying the same key only one can ever commit as `processed`; a concurrent
@@ -248,7 +257,7 @@ function describeFailure(err: unknown): string {
 type Judgement = { ok: true; event: GatewayEvent } | { ok: false; result: 'unreadable' | 'invalid'; reason: string };
 
 /** Step 2: readable, and (for payloads the gateway pushed) signed with the CURRENT server key. */
-function judge(ctx: DataContext, log: WebhookLog): Judgement {
+function judge(ctx: DataContext, log: Pick<WebhookLog, 'source' | 'payload'>): Judgement {
   const trusted = TRUSTED_SOURCES.includes(log.source);
   const reading = readNotification(log.payload, trusted ? TRUSTED_FIELDS : SIGNED_FIELDS);
   if (!reading.ok) return { ok: false, result: 'unreadable', reason: reading.reason };
@@ -281,16 +290,88 @@ export async function previewGatewayEvent(ctx: DataContext, event: GatewayEvent)
   return { result: 'would_process', error: null };
 }
 
-/** The webhook: record the raw body, then process it (steps 1-5). */
+/**
+ * The webhook and the gateway answers: steps 1-5 in one transaction on the happy path (see the
+ * top of this file). Throws only when the database cannot store even the outcome; nothing was
+ * then stored, and the caller must not acknowledge.
+ */
 export async function receiveNotification(ctx: DataContext, input: RecordInput): Promise<NotificationOutcome> {
-  const log = await recordNotification(ctx, input);
-  try {
-    // Just committed by this very call: nothing can have moved it yet but a replay, which the claim re-checks.
-    return await processRecordedNotification(ctx, log.id, log);
-  } catch (err) {
-    // Even the outcome could not be written: the row stays `received` for a replay.
-    return { result: 'failed', log, changes: [], error: describeFailure(err) };
+  const payload = withoutNul(input.rawPayload);
+  const evidence: LogEvidence = {
+    ...summarise(payload),
+    payload,
+    ipAddress: normaliseIp(input.ip),
+    source: input.source,
+    createdAt: ctx.clock.now(),
+  };
+  const judgement = judge(ctx, evidence);
+  if (!judgement.ok) {
+    const log = await insertLog(ctx.em.fork(), evidence, { status: 'invalid', error: judgement.reason });
+    return { result: judgement.result, log, changes: [], error: judgement.reason };
   }
+  const event = judgement.event;
+  const key = dedupKey(event);
+  try {
+    // Not even shaped like our order ids: not ours, and not worth a deduplication claim.
+    if (!isOwnOrderIdShape(event.orderId)) throw new UnknownOrderError(event.orderId.slice(0, 60));
+    const applied = await ctx.em.fork().transactional(async (em: EntityManager) => {
+      // The claim is the first statement and a write: SQLite takes its write lock before reading
+      // anything, and PostgreSQL queues a concurrent claim of the same key behind this one.
+      let log: WebhookLog;
+      try {
+        log = await insertLog(em, evidence, { status: 'processed', error: null, dedupKey: key, processedAt: ctx.clock.now() });
+      } catch (err) {
+        if (err instanceof UniqueConstraintViolationException) throw new AlreadyClaimed();
+        throw err;
+      }
+      const outcome = await applyGatewayEvent({ em, config: ctx.config, clock: ctx.clock }, event);
+      return { log, changes: outcome.changes };
+    });
+    return { result: 'processed', ...applied, error: null, event };
+  } catch (err) {
+    // The transaction rolled back whole: the row is written again, alone, with what happened.
+    const em = ctx.em.fork();
+    if (err instanceof AlreadyClaimed) {
+      const holder = await em.findOne(WebhookLog, { dedupKey: key }, { fields: ['id'] });
+      const note = `Already processed as webhook log ${holder?.id ?? '(unknown)'} (${key}).`;
+      return { result: 'duplicate', log: await insertLog(em, evidence, { status: 'duplicate', error: note }), changes: [], error: note, event };
+    }
+    if (err instanceof UnknownOrderError) {
+      return { result: 'ignored', log: await insertLog(em, evidence, { status: 'ignored', error: err.message }), changes: [], error: err.message, event };
+    }
+    const message = describeFailure(err);
+    return { result: 'failed', log: await insertLog(em, evidence, { status: 'failed', error: message }), changes: [], error: message, event };
+  }
+}
+
+/** What a log row keeps of the notification as it arrived, whatever became of it. */
+interface LogEvidence {
+  orderId: string | null;
+  transactionStatus: string | null;
+  payload: string;
+  ipAddress: string | null;
+  source: WebhookLogSource;
+  createdAt: Date;
+}
+
+/** One INSERT of a log row with its final status: one attempt made. */
+async function insertLog(
+  em: EntityManager,
+  evidence: LogEvidence,
+  outcome: { status: WebhookLogStatus; error: string | null; dedupKey?: string; processedAt?: Date },
+): Promise<WebhookLog> {
+  const log = Object.assign(new WebhookLog(), {
+    ...evidence,
+    id: randomUUID(),
+    status: outcome.status,
+    error: outcome.error === null ? null : clip(outcome.error, MAX_ERROR_LENGTH),
+    attempts: 1,
+    dedupKey: outcome.dedupKey ?? null,
+    processedAt: outcome.processedAt ?? null,
+    updatedAt: new Date(),
+  });
+  await em.insert(WebhookLog, log);
+  return log;
 }
 
 export interface GatewayEventInput {
