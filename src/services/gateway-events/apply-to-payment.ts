@@ -19,12 +19,8 @@ const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'f
 /** A subscription payment's event: the payment's status, then what it paid for (or refunded). */
 export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
   // The subscription is locked as well (its status and period change), before the payment.
-  const payment = await lockSubscriptionThenPayment(ctx.em, { orderId: event.orderId });
+  const payment = await lockSubscriptionThenPayment(ctx.em, { orderId: event.orderId }, ['subscription.plan', 'subscription.user', 'invoice', 'user']);
   if (!payment) throw new UnknownOrderError(event.orderId);
-  // Load the plan and the users without a lock: MikroORM passes a lock mode on to populate
-  // queries, and a FOR UPDATE on the plan row, which every subscription of that plan shares, ran
-  // all their settlements one at a time.
-  await ctx.em.populate(payment, ['subscription', 'subscription.plan', 'subscription.user', 'invoice', 'user']);
   const at = ctx.clock.now();
   const changes: string[] = [];
   payment.transactionId ??= event.transactionId;

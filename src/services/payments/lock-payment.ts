@@ -1,4 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
+import { LockMode, type AutoPath, type Loaded } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { Payment } from '../../db/entities/payment.js';
 import { Subscription } from '../../db/entities/subscription.js';
@@ -18,16 +18,29 @@ export type PaymentKey = { id: string } | { id: string; user: string } | { order
  * payment matches. `where` names the payment by what never changes; the caller re-checks its
  * status under the lock. Must run inside a transaction.
  */
-export async function lockSubscriptionThenPayment(em: EntityManager, where: PaymentKey): Promise<Payment | null> {
+export async function lockSubscriptionThenPayment<const P extends string = never>(
+  em: EntityManager,
+  where: PaymentKey,
+  /** Relations loaded with the payment, joined into its locking query (only the payment row is locked). */
+  populate: readonly AutoPath<Payment, P>[] = [],
+): Promise<Loaded<Payment, P> | null> {
   // A raw read: no entity enters the identity map before its row is locked.
   const seen = (await em.createQueryBuilder(Payment, 'p').select(['p.id', 'p.subscription']).where(where).limit(1).execute('get')) as
     | { id: string; subscription: string | null }
     | undefined;
   if (!seen) return null;
   if (seen.subscription) await em.findOne(Subscription, { id: seen.subscription }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  const payment = await em.findOne(Payment, { id: seen.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  // NOTE: one statement for the payment and what it refers to; FOR UPDATE OF the payment alone, so
+  // the plan row, which every subscription of that plan shares, is never locked (that serialised
+  // every settlement of a plan).
+  const payment = await em.findOne(Payment, { id: seen.id }, {
+    lockMode: LockMode.PESSIMISTIC_WRITE,
+    lockTableAliases: ['p0'],
+    populate: populate as never,
+    strategy: 'joined',
+  });
   if (!payment) return null;
   // A payment never changes subscription; this would mean the lock above was the wrong one.
   if ((payment.subscription?.id ?? null) !== (seen.subscription ?? null)) throw new Error(`payment ${payment.id} changed subscription while being locked`);
-  return payment;
+  return payment as Loaded<Payment, P>;
 }
