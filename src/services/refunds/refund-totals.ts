@@ -1,18 +1,11 @@
 import type { Payment, Refund } from '../../db/entities/payment.js';
-import { add, compare, ZERO } from '../../domain/money.js';
+import { compare } from '../../domain/money.js';
+import { succeededTotal } from '../../domain/refund-sum.js';
 import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
 import type { DataContext } from '../context.js';
 import { issueRefundCreditNotes } from '../credit-notes/issue-credit-note.js';
 import { notify } from '../notifications/notify.js';
 import { paymentData } from '../notifications/payloads.js';
-
-/**
- * What succeeded refunds add up to (optionally only those `which` picks): the one sum behind a
- * payment's refunded amount. Callers that sum while confirming refunds call it again after each.
- */
-export function succeededTotal(refunds: readonly Refund[], which: (r: Refund) => boolean = () => true): string {
-  return refunds.filter((r) => r.status === 'succeeded' && which(r)).reduce((sum, r) => add(sum, r.amount), ZERO);
-}
 
 export function refundEvent(payment: Payment, refunded: string): PaymentEvent {
   return compare(refunded, payment.grossAmount) >= 0 ? 'refund_fully' : 'refund_partially';
