@@ -1,7 +1,9 @@
 import {
   ConnectionException,
+  DeadlockException,
   DriverException,
   ForeignKeyConstraintViolationException,
+  LockWaitTimeoutException,
   NotFoundError as OrmNotFoundError,
   TableNotFoundException,
   UniqueConstraintViolationException,
@@ -61,6 +63,22 @@ function isDriverShaped(err: unknown): boolean {
   );
 }
 
+export const CONTENTION_MESSAGE = 'The database is busy with concurrent changes; retry later.';
+
+/** PostgreSQL SQLSTATEs of a transaction given up to let others go on: serialization_failure, deadlock_detected. */
+const CONTENTION_CODES = new Set(['40001', '40P01']);
+
+/**
+ * True when the database gave up on this transaction because of concurrent ones (a deadlock
+ * victim, a serialization failure, a lock wait timed out): nothing is wrong with the request,
+ * and the same work may succeed when run again. retryingTransaction retries exactly these; one
+ * that outlasts the retries is answered as unavailability (503), never as a bug.
+ */
+export function isLockContention(err: unknown): boolean {
+  if (err instanceof DeadlockException || err instanceof LockWaitTimeoutException) return true;
+  return chain(err).some((e) => CONTENTION_CODES.has((e as { code?: unknown }).code as string));
+}
+
 /** One line for an operator: the driver's own reason, without the SQL or a stack. */
 export function describeDatabaseFailure(err: unknown): string {
   const parts = chain(err);
@@ -85,6 +103,9 @@ export function recogniseDatabaseFailure(err: unknown): Failure | null {
   }
   if (err instanceof ForeignKeyConstraintViolationException) {
     return { code: 'conflict', message: 'The request refers to something that no longer exists.', errors: [], operatorDetail: null };
+  }
+  if (isLockContention(err)) {
+    return { code: 'service_unavailable', message: CONTENTION_MESSAGE, errors: [], operatorDetail: `database contention outlasted the retries: ${describeDatabaseFailure(err)}` };
   }
   if (isDatabaseUnavailable(err)) {
     return { code: 'service_unavailable', message: UNAVAILABLE_MESSAGE, errors: [], operatorDetail: `database unavailable: ${describeDatabaseFailure(err)}` };

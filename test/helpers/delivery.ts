@@ -13,6 +13,7 @@ import { deliverDueNotifications, type DeliveryContext, type DeliveryReport } fr
 import { notify } from '../../src/services/notifications/notify.js';
 import { createTestDatabase, type DatabaseKind, type TestDatabase } from './database.js';
 import { makeUser } from './factories.js';
+import { startTestServer, type TestServer } from './server.js';
 
 // ---------------------------------------------------------------- SMTP
 
@@ -349,4 +350,33 @@ export function deliveryHarness(kind: DatabaseKind): DeliveryHarness {
     h.receiver.posts.length = 0;
   });
   return h;
+}
+
+// ---------------------------------------------------------------- a running server that delivers
+
+/** A running server and where its notifications go; all three set by the hooks of serverDeliveringTo. */
+export interface DeliveringServer {
+  server: TestServer;
+  smtp: SmtpCapture;
+  receiver: Receiver;
+}
+
+/**
+ * For a describe block: a capturing SMTP server, an HTTP receiver, and the real server sending
+ * its emails and outbound webhooks to them (`env` adds to or overrides its configuration);
+ * all three stopped afterwards. Read the fields inside hooks and tests, not at once.
+ */
+export function serverDeliveringTo(kind: DatabaseKind, env: Record<string, string> = {}): DeliveringServer {
+  const d = {} as DeliveringServer;
+  beforeAll(async () => {
+    d.smtp = await startSmtpCapture();
+    d.receiver = await startReceiver();
+    d.server = await startTestServer(kind, { env: { SMTP_URL: d.smtp.url, OUTBOUND_WEBHOOK_URL: d.receiver.url, ...env } });
+  });
+  afterAll(async () => {
+    await d.server?.stop();
+    await d.smtp?.stop();
+    await d.receiver?.stop();
+  });
+  return d;
 }

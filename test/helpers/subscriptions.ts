@@ -1,12 +1,15 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { Invoice } from '../../src/db/entities/invoice.js';
 import { Notification } from '../../src/db/entities/notification.js';
 import { Payment, Refund } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { User } from '../../src/db/entities/user.js';
+import { ManualClock } from '../../src/domain/clock.js';
 import { createInvoice } from '../../src/services/invoices/create-invoice.js';
 import { postWalletEntry } from '../../src/services/wallet/wallet-ledger.js';
-import type { Credentials, HttpResult, TestServer } from './server.js';
+import type { DatabaseKind } from './database.js';
+import { STANDARD_PLANS, startTestServer, type Credentials, type HttpResult, type TestServer } from './server.js';
 
 /*
  * Shared steps of the subscription, payment and invoice suites: everything goes through the
@@ -15,6 +18,40 @@ import type { Credentials, HttpResult, TestServer } from './server.js';
  */
 
 export type TestUser = Credentials & { id: string };
+
+/** A suite's server on a clock it moves, and the user of the current test (both set by the hooks). */
+export interface ServerOnClock {
+  clock: ManualClock;
+  server: TestServer;
+  user: TestUser;
+}
+
+/**
+ * The setup of suites that move time: one server per suite on a ManualClock with the standard
+ * plans, and before each test the clock back at `start` and a fresh user. Call it inside a
+ * describe; `server` and `user` are set by its hooks, so read them inside tests, not at once.
+ * `beforeStop` runs on the server before it stops (a suite-wide check of what was stored).
+ */
+export function serverOnClock(kind: DatabaseKind, start: Date, options: { beforeStop?: (server: TestServer) => Promise<void> } = {}): ServerOnClock {
+  const suite = { clock: new ManualClock(start) } as ServerOnClock;
+  beforeAll(async () => {
+    suite.server = await startTestServer(kind, { clock: suite.clock });
+    await suite.server.seedPlans(STANDARD_PLANS);
+  });
+  afterAll(async () => {
+    if (!suite.server) return;
+    try {
+      await options.beforeStop?.(suite.server);
+    } finally {
+      await suite.server.stop();
+    }
+  });
+  beforeEach(async () => {
+    suite.clock.set(start);
+    suite.user = await suite.server.createUser();
+  });
+  return suite;
+}
 
 /** A fresh entity manager on the server's database, for asserting stored state. */
 export function dbOf(server: TestServer): EntityManager {

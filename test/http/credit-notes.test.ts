@@ -1,16 +1,15 @@
 import type { EntityManager } from '@mikro-orm/knex';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { CreditNote } from '../../src/db/entities/credit-note.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { WalletTransaction } from '../../src/db/entities/wallet.js';
-import { ManualClock } from '../../src/domain/clock.js';
 import { add, compare, ZERO } from '../../src/domain/money.js';
 import { CreditNoteInvariantError, creditedOnInvoice, issueCreditNote, paidOnInvoice } from '../../src/services/credit-notes/issue-credit-note.js';
 import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.js';
 import { signedNotification } from '../helpers/factories.js';
 import { DATABASES } from '../helpers/database.js';
-import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { activeSubscription, dbOf, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
+import type { TestServer } from '../helpers/server.js';
+import { activeSubscription, dbOf, serverOnClock, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
 
 /*
  * Issue 20: money that goes back leaves a document. Every refund, proration credit and unusable
@@ -24,20 +23,12 @@ const START = new Date('2026-03-01T03:00:00.000Z');
 const CN = /^CN-2026-\d{6}$/;
 
 describe.each(DATABASES)('credit notes on %s', (kind) => {
+  const suite = serverOnClock(kind, START, { beforeStop: (s) => expectSequenceAndInvariant(dbOf(s)) });
+  const { clock } = suite;
   let server: TestServer;
   let user: TestUser;
-  const clock = new ManualClock(START);
-  beforeAll(async () => {
-    server = await startTestServer(kind, { clock });
-    await server.seedPlans(STANDARD_PLANS);
-  });
-  afterAll(async () => {
-    if (server) await expectSequenceAndInvariant(dbOf(server));
-    await server?.stop();
-  });
-  beforeEach(async () => {
-    clock.set(START);
-    user = await server.createUser();
+  beforeEach(() => {
+    ({ server, user } = suite);
   });
 
   const key = () => server.running.billing.config.gateway.serverKey;

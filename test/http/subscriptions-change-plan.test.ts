@@ -1,13 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { Invoice } from '../../src/db/entities/invoice.js';
-import { ManualClock } from '../../src/domain/clock.js';
 import { DATABASES } from '../helpers/database.js';
-import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
 import {
   activeSubscription,
   dbOf,
   fundWallet,
   notificationTypes,
+  serverOnClock,
   simulate,
   storedCounts,
   subscribe,
@@ -28,17 +28,12 @@ const CHARGE_PRO = '101613.00';
 const NET = '67742.00';
 
 describe.each(DATABASES)('POST /subscriptions/{id}/change-plan/ on %s', (kind) => {
+  const suite = serverOnClock(kind, START);
+  const { clock } = suite;
   let server: TestServer;
   let user: TestUser;
-  const clock = new ManualClock(START);
-  beforeAll(async () => {
-    server = await startTestServer(kind, { clock });
-    await server.seedPlans(STANDARD_PLANS);
-  });
-  afterAll(() => server?.stop());
-  beforeEach(async () => {
-    clock.set(START);
-    user = await server.createUser();
+  beforeEach(() => {
+    ({ server, user } = suite);
   });
 
   const change = (id: string, body: unknown, as: TestUser = user, headers?: Record<string, string>) =>

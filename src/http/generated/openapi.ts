@@ -2714,8 +2714,9 @@ export interface components {
             };
         };
         /**
-         * @description The database is unavailable (`service_unavailable`), on any operation; the request may
-         *     be retried.
+         * @description The database is unavailable (`service_unavailable`), on any operation, or kept choosing
+         *     this request's transaction as the victim of a deadlock or serialization failure after its
+         *     retries; the request may be retried.
          */
         ServiceUnavailable: {
             headers: {

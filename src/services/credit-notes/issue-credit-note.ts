@@ -4,6 +4,7 @@ import { Invoice } from '../../db/entities/invoice.js';
 import { Payment, Refund } from '../../db/entities/payment.js';
 import type { WalletTransaction } from '../../db/entities/wallet.js';
 import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
+import { succeededTotal } from '../../domain/refund-sum.js';
 import type { DataContext } from '../context.js';
 import { nextCreditNoteNumber } from '../invoices/next-invoice-number.js';
 
@@ -110,7 +111,7 @@ export async function issueRefundCreditNotes(ctx: DataContext, payment: Payment)
   await ctx.em.flush();
   const refunds = await ctx.em.find(Refund, { payment, status: 'succeeded' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
   const notes = await ctx.em.find(CreditNote, { payment, reason: 'refund' });
-  const refunded = add(ZERO, ...refunds.map((r) => r.amount));
+  const refunded = succeededTotal(refunds);
   let noted = add(ZERO, ...notes.map((n) => n.amount));
   const changes: string[] = [];
   for (const refund of refunds) {

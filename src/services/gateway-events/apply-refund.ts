@@ -1,9 +1,10 @@
 import { Payment, Refund } from '../../db/entities/payment.js';
 import { add, compare, isPositive, money, subtract } from '../../domain/money.js';
+import { succeededTotal } from '../../domain/refund-sum.js';
 import { refundStates } from '../../domain/states/refund-states.js';
 import type { DataContext } from '../context.js';
 import { endWhatGatewayRefundPaysBack } from '../refunds/refund-rules.js';
-import { settleRefundTotals, succeededTotal } from '../refunds/refund-totals.js';
+import { settleRefundTotals } from '../refunds/refund-totals.js';
 import type { GatewayEvent } from './gateway-event.js';
 
 /**

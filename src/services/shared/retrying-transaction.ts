@@ -1,5 +1,5 @@
-import { DeadlockException, LockWaitTimeoutException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
+import { isLockContention } from '../../db/database-failure.js';
 
 const ATTEMPTS = 4;
 
@@ -21,15 +21,15 @@ export function setDeadlockAttemptsForTests(n: number): () => void {
  * Runs `work` in a transaction on a fresh fork, and runs it again from the start when the
  * database chose it as a deadlock victim: a use case that locks a subscription and then its
  * payments can meet a webhook that locks a payment and then its subscription. `work` must
- * therefore keep its results in what it returns, not in outer variables.
+ * therefore keep its results in what it returns, not in outer variables. A victim still chosen
+ * on the last attempt is thrown on, and classified as the database unavailable (503, exit 5).
  */
 export async function retryingTransaction<T>(em: EntityManager, work: (em: EntityManager) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await em.fork().transactional(work);
     } catch (err) {
-      const retryable = err instanceof DeadlockException || err instanceof LockWaitTimeoutException;
-      if (!retryable || attempt >= attempts) throw err;
+      if (!isLockContention(err) || attempt >= attempts) throw err;
       await new Promise((resolve) => setTimeout(resolve, 10 * attempt + Math.floor(Math.random() * 20)));
     }
   }

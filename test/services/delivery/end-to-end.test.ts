@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryAttempt } from '../../../src/db/entities/delivery-attempt.js';
 import { Notification } from '../../../src/db/entities/notification.js';
 import { verifyWebhookSignature } from '../../../src/services/delivery/webhook-signature.js';
 import { DATABASES } from '../../helpers/database.js';
-import { startTestServer, type TestServer } from '../../helpers/server.js';
-import { startReceiver, startSmtpCapture, type Receiver, type SmtpCapture } from '../../helpers/delivery.js';
+import type { TestServer } from '../../helpers/server.js';
+import { serverDeliveringTo, type Receiver, type SmtpCapture } from '../../helpers/delivery.js';
 
 const SECRET = 'whsec_end_to_end';
 
@@ -19,28 +19,17 @@ async function eventually<T>(what: string, probe: () => T | undefined | null | f
 }
 
 describe.each(DATABASES)('notification delivery through a running server on %s', (kind) => {
+  const delivering = serverDeliveringTo(kind, {
+    MAIL_FROM: 'Billing <billing@shop.example>',
+    OUTBOUND_WEBHOOK_SECRET: SECRET,
+    OUTBOUND_WEBHOOK_TIMEOUT_MS: '2000',
+    DELIVERY_INTERVAL_SECONDS: '1',
+  });
   let server: TestServer;
   let smtp: SmtpCapture;
   let receiver: Receiver;
-
-  beforeAll(async () => {
-    smtp = await startSmtpCapture();
-    receiver = await startReceiver();
-    server = await startTestServer(kind, {
-      env: {
-        SMTP_URL: smtp.url,
-        MAIL_FROM: 'Billing <billing@shop.example>',
-        OUTBOUND_WEBHOOK_URL: receiver.url,
-        OUTBOUND_WEBHOOK_SECRET: SECRET,
-        OUTBOUND_WEBHOOK_TIMEOUT_MS: '2000',
-        DELIVERY_INTERVAL_SECONDS: '1',
-      },
-    });
-  });
-  afterAll(async () => {
-    await server?.stop();
-    await smtp?.stop();
-    await receiver?.stop();
+  beforeAll(() => {
+    ({ server, smtp, receiver } = delivering);
   });
 
   const postsOfType = (type: string) => receiver.posts.filter((p) => JSON.parse(p.body).type === type);

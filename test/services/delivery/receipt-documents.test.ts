@@ -3,11 +3,17 @@ import { closeDeliveryChannels, createDeliveryChannels, type DeliveryChannels } 
 import { deliverDueNotifications } from '../../../src/services/delivery/deliver-due-notifications.js';
 import { DATABASES } from '../../helpers/database.js';
 import { pdfText } from '../../helpers/pdf.js';
-import { STANDARD_PLANS, startTestServer, type TestServer } from '../../helpers/server.js';
+import { STANDARD_PLANS, type TestServer } from '../../helpers/server.js';
 import { activeSubscription, type TestUser } from '../../helpers/subscriptions.js';
-import { startReceiver, startSmtpCapture, type Receiver, type SmtpCapture } from '../../helpers/delivery.js';
+import { serverDeliveringTo, type Receiver, type SmtpCapture } from '../../helpers/delivery.js';
 
 describe.each(DATABASES)('receipts carry their documents on %s', (kind) => {
+  const delivering = serverDeliveringTo(kind, {
+    OUTBOUND_WEBHOOK_SECRET: 'whsec_test_secret',
+    // Delivered by the test below, not by the server's own worker.
+    DELIVERY_INTERVAL_SECONDS: '0',
+    BILLING_COMPANY_NAME: 'PT Contoh Langganan Indonesia',
+  });
   let server: TestServer;
   let smtp: SmtpCapture;
   let receiver: Receiver;
@@ -17,18 +23,7 @@ describe.each(DATABASES)('receipts carry their documents on %s', (kind) => {
   let note: { id: string; number: string };
 
   beforeAll(async () => {
-    smtp = await startSmtpCapture();
-    receiver = await startReceiver();
-    server = await startTestServer(kind, {
-      env: {
-        SMTP_URL: smtp.url,
-        OUTBOUND_WEBHOOK_URL: receiver.url,
-        OUTBOUND_WEBHOOK_SECRET: 'whsec_test_secret',
-        // Delivered by the test below, not by the server's own worker.
-        DELIVERY_INTERVAL_SECONDS: '0',
-        BILLING_COMPANY_NAME: 'PT Contoh Langganan Indonesia',
-      },
-    });
+    ({ server, smtp, receiver } = delivering);
     await server.seedPlans(STANDARD_PLANS);
     user = await server.createUser();
     const { payment } = await activeSubscription(server, user, 'basic-monthly', 'gopay');
@@ -43,11 +38,8 @@ describe.each(DATABASES)('receipts carry their documents on %s', (kind) => {
     expect(report.retrying).toEqual([]);
     expect(report.failed).toEqual([]);
   });
-  afterAll(async () => {
+  afterAll(() => {
     if (channels) closeDeliveryChannels(channels);
-    await server?.stop();
-    await smtp?.stop();
-    await receiver?.stop();
   });
 
   const event = (type: string) => receiver.posts.map((p) => JSON.parse(p.body)).find((e) => e.type === type);

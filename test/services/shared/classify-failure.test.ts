@@ -1,4 +1,4 @@
-import { ConnectionException, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { ConnectionException, DeadlockException, LockWaitTimeoutException, UniqueConstraintViolationException } from '@mikro-orm/core';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config.js';
 import { DatabaseUnavailableError, InvalidStateError, NotFoundError, ValidationError } from '../../../src/domain/errors.js';
@@ -11,6 +11,8 @@ import { classifyFailure, EXIT, exitStatusFor } from '../../../src/services/shar
 describe('classifyFailure and its two readers', () => {
   const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
   const missingDatabase = Object.assign(new Error('database "nope" does not exist'), { code: '3D000' });
+  const deadlock = Object.assign(new Error('deadlock detected'), { code: '40P01' });
+  const serialization = Object.assign(new Error('could not serialize access due to concurrent update'), { code: '40001' });
 
   it.each([
     ['a validation error', new ValidationError([{ field: 'amount', message: 'is not a number' }]), 'validation_error', 400, EXIT.usage],
@@ -21,6 +23,10 @@ describe('classifyFailure and its two readers', () => {
     ['a lost connection (MikroORM)', new ConnectionException(new Error('Connection terminated unexpectedly')), 'service_unavailable', 503, EXIT.unavailable],
     ['a schema behind the build', new DatabaseUnavailableError('schema behind', 'run db migrate', ['M1']), 'service_unavailable', 503, EXIT.unavailable],
     ['a unique violation', new UniqueConstraintViolationException(new Error('duplicate key')), 'conflict', 409, EXIT.conflict],
+    ['a deadlock that outlasted the retries (MikroORM)', new DeadlockException(deadlock), 'service_unavailable', 503, EXIT.unavailable],
+    ['a serialization failure that outlasted the retries (MikroORM)', new DeadlockException(serialization), 'service_unavailable', 503, EXIT.unavailable],
+    ['a deadlock (raw driver error)', deadlock, 'service_unavailable', 503, EXIT.unavailable],
+    ['a lock wait that timed out (MikroORM)', new LockWaitTimeoutException(new Error('Lock wait timeout exceeded')), 'service_unavailable', 503, EXIT.unavailable],
   ])('%s', (_what, err, code, status, exit) => {
     expect(classifyFailure(err)?.code).toBe(code);
     expect(toProblem(err)?.status).toBe(status);
@@ -33,6 +39,12 @@ describe('classifyFailure and its two readers', () => {
     expect(toProblem(err)?.detail).not.toContain('migrate');
     expect(exitStatusFor(refused).message).toContain('ECONNREFUSED');
     expect(toProblem(refused)?.detail).not.toContain('127.0.0.1');
+  });
+
+  it('a deadlock answers a retryable problem, and the operator line says the retries were outlasted', () => {
+    expect(toProblem(new DeadlockException(deadlock))).toMatchObject({ status: 503, code: 'service_unavailable', type: 'https://billing.example/problems/service-unavailable' });
+    expect(toProblem(new DeadlockException(deadlock))?.detail).not.toContain('deadlock detected');
+    expect(exitStatusFor(new DeadlockException(deadlock)).message).toContain('deadlock detected');
   });
 
   it('bad configuration is 2 and an unexpected error is 70 (a bug), never 5', () => {
