@@ -1,5 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger.js';
+import { operatorLine } from '../domain/failure.js';
+import { classifyFailure } from '../services/shared/classify-failure.js';
 import { problem, sendProblem, toProblem } from './problem.js';
 
 /**
@@ -13,7 +15,9 @@ export function errorBoundary(logger: Logger): Middleware {
     } catch (err) {
       const p = toProblem(err);
       if (p) {
-        if (p.status >= 500) logger.warn('request failed', { method: ctx.method, path: ctx.path, status: p.status, error: (err as Error).message });
+        // The operator's line, not the driver's message: that one carries the failing SQL with
+        // its values (customers' emails, password hashes).
+        if (p.status >= 500) logger.warn('request failed', { method: ctx.method, path: ctx.path, status: p.status, error: operatorLine(classifyFailure(err)!) });
         return sendProblem(ctx, p);
       }
       logger.error('unexpected error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack : String(err) });

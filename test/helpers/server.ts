@@ -1,7 +1,7 @@
 import { loadConfig, type Config } from '../../src/config.js';
 import type { Clock } from '../../src/domain/clock.js';
 import { API_ROOT } from '../../src/http/api.js';
-import { quietLogger } from '../../src/logger.js';
+import { quietLogger, type Logger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { seedPlans, type PlanSeed } from '../../src/services/plans/seed-plans.js';
 import { createUser, type CreateUserInput } from '../../src/services/users/create-user.js';
@@ -72,6 +72,8 @@ export async function startTestServer(
     clock?: Clock;
     /** Build the API as production does (no contract self-check, no response validation). */
     productionValidation?: boolean;
+    /** Where the server logs (default: warnings and errors on stderr). */
+    logger?: Logger;
   } = {},
 ): Promise<TestServer> {
   const db = await createTestDatabase(kind);
@@ -79,7 +81,7 @@ export async function startTestServer(
     { NODE_ENV: 'test', DATABASE_URL: db.url, SESSION_SECRET: 'test-session-secret', PORT: '0', LOG_REQUESTS: 'false', ...options.env },
     { migrateOnStart: true, planCacheSeconds: 0, ...options.config },
   );
-  const running = await startServer(config, { logger: quietLogger, clock: options.clock, validateResponses: !options.productionValidation });
+  const running = await startServer(config, { logger: options.logger ?? quietLogger, clock: options.clock, validateResponses: !options.productionValidation });
 
   const request = async <T>(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResult<T>> => {
     const headers: Record<string, string> = { ...opts.headers };

@@ -14,8 +14,10 @@ import { dbOf, subscribe, type TestUser } from '../helpers/subscriptions.js';
 describe.skipIf(!DATABASES.includes('postgresql'))('a deadlock that outlasts the retries', () => {
   let server: TestServer;
   let user: TestUser;
+  const logged: string[] = [];
+  const keep = (message: string, fields?: Record<string, unknown>) => void logged.push(JSON.stringify({ message, ...fields }));
   beforeAll(async () => {
-    server = await startTestServer('postgresql');
+    server = await startTestServer('postgresql', { logger: { info: () => undefined, warn: keep, error: keep } });
     await server.seedPlans(STANDARD_PLANS);
     user = await server.createUser();
   });
@@ -38,6 +40,10 @@ describe.skipIf(!DATABASES.includes('postgresql'))('a deadlock that outlasts the
     const [{ attempts }] = await em.execute(`select last_value as attempts from test_deadlock_attempts`);
     expect(Number(attempts)).toBeGreaterThan(1);
     expect(await dbOf(server).count(Subscription, { user: user.id })).toBe(0);
+    // The operator reads why; the log holds neither the failing SQL nor the customer's values.
+    const line = logged.find((l) => l.includes('request failed'));
+    expect(line).toMatch(/service_unavailable: database contention outlasted the retries: deadlock detected/);
+    expect(line).not.toMatch(/insert into|@example\.com/i);
 
     await em.execute(`drop trigger test_deadlock on subscriptions`);
     const created = await subscribe(server, user, { plan_id: 'basic-monthly', payment_type: 'bank_transfer' });
