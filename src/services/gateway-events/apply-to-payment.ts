@@ -19,7 +19,10 @@ const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'f
 /** A subscription payment's event: the payment's status, then what it paid for (or refunded). */
 export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
   // The subscription is locked as well (its status and period change), before the payment.
-  const payment = await lockSubscriptionThenPayment(ctx.em, { orderId: event.orderId }, ['subscription.plan', 'subscription.user', 'invoice', 'user']);
+  const payment = await lockSubscriptionThenPayment(ctx.em, { orderId: event.orderId }, {
+    subscription: ['plan', 'user'],
+    payment: ['invoice', 'user'],
+  });
   if (!payment) throw new UnknownOrderError(event.orderId);
   const at = ctx.clock.now();
   const changes: string[] = [];

@@ -21,22 +21,33 @@ export type PaymentKey = { id: string } | { id: string; user: string } | { order
 export async function lockSubscriptionThenPayment<const P extends string = never>(
   em: EntityManager,
   where: PaymentKey,
-  /** Relations loaded with the payment, joined into its locking query (only the payment row is locked). */
-  populate: readonly AutoPath<Payment, P>[] = [],
+  /**
+   * What to load with the locked rows, each joined into its locking query (only the subscription
+   * and the payment rows are locked): the subscription's plan and user, the payment's own relations.
+   */
+  load: { subscription?: readonly ('plan' | 'user')[]; payment?: readonly AutoPath<Payment, P>[] } = {},
 ): Promise<Loaded<Payment, P> | null> {
   // A raw read: no entity enters the identity map before its row is locked.
   const seen = (await em.createQueryBuilder(Payment, 'p').select(['p.id', 'p.subscription']).where(where).limit(1).execute('get')) as
     | { id: string; subscription: string | null }
     | undefined;
   if (!seen) return null;
-  if (seen.subscription) await em.findOne(Subscription, { id: seen.subscription }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-  // NOTE: one statement for the payment and what it refers to; FOR UPDATE OF the payment alone, so
-  // the plan row, which every subscription of that plan shares, is never locked (that serialised
-  // every settlement of a plan).
+  // NOTE: FOR UPDATE OF the locked table alone: the plan row, which every subscription of that plan
+  // shares, is never locked (that serialised every settlement of a plan). Two statements, not one
+  // join over both: SQLite cannot flatten a left join into a nested inner join and scanned every
+  // subscription for each settlement.
+  if (seen.subscription) {
+    await em.findOne(Subscription, { id: seen.subscription }, {
+      lockMode: LockMode.PESSIMISTIC_WRITE,
+      lockTableAliases: ['s0'],
+      populate: (load.subscription ?? []) as never,
+      strategy: 'joined',
+    });
+  }
   const payment = await em.findOne(Payment, { id: seen.id }, {
     lockMode: LockMode.PESSIMISTIC_WRITE,
     lockTableAliases: ['p0'],
-    populate: populate as never,
+    populate: (load.payment ?? []) as never,
     strategy: 'joined',
   });
   if (!payment) return null;
