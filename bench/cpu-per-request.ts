@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { seedBench } from './seed.js';
-import { freshDatabase, waitFor } from './support.js';
+import { freshDatabase, productionNodeArgs, waitFor } from './support.js';
 
 const [root, kind] = process.argv.slice(2) as [string, 'sqlite' | 'postgresql'];
 const N = Number(process.env.N ?? 3000);
@@ -62,7 +62,7 @@ if (WEBHOOK) {
   child.kill();
 }
 const port = 4900 + Math.floor(Math.random() * 90);
-const server = spawn(process.execPath, ['dist/main.js'], {
+const server = spawn(process.execPath, productionNodeArgs(root), {
   cwd: root,
   stdio: 'ignore',
   env: { ...process.env, NODE_ENV: 'production', PORT: String(port), DATABASE_URL: db.url, MIGRATE_ON_START: 'true', GATEWAY_BASE_URL: 'http://127.0.0.1:9', GATEWAY_SERVER_KEY: 'k', SESSION_SECRET: 's', LOG_REQUESTS: 'false' },

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { seedBench } from './seed.js';
-import { freshDatabase, waitFor } from './support.js';
+import { freshDatabase, productionNodeArgs, waitFor } from './support.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SERVER_KEY = 'bench-server-key';
@@ -69,7 +69,7 @@ try {
   const port = 4300 + Math.floor(Math.random() * 500);
   const base = `http://127.0.0.1:${port}/api/subscriptions`;
   const profiling = process.env.BENCH_NO_PROFILE !== '1';
-  const server = spawn(process.execPath, [...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/main.js'], {
+  const server = spawn(process.execPath, [...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...productionNodeArgs(ROOT)], {
     cwd: ROOT,
     env: {
       ...process.env, NODE_ENV: 'production', PORT: String(port), DATABASE_URL: db.url, MIGRATE_ON_START: 'true',

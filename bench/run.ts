@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { seedBench, type BenchFixtures } from './seed.js';
-import { freshDatabase, waitFor } from './support.js';
+import { freshDatabase, productionNodeArgs, waitFor } from './support.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SERVER_KEY = 'bench-server-key';
@@ -146,7 +146,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
     const port = nextPort++;
     const base = `http://127.0.0.1:${port}/api/subscriptions`;
     const spawnedAt = performance.now();
-    const server = startProcess(process.execPath, ['dist/main.js'], {
+    const server = startProcess(process.execPath, productionNodeArgs(ROOT), {
       NODE_ENV: 'production',
       PORT: String(port),
       DATABASE_URL: db.url,

@@ -1,6 +1,6 @@
 /** What the bench scripts share: fresh databases to measure on, and waiting for a server. */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -49,4 +49,15 @@ export async function waitFor(url: string, timeoutMs = 30_000): Promise<number> 
     if (performance.now() - started > timeoutMs) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * The node arguments the service runs with in production: those of package.json's `start:prod`
+ * script (its V8 flags included), so that what is measured is what operators start.
+ */
+export function productionNodeArgs(root: string): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const words = (pkg.scripts['start:prod'] ?? 'node dist/main.js').split(/\s+/).filter(Boolean);
+  if (words[0] !== 'node') throw new Error(`start:prod must start with node: ${pkg.scripts['start:prod']}`);
+  return words.slice(1);
 }
