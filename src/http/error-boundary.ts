@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import type { Logger } from '../logger.js';
 import { operatorLine } from '../domain/failure.js';
 import { classifyFailure } from '../services/shared/classify-failure.js';
-import { problem, sendProblem, toProblem } from './problem.js';
+import { problem, problemOf, sendProblem } from './problem.js';
 
 /**
  * The outermost middleware: every failure becomes problem+json; an unexpected one is logged
@@ -13,11 +13,12 @@ export function errorBoundary(logger: Logger): Middleware {
     try {
       await next();
     } catch (err) {
-      const p = toProblem(err);
-      if (p) {
+      const failure = classifyFailure(err);
+      if (failure) {
+        const p = problemOf(failure);
         // The operator's line, not the driver's message: that one carries the failing SQL with
         // its values (customers' emails, password hashes).
-        if (p.status >= 500) logger.warn('request failed', { method: ctx.method, path: ctx.path, status: p.status, error: operatorLine(classifyFailure(err)!) });
+        if (p.status >= 500) logger.warn('request failed', { method: ctx.method, path: ctx.path, status: p.status, error: operatorLine(failure) });
         return sendProblem(ctx, p);
       }
       logger.error('unexpected error', { method: ctx.method, path: ctx.path, error: err instanceof Error ? err.stack : String(err) });

@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import type { ErrorCode, FieldError } from '../domain/errors.js';
+import type { Failure } from '../domain/failure.js';
 import { classifyFailure } from '../services/shared/classify-failure.js';
 
 /** HTTP status and title of every error code: the one mapping from failures to HTTP. */
@@ -54,7 +55,12 @@ export function problem(code: ErrorCode, detail: string, errors?: FieldError[]):
  */
 export function toProblem(err: unknown): Problem | null {
   const failure = classifyFailure(err);
-  return failure ? problem(failure.code, failure.message, failure.errors) : null;
+  return failure ? problemOf(failure) : null;
+}
+
+/** The client's view of a classified failure (no operator detail). */
+export function problemOf(failure: Failure): Problem {
+  return problem(failure.code, failure.message, failure.errors);
 }
 
 export function sendProblem(ctx: Context, p: Problem): void {

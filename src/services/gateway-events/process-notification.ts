@@ -136,30 +136,49 @@ function summarise(raw: string): { orderId: string | null; transactionStatus: st
   return { orderId: text(v.order_id, 100), transactionStatus: text(v.transaction_status, 50)?.toLowerCase() ?? null };
 }
 
+/** What a log row keeps of the notification as it arrived, whatever became of it. */
+interface LogEvidence {
+  orderId: string | null;
+  transactionStatus: string | null;
+  payload: string;
+  ipAddress: string | null;
+  source: WebhookLogSource;
+  createdAt: Date;
+}
+
+function evidenceOf(ctx: DataContext, input: RecordInput): LogEvidence {
+  const payload = withoutNul(input.rawPayload);
+  return { ...summarise(payload), payload, ipAddress: normaliseIp(input.ip), source: input.source, createdAt: ctx.clock.now() };
+}
+
+/** One INSERT of a log row with its status (final, unless `received`). */
+async function insertLog(
+  em: EntityManager,
+  evidence: LogEvidence,
+  outcome: { status: WebhookLogStatus; error: string | null; dedupKey?: string; processedAt?: Date; attempts?: number },
+): Promise<WebhookLog> {
+  const log = Object.assign(new WebhookLog(), {
+    ...evidence,
+    id: randomUUID(),
+    status: outcome.status,
+    error: outcome.error === null ? null : clip(outcome.error, MAX_ERROR_LENGTH),
+    attempts: outcome.attempts ?? 1,
+    dedupKey: outcome.dedupKey ?? null,
+    processedAt: outcome.processedAt ?? null,
+    updatedAt: new Date(),
+  });
+  await em.insert(WebhookLog, log);
+  return log;
+}
+
 /**
- * Step 1: stores the payload as `received` and commits it before anything else is tried, on a
- * forked entity manager of its own. Throws when the database cannot take it (the caller must then
- * make the gateway retry, never acknowledge).
+ * Step 1 alone: stores the payload as `received`, committed, nothing tried yet (the state a
+ * replay starts from). Throws when the database cannot take it.
  */
 export async function recordNotification(ctx: DataContext, input: RecordInput): Promise<WebhookLog> {
-  const em = ctx.em.fork();
-  const payload = withoutNul(input.rawPayload);
-  const log = em.create(WebhookLog, {
-    ...summarise(payload),
-    payload,
-    ipAddress: normaliseIp(input.ip),
-    status: 'received',
-    error: payload === input.rawPayload ? null : 'NUL characters in the body were stored as U+FFFD.',
-    attempts: 0,
-    source: input.source,
-    dedupKey: null,
-    processedAt: null,
-    createdAt: ctx.clock.now(),
-  } as WebhookLog);
-  await em.transactional(async (tx) => {
-    tx.persist(log);
-  });
-  return log;
+  const evidence = evidenceOf(ctx, input);
+  const note = evidence.payload === input.rawPayload ? null : 'NUL characters in the body were stored as U+FFFD.';
+  return insertLog(ctx.em.fork(), evidence, { status: 'received', error: note, attempts: 0 });
 }
 
 /**
@@ -174,6 +193,26 @@ function forkOf(ctx: DataContext): EntityManager {
 
 /** Thrown inside the effects transaction when another log already holds the deduplication key. */
 class AlreadyClaimed extends Error {}
+
+/** Runs the claim's write; another log holding the key surfaces as AlreadyClaimed. */
+async function claim<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException) throw new AlreadyClaimed();
+    throw err;
+  }
+}
+
+/** What an attempt that threw leaves on its log: a duplicate (naming the holder), ignored, or failed. */
+async function failedAttempt(em: EntityManager, err: unknown, key: string): Promise<{ status: 'duplicate' | 'ignored' | 'failed'; error: string }> {
+  if (err instanceof AlreadyClaimed) {
+    const holder = await em.findOne(WebhookLog, { dedupKey: key }, { fields: ['id'] });
+    return { status: 'duplicate', error: `Already processed as webhook log ${holder?.id ?? '(unknown)'} (${key}).` };
+  }
+  if (err instanceof UnknownOrderError) return { status: 'ignored', error: err.message };
+  return { status: 'failed', error: describeFailure(err) };
+}
 
 /**
  * Sets the log's final status after an attempt, but only while the row is still processable: a
@@ -204,13 +243,9 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
     changes = await forkOf(ctx).transactional(async (em: EntityManager) => {
       // The claim is the transaction's first statement and a write: SQLite takes its write lock
       // before reading anything, and PostgreSQL queues a concurrent claim of the same key here.
-      let claimed: number;
-      try {
-        claimed = await em.nativeUpdate(WebhookLog, { id: logId, dedupKey: null, status: { $in: [...REPLAYABLE_STATUSES] } }, { dedupKey: key });
-      } catch (err) {
-        if (err instanceof UniqueConstraintViolationException) throw new AlreadyClaimed();
-        throw err;
-      }
+      const claimed = await claim(() =>
+        em.nativeUpdate(WebhookLog, { id: logId, dedupKey: null, status: { $in: [...REPLAYABLE_STATUSES] } }, { dedupKey: key }),
+      );
       if (claimed === 0) return null;
       const outcome = await applyGatewayEvent({ em, config: ctx.config, clock: ctx.clock }, event);
       await em.flush();
@@ -223,21 +258,12 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
       return { result: 'skipped', log: await reload(ctx, logId), changes: [], error: null };
     }
   } catch (err) {
-    if (err instanceof AlreadyClaimed) {
-      const holder = await forkOf(ctx).findOne(WebhookLog, { dedupKey: key });
-      const note = `Already processed as webhook log ${holder?.id ?? '(unknown)'} (${key}).`;
-      await settleLog(ctx, logId, 'duplicate', note);
-      const log = await reload(ctx, logId);
-      return { result: log.status === 'duplicate' ? 'duplicate' : 'skipped', log, changes: [], error: note };
-    }
-    if (err instanceof UnknownOrderError) {
-      await settleLog(ctx, logId, 'ignored', err.message);
-      const log = await reload(ctx, logId);
-      return { result: log.status === 'ignored' ? 'ignored' : 'skipped', log, changes: [], error: err.message };
-    }
-    const message = describeFailure(err);
-    await settleLog(ctx, logId, 'failed', message);
-    return { result: 'failed', log: await reload(ctx, logId), changes: [], error: message };
+    const { status, error } = await failedAttempt(forkOf(ctx), err, key);
+    await settleLog(ctx, logId, status, error);
+    const log = await reload(ctx, logId);
+    // A concurrent attempt that settled this row first wins; a failure is reported as such.
+    const result = status === 'failed' || log.status === status ? status : 'skipped';
+    return { result, log, changes: [], error };
   }
   return { result: 'processed', log: await reload(ctx, logId), changes, error: null };
 }
@@ -296,14 +322,7 @@ export async function previewGatewayEvent(ctx: DataContext, event: GatewayEvent)
  * then stored, and the caller must not acknowledge.
  */
 export async function receiveNotification(ctx: DataContext, input: RecordInput): Promise<NotificationOutcome> {
-  const payload = withoutNul(input.rawPayload);
-  const evidence: LogEvidence = {
-    ...summarise(payload),
-    payload,
-    ipAddress: normaliseIp(input.ip),
-    source: input.source,
-    createdAt: ctx.clock.now(),
-  };
+  const evidence = evidenceOf(ctx, input);
   const judgement = judge(ctx, evidence);
   if (!judgement.ok) {
     const log = await insertLog(ctx.em.fork(), evidence, { status: 'invalid', error: judgement.reason });
@@ -317,13 +336,7 @@ export async function receiveNotification(ctx: DataContext, input: RecordInput):
     const applied = await ctx.em.fork().transactional(async (em: EntityManager) => {
       // The claim is the first statement and a write: SQLite takes its write lock before reading
       // anything, and PostgreSQL queues a concurrent claim of the same key behind this one.
-      let log: WebhookLog;
-      try {
-        log = await insertLog(em, evidence, { status: 'processed', error: null, dedupKey: key, processedAt: ctx.clock.now() });
-      } catch (err) {
-        if (err instanceof UniqueConstraintViolationException) throw new AlreadyClaimed();
-        throw err;
-      }
+      const log = await claim(() => insertLog(em, evidence, { status: 'processed', error: null, dedupKey: key, processedAt: ctx.clock.now() }));
       const outcome = await applyGatewayEvent({ em, config: ctx.config, clock: ctx.clock }, event);
       return { log, changes: outcome.changes };
     });
@@ -331,47 +344,9 @@ export async function receiveNotification(ctx: DataContext, input: RecordInput):
   } catch (err) {
     // The transaction rolled back whole: the row is written again, alone, with what happened.
     const em = ctx.em.fork();
-    if (err instanceof AlreadyClaimed) {
-      const holder = await em.findOne(WebhookLog, { dedupKey: key }, { fields: ['id'] });
-      const note = `Already processed as webhook log ${holder?.id ?? '(unknown)'} (${key}).`;
-      return { result: 'duplicate', log: await insertLog(em, evidence, { status: 'duplicate', error: note }), changes: [], error: note, event };
-    }
-    if (err instanceof UnknownOrderError) {
-      return { result: 'ignored', log: await insertLog(em, evidence, { status: 'ignored', error: err.message }), changes: [], error: err.message, event };
-    }
-    const message = describeFailure(err);
-    return { result: 'failed', log: await insertLog(em, evidence, { status: 'failed', error: message }), changes: [], error: message, event };
+    const { status, error } = await failedAttempt(em, err, key);
+    return { result: status, log: await insertLog(em, evidence, { status, error }), changes: [], error, event };
   }
-}
-
-/** What a log row keeps of the notification as it arrived, whatever became of it. */
-interface LogEvidence {
-  orderId: string | null;
-  transactionStatus: string | null;
-  payload: string;
-  ipAddress: string | null;
-  source: WebhookLogSource;
-  createdAt: Date;
-}
-
-/** One INSERT of a log row with its final status: one attempt made. */
-async function insertLog(
-  em: EntityManager,
-  evidence: LogEvidence,
-  outcome: { status: WebhookLogStatus; error: string | null; dedupKey?: string; processedAt?: Date },
-): Promise<WebhookLog> {
-  const log = Object.assign(new WebhookLog(), {
-    ...evidence,
-    id: randomUUID(),
-    status: outcome.status,
-    error: outcome.error === null ? null : clip(outcome.error, MAX_ERROR_LENGTH),
-    attempts: 1,
-    dedupKey: outcome.dedupKey ?? null,
-    processedAt: outcome.processedAt ?? null,
-    updatedAt: new Date(),
-  });
-  await em.insert(WebhookLog, log);
-  return log;
 }
 
 export interface GatewayEventInput {
