@@ -1,4 +1,5 @@
 import { RequestContext } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
 import Koa from 'koa';
 import session from 'koa-session';
 import { developmentSessionSecret, type Config } from './config.js';
@@ -106,7 +107,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const throttler = new LoginThrottler(orm, config.loginThrottleLimit, config.loginThrottleWindowSeconds * 1000);
   const credentialCache = new VerifiedCredentialCache(config.basicAuthCacheSeconds * 1000);
   // Sessions, users and access answers, valid while the user's access version stands.
-  const accessCache = new AccessCache();
+  const accessCache = new AccessCache(config.accessRecheckMs);
 
   const keys = config.sessionSecrets.length > 0 ? config.sessionSecrets : [developmentSessionSecret(config.databaseUrl)];
   const app = new Koa({ proxy: config.trustProxy, keys });
@@ -153,8 +154,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.use(
     subscriptionAccessMiddleware({
       settings: config.subscriptionSettings,
-      getUser: (ctx) => ctx.state.user ?? null,
-      hasAccess: (user, ctx) => accessCache.hasAccess(orm.em.fork(), user.id, ctx),
+      getUser: (ctx) => ctx.state.userFields ?? ctx.state.user ?? null,
+      hasAccess: (user, ctx) => accessCache.hasAccess(orm.em as EntityManager, user.id, ctx),
     }),
   );
   app.use((_ctx, next) => RequestContext.create(orm.em, next));

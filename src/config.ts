@@ -65,6 +65,12 @@ export interface Config {
   basicAuthCacheSeconds: number;
   /** Seconds a process serves its cached plan catalogue before checking the plans table again (0 = every request). */
   planCacheSeconds: number;
+  /**
+   * Milliseconds a process trusts the access version it last read for a user before reading it
+   * again (0 = every request): the bound within which a change made elsewhere (another process,
+   * the CLI, SQL) stops access here. Changes made through this process act at once.
+   */
+  accessRecheckMs: number;
   maxBodyBytes: number;
   /** Bearer token GET /metrics requires; null: the endpoint is off (404). */
   metricsToken: string | null;
@@ -291,6 +297,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     loginThrottleWindowSeconds: integer(env, 'LOGIN_THROTTLE_WINDOW_SECONDS', 300),
     basicAuthCacheSeconds: integer(env, 'BASIC_AUTH_CACHE_SECONDS', 60),
     planCacheSeconds: integer(env, 'PLAN_CACHE_SECONDS', 1),
+    accessRecheckMs: integer(env, 'ACCESS_RECHECK_MS', 1000),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576),
     metricsToken: env.METRICS_TOKEN || null,
     metricsWalletVerifySeconds: integer(env, 'METRICS_WALLET_VERIFY_SECONDS', 300),

@@ -16,7 +16,7 @@ import { parseJsonBody, readRawBody } from './body.js';
 import { isDecodablePath } from './canonical-path.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
-import type { OperationHandlers, OperationId, OperationRequest } from './operations.js';
+import { requireUserId, type OperationHandlers, type OperationId, type OperationRequest } from './operations.js';
 import { problem, sendProblem } from './problem.js';
 
 export const API_ROOT = '/api/subscriptions';
@@ -131,6 +131,12 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   api.router.getOperations = () => operations;
   const byId = new Map(operations.map((op) => [op.operationId, op]));
   api.router.getOperation = (id: string) => byId.get(id);
+  // It also parses every request twice: before routing, for a preRoutingHandler (we register
+  // none; notFound and methodNotAllowed read only Koa's context), and again with the matched
+  // operation, which replaces the first result unread. Only the second one is done.
+  const parseRequest = api.router.parseRequest.bind(api.router);
+  api.router.parseRequest = (req, operation) =>
+    operation ? parseRequest(req, operation) : { method: req.method, path: req.path, headers: {}, query: {}, params: {}, cookies: {}, requestBody: undefined };
 
   async function runOperation(
     operationId: OperationId,
@@ -140,7 +146,6 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   ): Promise<void> {
     const operation = c.operation;
     ctx.state.operationId = operationId;
-    const user = ctx.state.user;
 
     if (requiresAuthentication(operation) && ctx.state.authMethod === 'session' && UNSAFE_METHODS.has(ctx.method)) {
       const expected = ctx.session?.csrfToken;
@@ -160,7 +165,10 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       query: (c.request.query ?? {}) as never,
       path: (c.request.params ?? {}) as never,
       body: c.request.requestBody as never,
-      user,
+      // Read on use: the user's entity is made only for the operations that need it.
+      get user() {
+        return ctx.state.user ?? null;
+      },
       services,
     } satisfies OperationRequest<OperationId>;
 
@@ -172,11 +180,11 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
 
     const idempotencyKey = ctx.get('idempotency-key');
     const response =
-      idempotencyKey && user && ctx.method === 'POST' && declaresIdempotencyKey(operation)
+      idempotencyKey && ctx.state.authMethod && ctx.method === 'POST' && declaresIdempotencyKey(operation)
         ? await withIdempotency(
             deps.orm,
             {
-              userId: user.id,
+              userId: requireUserId(request),
               key: idempotencyKey,
               fingerprint: requestFingerprint(ctx.method, ctx.path.replace(/\/?$/, '/'), ctx.state.rawBody ?? ''),
               now: deps.clock.now(),

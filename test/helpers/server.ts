@@ -79,7 +79,7 @@ export async function startTestServer(
   const db = await createTestDatabase(kind);
   const config = loadConfig(
     { NODE_ENV: 'test', DATABASE_URL: db.url, SESSION_SECRET: 'test-session-secret', PORT: '0', LOG_REQUESTS: 'false', ...options.env },
-    { migrateOnStart: true, planCacheSeconds: 0, ...options.config },
+    { migrateOnStart: true, planCacheSeconds: 0, accessRecheckMs: 0, ...options.config },
   );
   const running = await startServer(config, { logger: options.logger ?? quietLogger, clock: options.clock, validateResponses: !options.productionValidation });
 

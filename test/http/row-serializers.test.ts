@@ -96,7 +96,7 @@ describe.each(DATABASES)('rows and entities serialise alike on %s', (kind) => {
     const cached = await new AccessCache().user(fork(), userId);
     expect(serializeUser(reader.read(row))).toStrictEqual(serializeUser(entity));
     expect(serializeUser(cached!.fields)).toStrictEqual(serializeUser(entity));
-    expect(serializeUser(cached!.user)).toStrictEqual(serializeUser(entity));
+    expect(serializeUser(cached!.entity())).toStrictEqual(serializeUser(entity));
   });
 
   it('the active subscription: with its plan, scheduled plan and pending change', async () => {

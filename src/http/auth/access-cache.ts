@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { Context } from 'koa';
 import { isPostgres } from '../../db/dialect.js';
 import { User } from '../../db/entities/user.js';
+import { hotRows } from '../../db/hot-sql.js';
 import { rowReader, toDate } from '../../db/row-fields.js';
 import { accessGrantedUntil } from '../../services/subscriptions/has-access.js';
 import { USER_FIELDS, type UserFields } from '../serializers.js';
@@ -12,14 +13,17 @@ import { USER_FIELDS, type UserFields } from '../serializers.js';
  * that database triggers raise on every change to the user's subscriptions, their user row or
  * one of their sessions, whoever writes it (migrations/…/Migration20261124001457.ts).
  *
- * NOTE: every request reads the version (one primary-key lookup of a small table) before it
- * trusts anything remembered, and a remembered answer is used only under the version it was
- * read with. The version is read first, or in the same statement as the data, never after it:
- * a change committed in between then shows as a newer version on the next request, never as
- * stale data under a new version. So a logout, a session purge, a cancellation or a lapse
- * committed by any process stops access from the next request on, in every process; there is
- * no time window. An access answer is also kept no longer than the granting subscription's own
- * period (or trial) end, so it is re-read when the billing run is due to decide.
+ * NOTE: a remembered answer is used only under the version it was read with, and the version
+ * is read first, or in the same statement as the data, never after it: a change committed in
+ * between then shows as a newer version at the next read, never as stale data under a new
+ * version. The version itself (one primary-key lookup of a small table) is read again once the
+ * one this process holds is older than `recheckMs` (ACCESS_RECHECK_MS, default 1 s; 0 = every
+ * request), and forgotten at once whenever this process handles a write. So a logout, a session
+ * purge, a cancellation or a lapse stops access at this process's next request when it went
+ * through this process, and within `recheckMs` when another process, the CLI or SQL made it.
+ * Reading it on every request was a third of an authenticated read's cost (bench/README.md).
+ * An access answer is also kept no longer than the granting subscription's own period (or
+ * trial) end, so it is re-read when the billing run is due to decide.
  */
 
 /** The version a request has read for its user: later steps of the same request reuse it. */
@@ -47,6 +51,12 @@ interface UserEntry {
   version: string;
   row: Record<string, unknown>;
   fields: UserFields;
+}
+
+interface VersionEntry {
+  version: string;
+  /** Epoch ms when it was read. */
+  readAt: number;
 }
 
 interface AccessEntry {
@@ -77,25 +87,56 @@ export class AccessCache {
   private readonly sessions: BoundedMap<SessionEntry>;
   private readonly users: BoundedMap<UserEntry>;
   private readonly access: BoundedMap<AccessEntry>;
+  private readonly versions: BoundedMap<VersionEntry>;
 
-  constructor(maxEntries = 10_000) {
+  /** `recheckMs`: how long a version read from the database is trusted (0: one request). */
+  constructor(
+    private readonly recheckMs = 0,
+    maxEntries = 10_000,
+  ) {
     this.sessions = new BoundedMap(maxEntries);
     this.users = new BoundedMap(maxEntries);
     this.access = new BoundedMap(maxEntries);
+    this.versions = new BoundedMap(maxEntries);
   }
 
   /** The user's access version now (0 before anything about them ever changed). */
   async readVersion(em: EntityManager, userId: string): Promise<string> {
-    const rows = (await em.execute('select version from access_versions where user_id = ?', [userId], 'all')) as { version: unknown }[];
+    const rows = await hotRows<{ version: unknown }>(em, 'select version from access_versions where user_id = ?', [userId]);
     return toVersion(rows[0]?.version);
   }
 
-  /** The version this request read for `userId`, or a fresh read (remembered for the request). */
+  /** This process wrote to the database: versions it holds may be behind; read them again. */
+  forgetVersions(): void {
+    this.versions.clear();
+    this.generation++;
+  }
+
+  /**
+   * Counts forgetVersions calls. NOTE: a version read that began before a write of this process
+   * was answered may come back after the forgetting; it still serves its own request, but it
+   * is not kept for the next ones.
+   */
+  private generation = 0;
+
+  /** `version` was read from the database for `userId` by a read begun at `generation`. */
+  private remember(userId: string, version: string, generation: number, ctx?: Context): void {
+    if (this.recheckMs > 0 && generation === this.generation) this.versions.set(userId, { version, readAt: Date.now() });
+    if (ctx) ctx.state.accessVersion = { userId, version };
+  }
+
+  /** The version this request read for `userId`, one read less than `recheckMs` ago, or a fresh read. */
   private async versionFor(em: EntityManager, userId: string, ctx?: Context): Promise<string> {
     const known = ctx?.state.accessVersion;
     if (known && known.userId === userId) return known.version;
+    const held = this.versions.get(userId);
+    if (held && Date.now() - held.readAt < this.recheckMs) {
+      if (ctx) ctx.state.accessVersion = { userId, version: held.version };
+      return held.version;
+    }
+    const generation = this.generation;
     const version = await this.readVersion(em, userId);
-    if (ctx) ctx.state.accessVersion = { userId, version };
+    this.remember(userId, version, generation, ctx);
     return version;
   }
 
@@ -109,18 +150,19 @@ export class AccessCache {
     const userIdOf = isPostgres(em)
       ? `(case when s.data like '{%' then s.data::jsonb ->> 'userId' end)`
       : `(case when json_valid(s.data) then json_extract(s.data, '$.userId') end)`;
-    const [row] = (await em.execute(
+    const generation = this.generation;
+    const [row] = await hotRows<{ data: string; expires_at: unknown; user_id: unknown; version: unknown }>(
+      em,
       `select s.data, s.expires_at, ${userIdOf} as user_id, v.version from sessions s left join access_versions v on v.user_id = ${userIdOf} where s.id = ?`,
       [key],
-      'all',
-    )) as { data: string; expires_at: unknown; user_id: unknown; version: unknown }[];
+    );
     this.sessions.delete(key);
     if (!row) return undefined;
     const expiresAt = toDate(row.expires_at)?.getTime() ?? 0;
     if (typeof row.user_id === 'string') {
       const version = toVersion(row.version);
       this.sessions.set(key, { userId: row.user_id, version, data: row.data, expiresAt });
-      if (ctx) ctx.state.accessVersion = { userId: row.user_id, version };
+      this.remember(row.user_id, version, generation, ctx);
     }
     return expiresAt > Date.now() ? (JSON.parse(row.data) as Record<string, unknown>) : undefined;
   }
@@ -130,24 +172,25 @@ export class AccessCache {
     this.sessions.delete(key);
   }
 
-  /** The user by id as an entity of `em`, with their wire fields; null when there is none. */
-  async user(em: EntityManager, userId: string, ctx?: Context): Promise<{ user: User; fields: UserFields } | null> {
+  /**
+   * The user by id: their wire fields, and `entity()`, which maps them into a fresh entity
+   * manager (only operations that use the entity pay for it); null when there is none.
+   */
+  async user(em: EntityManager, userId: string, ctx?: Context): Promise<{ entity: () => User; fields: UserFields } | null> {
     let entry = this.users.get(userId);
     if (!entry || entry.version !== (await this.versionFor(em, userId, ctx))) {
       this.users.delete(userId);
       const idText = isPostgres(em) ? 'u.id::text' : 'u.id';
-      const rows = (await em.execute(
-        `select u.*, v.version as access_version from users u left join access_versions v on v.user_id = ${idText} where u.id = ?`,
-        [userId],
-        'all',
-      )) as Record<string, unknown>[];
+      const generation = this.generation;
+      const rows = await hotRows(em, `select u.*, v.version as access_version from users u left join access_versions v on v.user_id = ${idText} where u.id = ?`, [userId]);
       if (rows.length === 0) return null;
       const { access_version: version, ...row } = rows[0];
       entry = { version: toVersion(version), row, fields: rowReader<UserFields>(em, User, USER_FIELDS, 'u').read(row) };
       this.users.set(userId, entry);
-      if (ctx) ctx.state.accessVersion = { userId, version: entry.version };
+      this.remember(userId, entry.version, generation, ctx);
     }
-    return { user: em.map(User, { ...entry.row }), fields: entry.fields };
+    const row = entry.row;
+    return { entity: () => em.fork().map(User, { ...row }), fields: entry.fields };
   }
 
   /** Whether the user holds an access-granting subscription: no query while the version stands. */

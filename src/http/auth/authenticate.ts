@@ -10,6 +10,8 @@ import type { LoginThrottler } from './login-throttle.js';
 
 export type AuthMethod = 'basic' | 'session';
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 export interface AuthState {
   user: User | null;
   authMethod: AuthMethod | null;
@@ -17,9 +19,21 @@ export interface AuthState {
 
 declare module 'koa' {
   interface DefaultState {
+    /** The authenticated user as an entity, made on first read (the hot reads use `userFields`). */
     user: User | null;
     authMethod: AuthMethod | null;
   }
+}
+
+/** Sets `ctx.state.user` to an entity that is made only if something reads it. */
+function setUserLazily(ctx: Context, entity: () => User): void {
+  let made: User | undefined;
+  Object.defineProperty(ctx.state, 'user', {
+    configurable: true,
+    enumerable: true,
+    get: () => (made ??= entity()),
+    set: (value: User | null) => Object.defineProperty(ctx.state, 'user', { value, writable: true, configurable: true, enumerable: true }),
+  });
 }
 
 /** The client address, honouring X-Forwarded-For only when TRUST_PROXY is set (app.proxy). */
@@ -45,11 +59,14 @@ async function verifyBasic(em: EntityManager, throttler: LoginThrottler, credent
  */
 export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCache, throttler: LoginThrottler, access: AccessCache) {
   // A user seen before costs no query here: the session read (or the Basic credential cache)
-  // already read the user's access version for this request.
-  const userById = async (em: EntityManager, id: string, ctx: Context) => {
+  // already read the user's access version for this request. The entity is made only when an
+  // operation asks for it: the hot reads need the id and the wire fields alone.
+  const userById = async (em: EntityManager, id: string, ctx: Context): Promise<boolean> => {
     const found = await access.user(em, id, ctx);
-    if (found) ctx.state.userFields = found.fields;
-    return found?.user ?? null;
+    if (!found) return false;
+    ctx.state.userFields = found.fields;
+    setUserLazily(ctx, found.entity);
+    return true;
   };
   return async (ctx: Context, next: Next): Promise<void> => {
     ctx.state.user = null;
@@ -60,12 +77,13 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
       ctx.set('WWW-Authenticate', 'Basic realm="billing"');
       return sendProblem(ctx, problem('not_authenticated', 'The Authorization header is not valid Basic credentials.'));
     }
-    const em = orm.em.fork();
+    // NOTE: the lookups below are hot statements on the pool (src/db/hot-sql.ts): they use no
+    // identity map, so they need no forked entity manager; a cold Basic check forks one.
+    const em = orm.em as EntityManager;
     if (credentials) {
       const cachedId = cache.get(credentials);
-      let user = cachedId ? await userById(em, cachedId, ctx) : null;
-      if (!user) {
-        const verdict = await cache.verifyOnce(credentials, () => verifyBasic(em, throttler, credentials, clientIp(ctx)));
+      if (!cachedId || !(await userById(em, cachedId, ctx))) {
+        const verdict = await cache.verifyOnce(credentials, () => verifyBasic(orm.em.fork() as EntityManager, throttler, credentials, clientIp(ctx)));
         if (verdict.result === 'rate_limited') {
           ctx.set('Retry-After', String(verdict.wait));
           return sendProblem(ctx, problem('rate_limited', 'Too many failed logins; try again later.'));
@@ -74,17 +92,17 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
           ctx.set('WWW-Authenticate', 'Basic realm="billing"');
           return sendProblem(ctx, problem('not_authenticated', 'Invalid username or password.'));
         }
-        user = verdict.user;
+        ctx.state.user = verdict.user;
       }
-      ctx.state.user = user;
       ctx.state.authMethod = 'basic';
     } else if (ctx.session && typeof ctx.session.userId === 'string') {
-      const user = await userById(em, ctx.session.userId, ctx);
-      if (user) {
-        ctx.state.user = user;
-        ctx.state.authMethod = 'session';
-      }
+      if (await userById(em, ctx.session.userId, ctx)) ctx.state.authMethod = 'session';
     }
-    await next();
+    try {
+      await next();
+    } finally {
+      // A write through this process acts on this process's next request (see AccessCache).
+      if (!SAFE_METHODS.has(ctx.method)) access.forgetVersions();
+    }
   };
 }

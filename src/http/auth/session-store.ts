@@ -14,7 +14,8 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export function databaseSessionStore(orm: Orm, cache: AccessCache) {
   return {
     async get(key: string, _maxAge?: unknown, opts?: { ctx?: Context }): Promise<Record<string, unknown> | undefined> {
-      return cache.session(orm.em.fork() as EntityManager, key, opts?.ctx);
+      // A hot statement on the pool: no identity map, so no forked entity manager (src/db/hot-sql.ts).
+      return cache.session(orm.em as EntityManager, key, opts?.ctx);
     },
     async set(key: string, sess: Record<string, unknown>, maxAge: number | 'session' | undefined): Promise<void> {
       cache.forgetSession(key);

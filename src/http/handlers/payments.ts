@@ -3,7 +3,7 @@ import { checkPaymentStatus } from '../../services/payments/check-payment-status
 import { findOwnPayment } from '../../services/payments/find-payment.js';
 import { listPaymentFields } from '../../services/payments/list-payments.js';
 import { refundPayment } from '../../services/refunds/refund-payment.js';
-import { requireUser, type OperationHandlers } from '../operations.js';
+import { requireUser, requireUserId, type OperationHandlers } from '../operations.js';
 import { envelope, pageRequest } from '../pagination.js';
 import { serializePayment, serializeRefund } from '../serializers.js';
 
@@ -11,7 +11,7 @@ export const paymentHandlers: OperationHandlers = {
   async listPayments(req) {
     const page = pageRequest(req.query);
     const { status, payment_type, ordering } = req.query;
-    const result = await listPaymentFields(req.services, requireUser(req).id, { status, paymentType: payment_type, ordering }, page);
+    const result = await listPaymentFields(req.services, requireUserId(req), { status, paymentType: payment_type, ordering }, page);
     return { status: 200, body: envelope(req.koa, result, page, serializePayment) };
   },
 

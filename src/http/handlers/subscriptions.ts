@@ -6,7 +6,7 @@ import { listSubscriptions } from '../../services/subscriptions/list-subscriptio
 import { pauseSubscription } from '../../services/subscriptions/pause-subscription.js';
 import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
 import { syncSubscription } from '../../services/subscriptions/sync-subscription.js';
-import { requireUser, type OperationHandlers } from '../operations.js';
+import { requireUser, requireUserId, type OperationHandlers } from '../operations.js';
 import { envelope, pageRequest } from '../pagination.js';
 import { serializePayment, serializeSubscription } from '../serializers.js';
 
@@ -34,7 +34,7 @@ export const subscriptionHandlers: OperationHandlers = {
   },
 
   async getActiveSubscription(req) {
-    return { status: 200, body: serializeSubscription(await getActiveSubscriptionFields(req.services, requireUser(req).id)) };
+    return { status: 200, body: serializeSubscription(await getActiveSubscriptionFields(req.services, requireUserId(req))) };
   },
 
   async getSubscription(req) {

@@ -2,6 +2,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Payment, type PaymentStatus } from '../../db/entities/payment.js';
 import type { PaymentType } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
+import { hotRows } from '../../db/hot-sql.js';
 import { rowReader } from '../../db/row-fields.js';
 import { PAYMENT_FIELDS, type PaymentFields } from '../../http/serializers.js';
 import type { DataContext } from '../context.js';
@@ -57,15 +58,15 @@ export async function listPaymentFields(
   const orderBy = column ? `p.${column} ${desc ? 'desc' : 'asc'}, p.id asc` : 'p.created_at desc, p.id asc';
   const offset = (page.page - 1) * page.pageSize;
   const countAll = async () => {
-    const [row] = (await em.execute(`select count(*) as n from payments p where ${where}`, params, 'all')) as { n: number | string }[];
+    const [row] = await hotRows<{ n: number | string }>(em, `select count(*) as n from payments p where ${where}`, params);
     return Number(row.n);
   };
   if (!Number.isSafeInteger(offset)) return { count: await countAll(), items: [] };
-  const rows = (await em.execute(
-    `select ${reader.columns}, count(*) over () as total_count from payments p where ${where} order by ${orderBy} limit ? offset ?`,
-    [...params, page.pageSize, offset],
-    'all',
-  )) as Record<string, unknown>[];
+  const rows = await hotRows(em, `select ${reader.columns}, count(*) over () as total_count from payments p where ${where} order by ${orderBy} limit ? offset ?`, [
+    ...params,
+    page.pageSize,
+    offset,
+  ]);
   if (rows.length === 0) return { count: offset === 0 ? 0 : await countAll(), items: [] };
   return { count: Number(rows[0].total_count), items: rows.map((row) => reader.read(row)) };
 }

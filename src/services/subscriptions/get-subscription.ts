@@ -3,6 +3,7 @@ import { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { NotFoundError } from '../../domain/errors.js';
 import { ACCESS_GRANTING_STATUSES } from '../../domain/states/subscription-states.js';
+import { hotRows } from '../../db/hot-sql.js';
 import { rowReader } from '../../db/row-fields.js';
 import { PLAN_SUMMARY_FIELDS, SUBSCRIPTION_FIELDS, type PlanSummaryFields, type SubscriptionFields } from '../../http/serializers.js';
 import type { DataContext } from '../context.js';
@@ -38,7 +39,8 @@ export async function getActiveSubscriptionFields(ctx: Pick<DataContext, 'em'>, 
   const pending = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'pp', 'pending_');
   const change = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'cp', 'change_');
   const statuses = [...ACCESS_GRANTING_STATUSES];
-  const [row] = (await em.execute(
+  const [row] = await hotRows(
+    em,
     `select ${sub.columns}, ${plan.columns}, ${pending.columns}, ${change.columns}
      from subscriptions s
      join plans p on p.id = s.plan_id
@@ -47,8 +49,7 @@ export async function getActiveSubscriptionFields(ctx: Pick<DataContext, 'em'>, 
      where s.user_id = ? and s.status in (${statuses.map(() => '?').join(', ')})
      order by s.created_at desc limit 1`,
     [userId, ...statuses],
-    'all',
-  )) as Record<string, unknown>[];
+  );
   if (!row) throw new NotFoundError('Active subscription');
   return {
     ...sub.read(row),

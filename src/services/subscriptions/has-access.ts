@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import { hotRows } from '../../db/hot-sql.js';
 import { toDate } from '../../db/row-fields.js';
 import { ACCESS_GRANTING_STATUSES } from '../../domain/states/subscription-states.js';
 import type { DataContext } from '../context.js';
@@ -11,11 +12,11 @@ import type { DataContext } from '../context.js';
  */
 export async function accessGrantedUntil(ctx: { em: EntityManager }, userId: string): Promise<{ granted: false } | { granted: true; until: Date | null }> {
   const statuses = [...ACCESS_GRANTING_STATUSES];
-  const [row] = (await ctx.em.execute(
+  const [row] = await hotRows<{ current_period_end: unknown; trial_end: unknown }>(
+    ctx.em,
     `select current_period_end, trial_end from subscriptions where user_id = ? and status in (${statuses.map(() => '?').join(', ')}) limit 1`,
     [userId, ...statuses],
-    'all',
-  )) as { current_period_end: unknown; trial_end: unknown }[];
+  );
   if (!row) return { granted: false };
   const ends = [toDate(row.current_period_end), toDate(row.trial_end)].filter((d): d is Date => d !== null);
   return { granted: true, until: ends.length ? new Date(Math.max(...ends.map((d) => d.getTime()))) : null };
