@@ -73,6 +73,7 @@ const login = await fetch(`${base}/auth/login/`, { method: 'POST', headers: { 'c
 const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
 const basic = `Basic ${Buffer.from(`${fx.username}:${fx.password}`).toString('base64')}`;
 for (const [name, path, headers] of [
+  ['plans (cached, no auth)', '/plans/', {}],
   ['active (session)', '/subscriptions/active/', { cookie }],
   ['active (basic)', '/subscriptions/active/', { authorization: basic }],
   ['payments (session)', '/payments/', { cookie }],

@@ -102,7 +102,7 @@ export class AccessCache {
 
   /** The user's access version now (0 before anything about them ever changed). */
   async readVersion(em: EntityManager, userId: string): Promise<string> {
-    const rows = await hotRows<{ version: unknown }>(em, 'select version from access_versions where user_id = ?', [userId]);
+    const rows = await hotRows<{ version: unknown }>(em, 'select version from access_versions where user_id = ?', [userId], { prepare: true });
     return toVersion(rows[0]?.version);
   }
 
@@ -155,6 +155,7 @@ export class AccessCache {
       em,
       `select s.data, s.expires_at, ${userIdOf} as user_id, v.version from sessions s left join access_versions v on v.user_id = ${userIdOf} where s.id = ?`,
       [key],
+      { prepare: true },
     );
     this.sessions.delete(key);
     if (!row) return undefined;

@@ -16,6 +16,7 @@ export async function accessGrantedUntil(ctx: { em: EntityManager }, userId: str
     ctx.em,
     `select current_period_end, trial_end from subscriptions where user_id = ? and status in (${statuses.map(() => '?').join(', ')}) limit 1`,
     [userId, ...statuses],
+    { prepare: true },
   );
   if (!row) return { granted: false };
   const ends = [toDate(row.current_period_end), toDate(row.trial_end)].filter((d): d is Date => d !== null);
