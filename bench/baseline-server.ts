@@ -4,9 +4,14 @@
  *   plans   — the plan-list query, answering the same JSON as GET /plans/
  *   select  — one indexed SELECT by user (the subscription of a user)
  *   insert  — one single-row INSERT in a transaction
+ *   settlement — the webhook's settlement by hand: the signature checked, then the service's
+ *              own 11 statements in one transaction (the log row, the payment's subscription,
+ *              the subscription and the payment locked with their joined rows, the period fund
+ *              and two notifications inserted, subscription, invoice and payment updated), with
+ *              none of its rules: what the driver and the database can do for that shape
  * Usage: tsx bench/baseline-server.ts MODE DATABASE_URL PORT
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import Koa from 'koa';
 import pg from 'pg';
@@ -17,6 +22,8 @@ const sqlite = databaseUrl.startsWith('sqlite:');
 type Row = Record<string, unknown>;
 let query: (sql: string, params: unknown[]) => Promise<Row[]>;
 let insertInTransaction: (sql: string, params: unknown[]) => Promise<void>;
+/** Runs `work` in one transaction; `run` executes one statement of it and returns its rows. */
+let inTransaction: (work: (run: (sql: string, params: unknown[]) => Promise<Row[]>) => Promise<void>) => Promise<void>;
 
 let close: () => Promise<void>;
 
@@ -37,6 +44,20 @@ if (sqlite) {
   insertInTransaction = async (sql, params) => {
     db.transaction(() => stmt(sql).run(...params))();
   };
+  // better-sqlite3 is synchronous: the whole transaction runs without yielding, as one writer.
+  inTransaction = async (work) => {
+    stmt('begin immediate').run();
+    try {
+      await work(async (sql, params) => {
+        const s = stmt(sql);
+        return s.reader ? (s.all(...params) as Row[]) : (s.run(...params), []);
+      });
+      stmt('commit').run();
+    } catch (error) {
+      stmt('rollback').run();
+      throw error;
+    }
+  };
 } else {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
   close = () => pool.end();
@@ -51,6 +72,19 @@ if (sqlite) {
       client.release();
     }
   };
+  inTransaction = async (work) => {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await work(async (sql, params) => (await client.query(sql.replace(/\?/g, (_, i) => `$${countBefore(sql, i)}`), params)).rows);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK');
+      throw error;
+    } finally {
+      client.release();
+    }
+  };
 }
 
 function countBefore(sql: string, index: number): number {
@@ -59,6 +93,66 @@ function countBefore(sql: string, index: number): number {
 
 const money = (v: unknown) => (sqlite ? (Number(v) / 100).toFixed(2) : Number(v).toFixed(2));
 const iso = (v: unknown) => new Date(sqlite ? Number(v) : (v as Date)).toISOString();
+
+const SERVER_KEY = process.env.BENCH_SERVER_KEY ?? 'bench-server-key';
+const DAY_MS = 86_400_000;
+/** Dates as each driver stores them: epoch milliseconds on SQLite, Date on PostgreSQL. */
+const at = (ms: number) => (sqlite ? ms : new Date(ms));
+/** Money as stored: integer cents on SQLite, numeric text on PostgreSQL. */
+const stored = (amount: string) => (sqlite ? Math.round(Number(amount) * 100) : amount);
+
+async function readBody(req: NodeJS.ReadableStream): Promise<string> {
+  let body = '';
+  for await (const chunk of req) body += chunk;
+  return body;
+}
+
+/** The settlement's statements, in the service's order, with fixed outcomes instead of its rules. */
+async function settle(raw: string): Promise<number> {
+  const n = JSON.parse(raw) as Record<string, string>;
+  const expected = createHash('sha512').update(`${n.order_id}${n.status_code}${n.gross_amount}${SERVER_KEY}`).digest('hex');
+  if (expected !== n.signature_key) return 401;
+  const now = Date.now();
+  let found = true;
+  await inTransaction(async (run) => {
+    await run(
+      'insert into webhook_logs (id, order_id, transaction_status, payload, ip_address, status, error, attempts, source, dedup_key, processed_at, created_at, updated_at) values (?, ?, ?, ?, ?, ?, null, 1, ?, ?, ?, ?, ?)',
+      // The key is unique per request: a body sent twice is settled twice (no deduplication here).
+      [randomUUID(), n.order_id, n.transaction_status, raw, '127.0.0.1', 'processed', 'gateway', `${n.order_id}|${randomUUID()}`, at(now), at(now), at(now)],
+    );
+    const [seen] = await run('select p.id, p.subscription_id from payments p where p.order_id = ? limit 1', [n.order_id]);
+    if (!seen) {
+      found = false;
+      return;
+    }
+    const lock = sqlite ? '' : ' for update of s';
+    const [sub] = await run(`select s.*, p.name as plan_name, p.interval, p.interval_unit, u.email from subscriptions s join plans p on s.plan_id = p.id join users u on s.user_id = u.id where s.id = ? limit 1${lock}`, [seen.subscription_id]);
+    const [payment] = await run(`select p.*, i.number as invoice_number, i.status as invoice_status, u.email from payments p left join invoices i on p.invoice_id = i.id join users u on p.user_id = u.id where p.id = ? limit 1${lock.replace(' s', ' p')}`, [seen.id]);
+    const end = now + 30 * DAY_MS;
+    await run('insert into period_funds (id, subscription_id, payment_id, amount, period_start, period_end, created_at) values (?, ?, ?, ?, ?, ?, ?)', [
+      randomUUID(), sub.id, payment.id, stored(n.gross_amount), at(now), at(end), at(now),
+    ]);
+    const notification = '(?, ?, ?, ?, ?, ?, ?, ?, null, null, 0, null, null, ?)';
+    await run(
+      `insert into notifications (id, user_id, notification_type, channel, status, title, message, data, read_at, sent_at, attempts, last_error, next_attempt_at, created_at) values ${notification}, ${notification}`,
+      [
+        randomUUID(), payment.user_id, 'payment_succeeded', 'in_app', 'queued', 'Payment received', `We received ${n.currency} ${n.gross_amount} for order ${n.order_id}. Thank you.`,
+        JSON.stringify({ payment_id: payment.id, order_id: n.order_id, amount: n.gross_amount, currency: n.currency }), at(now),
+        randomUUID(), sub.user_id, 'subscription_activated', 'in_app', 'queued', 'Subscription active', `Your ${String(sub.plan_name)} subscription is active.`,
+        JSON.stringify({ subscription_id: sub.id, status: 'active', current_period_end: new Date(end).toISOString() }), at(now),
+      ],
+    );
+    await run(
+      'update subscriptions set status = ?, live_user_id = ?, current_period_start = ?, current_period_end = ?, next_billing_date = ?, billing_anchor = ?, cycles_completed = cycles_completed + 1, updated_at = ? where id = ?',
+      ['active', sub.user_id, at(now), at(end), at(end), at(now), at(now), sub.id],
+    );
+    await run('update invoices set status = ?, paid_at = ?, updated_at = ? where id = ?', ['paid', at(now), at(now), payment.invoice_id]);
+    await run('update payments set status = ?, transaction_id = ?, fraud_status = ?, gateway_status = ?, paid_at = ?, updated_at = ? where id = ?', [
+      'settled', n.transaction_id, n.fraud_status ?? null, n.transaction_status, at(now), at(now), payment.id,
+    ]);
+  });
+  return found ? 200 : 404;
+}
 
 const app = new Koa();
 app.use(async (ctx) => {
@@ -95,6 +189,13 @@ app.use(async (ctx) => {
     }
     const rows = await query('select * from subscriptions where user_id = ? and status in (?, ?) limit 1', [userId, 'active', 'trialing']);
     ctx.body = rows[0] ?? {};
+  } else if (mode === 'settlement') {
+    if (ctx.method !== 'POST') {
+      ctx.body = {}; // the readiness probe
+      return;
+    }
+    ctx.status = await settle(await readBody(ctx.req));
+    ctx.body = { status: ctx.status === 200 ? 'ok' : 'refused' };
   } else if (mode === 'insert') {
     const id = randomUUID();
     await insertInTransaction('insert into bench_inserts (id, payload, created_at) values (?, ?, ?)', [id, 'x'.repeat(200), sqlite ? Date.now() : new Date()]);
