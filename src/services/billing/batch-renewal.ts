@@ -14,7 +14,7 @@ import { add, isPositive, money, multiplyAndRound, ZERO } from '../../domain/mon
 import type { DataContext, ServiceContext } from '../context.js';
 import type { CreateInvoiceInput } from '../invoices/create-invoice.js';
 import { reserveInvoiceNumbers } from '../invoices/next-invoice-number.js';
-import { notificationRows } from '../notifications/notify.js';
+import { notificationInserts } from '../notifications/notify.js';
 import { paymentData, subscriptionData } from '../notifications/payloads.js';
 import { newSubscriptionOrderId } from '../payments/order-id.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
@@ -155,7 +155,7 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
         ...payment, user: sub.user.id, subscription: sub.id, invoice: invoiceId, status: 'settled', refundedAmount: ZERO, creditedAmount: ZERO, transactionId: null,
         fraudStatus: null, gatewayStatus: 'settlement', outcomeUnknown: false, paidAt: at, expiresAt: null, createdAt: at, updatedAt: now,
       });
-      // The period this payment bought (as fundPaidPeriod in gateway-events/apply-to-subscription.ts).
+      // The period this payment bought (periodBought in gateway-events/apply-to-subscription.ts).
       funds.push({ id: randomUUID(), subscription: sub.id, payment: payment.id, amount: total, periodStart: input.periodStart, periodEnd: input.periodEnd, createdAt: at });
       debits.push({
         wallet, id: payment.paymentDetails.wallet_transaction_id, amount: total, currency: input.currency, source: 'payment',
@@ -164,9 +164,7 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
       subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd, input.periodEnd]);
       const renewed = { id: sub.id, plan: sub.plan, status: sub.status, currentPeriodEnd: input.periodEnd, trialEnd: sub.trialEnd } as Subscription;
       for (const [type, data] of [['payment_succeeded', paymentData(payment)], ['subscription_renewed', subscriptionData(renewed)]] as const) {
-        for (const row of notificationRows(tctx, sub.user as User, type, data)) {
-          notifications.push({ ...row, id: randomUUID(), user: sub.user.id, readAt: null, sentAt: null, attempts: 0, lastError: null });
-        }
+        notifications.push(...notificationInserts(tctx, sub.user, type, data));
       }
       steps.push(result(sub, 'renew', { counts: { renewed: 1, charged: 1 }, invoiceNumber: number, after: nothingAfter() }));
     });

@@ -1,4 +1,7 @@
+import type { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
+import type { Plan } from '../../db/entities/plan.js';
+import type { Subscription } from '../../db/entities/subscription.js';
 import { cycleBoundary } from '../../domain/billing-calendar.js';
 import { add, isPositive, subtract } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
@@ -18,13 +21,35 @@ import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../
 /**
  * A settlement buys nothing when its invoice was already paid (a superseded payment settled
  * after all) or voided, or when its subscription has ended (canceled, expired, or replaced by
- * another): checked before anything is paid or revived.
+ * another): checked before anything is paid or revived. Shared with settle-plain-payment.ts.
  */
-function unusableBecause(payment: Payment): UnusableSettlementReason | null {
-  const sub = payment.subscription;
+export function unusableBecause(
+  sub: Pick<Subscription, 'status'> | null,
+  invoice: Pick<Invoice, 'status'> | null,
+): UnusableSettlementReason | null {
   if (sub && (sub.status === 'canceled' || sub.status === 'expired')) return 'subscription_ended';
-  if (payment.invoice?.status === 'paid') return 'invoice_already_paid';
-  if (payment.invoice?.status === 'void') return 'invoice_void';
+  if (invoice?.status === 'paid') return 'invoice_already_paid';
+  if (invoice?.status === 'void') return 'invoice_void';
+  return null;
+}
+
+/**
+ * The service period a create or renewal payment buys, or null when its invoice buys none (a
+ * plan change's, or another kind): a renewal buys its invoice's period; a first payment (or one
+ * without an invoice) a cycle from the moment it settles, which anchors the billing calendar.
+ * Shared with settle-plain-payment.ts.
+ */
+export function periodBought(
+  invoice: Pick<Invoice, 'billingReason' | 'periodStart' | 'periodEnd'> | null,
+  plan: Pick<Plan, 'interval' | 'intervalUnit'>,
+  at: Date,
+): { start: Date; end: Date; anchors: boolean } | null {
+  if (invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd) {
+    return { start: invoice.periodStart, end: invoice.periodEnd, anchors: false };
+  }
+  if (!invoice || invoice.billingReason === 'subscription_create') {
+    return { start: at, end: cycleBoundary(at, plan.interval, plan.intervalUnit, 1), anchors: true };
+  }
   return null;
 }
 
@@ -32,7 +57,7 @@ function unusableBecause(payment: Payment): UnusableSettlementReason | null {
 export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
   const changes: string[] = [];
   notify(ctx, payment.user, 'payment_succeeded', paymentData(payment));
-  const unusable = unusableBecause(payment);
+  const unusable = unusableBecause(payment.subscription, payment.invoice);
   if (unusable) {
     // What a refund or an earlier credit already gave back is not credited again.
     const amount = subtract(payment.grossAmount, add(payment.refundedAmount, payment.creditedAmount));
@@ -59,21 +84,17 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
   // NOTE: a plan change takes effect when its payment settles (DECISIONS §4).
   if (isChangePayment(payment)) return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
   const wasStatus = sub.status;
-  const plan = sub.plan;
-  if (invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd) {
-    sub.currentPeriodStart = invoice.periodStart;
-    sub.currentPeriodEnd = invoice.periodEnd;
-    sub.nextBillingDate = invoice.periodEnd;
-    sub.cyclesCompleted += 1;
-  } else if (!invoice || invoice.billingReason === 'subscription_create') {
-    const start = at;
-    sub.billingAnchor = start;
-    sub.currentPeriodStart = start;
-    sub.currentPeriodEnd = cycleBoundary(start, plan.interval, plan.intervalUnit, 1);
-    sub.nextBillingDate = sub.currentPeriodEnd;
+  const period = periodBought(invoice, sub.plan, at);
+  if (period) {
+    if (period.anchors) sub.billingAnchor = period.start;
+    sub.currentPeriodStart = period.start;
+    sub.currentPeriodEnd = period.end;
+    sub.nextBillingDate = period.end;
     sub.cyclesCompleted += 1;
   }
-  fundPaidPeriod(ctx, payment, at);
+  // Any other invoice pays, from now, for the period the subscription is in.
+  const end = period?.end ?? sub.currentPeriodEnd;
+  if (end) fundPeriod(ctx, { subscription: sub, payment, amount: subtract(payment.grossAmount, payment.refundedAmount), start: period?.start ?? at, end });
   if (wasStatus !== 'active') {
     subscriptionStates.apply(sub, 'activate', at);
     sub.cancelReason = null;
@@ -84,17 +105,6 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
     changes.push('subscription renewed');
   }
   return changes;
-}
-
-/** Records the period a create or renewal payment bought, the base of later credits and refunds. */
-function fundPaidPeriod(ctx: DataContext, payment: Payment, at: Date): void {
-  const sub = payment.subscription!;
-  const invoice = payment.invoice;
-  const cycle = invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd;
-  const start = cycle ? invoice.periodStart! : at;
-  const end = cycle ? invoice.periodEnd! : sub.currentPeriodEnd;
-  if (!end) return;
-  fundPeriod(ctx, { subscription: sub, payment, amount: subtract(payment.grossAmount, payment.refundedAmount), start, end });
 }
 
 /** A payment failed: the subscription falls past due, unless a later payment supersedes it. */

@@ -7,6 +7,8 @@ import { parseJsonExact } from '../../domain/exact-json.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
 import { applyGatewayEvent } from './apply-gateway-event.js';
+import type { EventOutcome } from './event-outcome.js';
+import { settlePlainPayment } from './settle-plain-payment.js';
 import { SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX } from '../payments/order-id.js';
 import { dedupKey, eventFromPayload, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 
@@ -247,7 +249,7 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
         em.nativeUpdate(WebhookLog, { id: logId, dedupKey: null, status: { $in: [...REPLAYABLE_STATUSES] } }, { dedupKey: key }),
       );
       if (claimed === 0) return null;
-      const outcome = await applyGatewayEvent({ em, config: ctx.config, clock: ctx.clock }, event);
+      const outcome = await applyInFreshTransaction({ em, config: ctx.config, clock: ctx.clock }, event);
       await em.flush();
       const at = ctx.clock.now();
       await em.nativeUpdate(WebhookLog, { id: logId }, { status: 'processed', error: null, attempts: raw('attempts + 1'), processedAt: at, updatedAt: new Date() });
@@ -266,6 +268,14 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
     return { result, log, changes: [], error };
   }
   return { result: 'processed', log: await reload(ctx, logId), changes, error: null };
+}
+
+/**
+ * The effects, in a transaction whose entity manager holds no entity yet: the plain settlement
+ * by set-based statements when it applies (settle-plain-payment.ts), else applyGatewayEvent.
+ */
+async function applyInFreshTransaction(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
+  return (await settlePlainPayment(ctx, event)) ?? applyGatewayEvent(ctx, event);
 }
 
 function isOwnOrderIdShape(orderId: string): boolean {
@@ -337,7 +347,7 @@ export async function receiveNotification(ctx: DataContext, input: RecordInput):
       // The claim is the first statement and a write: SQLite takes its write lock before reading
       // anything, and PostgreSQL queues a concurrent claim of the same key behind this one.
       const log = await claim(() => insertLog(em, evidence, { status: 'processed', error: null, dedupKey: key, processedAt: ctx.clock.now() }));
-      const outcome = await applyGatewayEvent({ em, config: ctx.config, clock: ctx.clock }, event);
+      const outcome = await applyInFreshTransaction({ em, config: ctx.config, clock: ctx.clock }, event);
       return { log, changes: outcome.changes };
     });
     return { result: 'processed', ...applied, error: null, event };

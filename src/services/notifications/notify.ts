@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { RequiredEntityData } from '@mikro-orm/core';
 import { Notification, type NotificationChannel, type NotificationType } from '../../db/entities/notification.js';
 import type { User } from '../../db/entities/user.js';
 import type { DataContext } from '../context.js';
@@ -25,6 +27,24 @@ export function notificationRows(
     data,
     createdAt: now,
     nextAttemptAt: channel === 'in_app' ? null : now,
+  }));
+}
+
+/** The same rows complete for insertRows (db/bulk-sql.ts): an id each, the user by id. */
+export function notificationInserts(
+  ctx: Pick<DataContext, 'config' | 'clock'>,
+  user: Pick<User, 'id' | 'email'>,
+  type: NotificationType,
+  data: Record<string, unknown>,
+): RequiredEntityData<Notification>[] {
+  return notificationRows(ctx, user as User, type, data).map((row) => ({
+    ...row,
+    id: randomUUID(),
+    user: user.id,
+    readAt: null,
+    sentAt: null,
+    attempts: 0,
+    lastError: null,
   }));
 }
 

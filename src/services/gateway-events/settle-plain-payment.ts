@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import type { RequiredEntityData } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
+import { fromColumn, insertRows, updateRows } from '../../db/bulk-sql.js';
+import { isPostgres } from '../../db/dialect.js';
+import { Invoice } from '../../db/entities/invoice.js';
+import { Notification } from '../../db/entities/notification.js';
+import { Payment } from '../../db/entities/payment.js';
+import { PeriodFund } from '../../db/entities/period-fund.js';
+import type { Plan } from '../../db/entities/plan.js';
+import { Subscription } from '../../db/entities/subscription.js';
+import { hotRows } from '../../db/hot-sql.js';
+import { compare, isDecimalText, isZero } from '../../domain/money.js';
+import { invoiceStates } from '../../domain/states/invoice-states.js';
+import { paymentStates } from '../../domain/states/payment-states.js';
+import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import type { DataContext } from '../context.js';
+import { SUBSCRIPTION_ORDER_PREFIX } from '../payments/order-id.js';
+import { notificationInserts } from '../notifications/notify.js';
+import { paymentData, subscriptionData } from '../notifications/payloads.js';
+import { periodBought, unusableBecause } from './apply-to-subscription.js';
+import type { EventOutcome } from './event-outcome.js';
+import { isSuccess, type GatewayEvent } from './gateway-event.js';
+import { savedCardOf } from './saved-card.js';
+
+/*
+ * The webhook's common case with set-based statements: a pending first or renewal payment of a
+ * live subscription settles in full, nothing refunded, credited or changing plan, no card to
+ * save. applyToPayment would load the subscription and the payment as entities and let the unit
+ * of work find what changed; here three plain SELECTs read what the rules need (subscription,
+ * then payment, locked in the one lock order) and four statements write the same rows: the
+ * payment, its invoice and its subscription updated, the period fund and the notifications
+ * inserted. The rules are the same functions applyToPayment uses (the state machines,
+ * periodBought, unusableBecause, the notification rows and payloads), applied to the rows.
+ *
+ * Anything else (a settlement after a failure, refunds that overtook it, a plan change, a
+ * canceled subscription, an amount that does not match, a card to save…) returns null before
+ * writing anything, and the caller applies the event through applyToPayment, in the same
+ * transaction. Only for a transaction whose entity manager holds none of these entities (the
+ * notification pipeline's own): a row written here would not be seen by an entity loaded before.
+ */
+
+type Row = Record<string, unknown>;
+
+interface Locked {
+  sub: Pick<Subscription, 'id' | 'status' | 'liveUserId' | 'cancelReason' | 'billingAnchor' | 'currentPeriodEnd' | 'trialEnd'> & {
+    user: { id: string; email: string | null };
+    plan: Pick<Plan, 'name' | 'slug' | 'interval' | 'intervalUnit'>;
+  };
+  payment: Pick<
+    Payment,
+    'id' | 'orderId' | 'status' | 'paymentType' | 'grossAmount' | 'currency' | 'refundedAmount' | 'creditedAmount' | 'transactionId' | 'fraudStatus' | 'paymentDetails' | 'paidAt'
+  >;
+  invoice: Pick<Invoice, 'id' | 'number' | 'status' | 'billingReason' | 'periodStart' | 'periodEnd' | 'paidAt'>;
+}
+
+const read = <T>(em: EntityManager, entity: Parameters<typeof fromColumn>[1], property: string, value: unknown) => fromColumn(em, entity, property, value) as T;
+
+/** The payment of the order with its subscription, invoice, plan and user; subscription and payment locked. Null when not plain enough to read. */
+async function lockRows(em: EntityManager, orderId: string): Promise<Locked | null> {
+  const [seen] = await hotRows<{ id: string; subscription_id: string | null; invoice_id: string | null }>(
+    em,
+    'select id, subscription_id, invoice_id from payments where order_id = ? limit 1',
+    [orderId],
+  );
+  if (!seen?.subscription_id || !seen.invoice_id) return null;
+  // NOTE: FOR UPDATE OF the locked table alone, as lockSubscriptionThenPayment (the plan row is shared).
+  const lock = (alias: string) => (isPostgres(em) ? ` for update of ${alias}` : '');
+  const [s] = await hotRows<Row>(
+    em,
+    `select s.id, s.status, s.live_user_id, s.cancel_reason, s.billing_anchor, s.current_period_end, s.trial_end, s.user_id, u.email,
+            pl.name as plan_name, pl.slug as plan_slug, pl.interval as plan_interval, pl.interval_unit as plan_interval_unit
+       from subscriptions s join users u on u.id = s.user_id join plans pl on pl.id = s.plan_id
+      where s.id = ?${lock('s')}`,
+    [seen.subscription_id],
+  );
+  const [p] = await hotRows<Row>(
+    em,
+    `select p.id, p.order_id, p.status, p.payment_type, p.gross_amount, p.currency, p.refunded_amount, p.credited_amount, p.transaction_id,
+            p.fraud_status, p.payment_details, p.paid_at, p.subscription_id, i.id as invoice_id, i.number as invoice_number,
+            i.status as invoice_status, i.billing_reason, i.period_start, i.period_end, i.paid_at as invoice_paid_at
+       from payments p join invoices i on i.id = p.invoice_id
+      where p.id = ?${lock('p')}`,
+    [seen.id],
+  );
+  // A payment never changes subscription; anything odd is the general path's to judge.
+  if (!s || !p || p.subscription_id !== s.id) return null;
+  const date = (entity: Parameters<typeof fromColumn>[1], property: string, value: unknown) => read<Date | null>(em, entity, property, value);
+  return {
+    sub: {
+      id: String(s.id),
+      status: s.status as Subscription['status'],
+      liveUserId: (s.live_user_id as string | null) ?? null,
+      cancelReason: (s.cancel_reason as string | null) ?? null,
+      billingAnchor: date(Subscription, 'billingAnchor', s.billing_anchor),
+      currentPeriodEnd: date(Subscription, 'currentPeriodEnd', s.current_period_end),
+      trialEnd: date(Subscription, 'trialEnd', s.trial_end),
+      user: { id: String(s.user_id), email: (s.email as string | null) ?? null },
+      plan: {
+        name: String(s.plan_name),
+        slug: String(s.plan_slug),
+        interval: Number(s.plan_interval),
+        intervalUnit: s.plan_interval_unit as Plan['intervalUnit'],
+      },
+    },
+    payment: {
+      id: String(p.id),
+      orderId: String(p.order_id),
+      status: p.status as Payment['status'],
+      paymentType: p.payment_type as Payment['paymentType'],
+      grossAmount: read<string>(em, Payment, 'grossAmount', p.gross_amount),
+      currency: String(p.currency),
+      refundedAmount: read<string>(em, Payment, 'refundedAmount', p.refunded_amount),
+      creditedAmount: read<string>(em, Payment, 'creditedAmount', p.credited_amount),
+      transactionId: (p.transaction_id as string | null) ?? null,
+      fraudStatus: (p.fraud_status as string | null) ?? null,
+      paymentDetails: read<Record<string, unknown>>(em, Payment, 'paymentDetails', p.payment_details) ?? {},
+      paidAt: date(Payment, 'paidAt', p.paid_at),
+    },
+    invoice: {
+      id: String(p.invoice_id),
+      number: String(p.invoice_number),
+      status: p.invoice_status as Invoice['status'],
+      billingReason: p.billing_reason as Invoice['billingReason'],
+      periodStart: date(Invoice, 'periodStart', p.period_start),
+      periodEnd: date(Invoice, 'periodEnd', p.period_end),
+      paidAt: date(Invoice, 'paidAt', p.invoice_paid_at),
+    },
+  };
+}
+
+/** Whether applyToPayment's settlement would take its plain branch for these rows (nothing but pay, fund, activate or renew). */
+function isPlain(event: GatewayEvent, { sub, payment, invoice }: Locked, at: Date): boolean {
+  if (!isSuccess(event)) return false;
+  // A mismatching amount fails in applyToPayment, with its message.
+  if (event.grossAmount !== null && !(isDecimalText(event.grossAmount) && compare(event.grossAmount, payment.grossAmount) === 0)) return false;
+  // A card announced by a verified answer is stored by saveCardFromVerifiedEvent.
+  if (event.verified && savedCardOf(event.raw) !== null) return false;
+  return (
+    payment.status === 'pending' &&
+    isZero(payment.refundedAmount) &&
+    isZero(payment.creditedAmount) &&
+    unusableBecause(sub, invoice) === null &&
+    invoiceStates.can(invoice as Invoice, 'pay') &&
+    (invoice.billingReason === 'subscription_create' || invoice.billingReason === 'subscription_cycle') &&
+    periodBought(invoice, sub.plan, at) !== null
+  );
+}
+
+/**
+ * Settles a plain subscription payment with set-based statements; returns what changed, or
+ * null (nothing written) when the event or the rows are not the plain case. Must run inside the
+ * caller's transaction, before anything else touches these rows.
+ */
+export async function settlePlainPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome | null> {
+  if (!isSuccess(event) || !event.orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX)) return null;
+  const em = ctx.em;
+  const rows = await lockRows(em, event.orderId);
+  const at = ctx.clock.now();
+  if (!rows || !isPlain(event, rows, at)) return null;
+  const { sub, payment, invoice } = rows;
+  const updatedNow = { sql: 'updated_at = ?', params: [new Date()] };
+  const changes = ['payment settled'];
+
+  paymentStates.apply(payment as Payment, 'settle', at);
+  invoiceStates.apply(invoice as Invoice, 'pay', at);
+  changes.push(`invoice ${invoice.number} paid`);
+  const period = periodBought(invoice, sub.plan, at)!;
+  const wasStatus = sub.status;
+  const renewed = { ...sub, user: sub.user as Subscription['user'], currentPeriodEnd: period.end } as unknown as Subscription;
+  const notifications: RequiredEntityData<Notification>[] = notificationInserts(ctx, sub.user, 'payment_succeeded', paymentData(payment));
+  if (wasStatus !== 'active') {
+    subscriptionStates.apply(renewed, 'activate', at);
+    renewed.cancelReason = null;
+    notifications.push(...notificationInserts(ctx, sub.user, 'subscription_activated', subscriptionData(renewed)));
+    changes.push(`subscription ${wasStatus} -> active`);
+  } else if (invoice.billingReason === 'subscription_cycle') {
+    notifications.push(...notificationInserts(ctx, sub.user, 'subscription_renewed', subscriptionData(renewed)));
+    changes.push('subscription renewed');
+  }
+
+  await updateRows(
+    em,
+    Payment,
+    ['status', 'paidAt', 'transactionId', 'gatewayStatus', 'fraudStatus', 'outcomeUnknown'],
+    [[payment.id, payment.status, payment.paidAt, payment.transactionId ?? event.transactionId, event.transactionStatus, event.fraudStatus ?? payment.fraudStatus, false]],
+    updatedNow,
+  );
+  await updateRows(em, Invoice, ['status', 'paidAt'], [[invoice.id, invoice.status, invoice.paidAt]], updatedNow);
+  await updateRows(
+    em,
+    Subscription,
+    ['status', 'liveUserId', 'cancelReason', 'billingAnchor', 'currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'],
+    [[sub.id, renewed.status, renewed.liveUserId, renewed.cancelReason, period.anchors ? period.start : sub.billingAnchor, period.start, period.end, period.end]],
+    { sql: `cycles_completed = cycles_completed + 1, ${updatedNow.sql}`, params: updatedNow.params },
+  );
+  await insertRows(em, PeriodFund, [
+    { id: randomUUID(), subscription: sub.id, payment: payment.id, amount: payment.grossAmount, periodStart: period.start, periodEnd: period.end, createdAt: at } as RequiredEntityData<PeriodFund>,
+  ]);
+  await insertRows(em, Notification, notifications);
+  return { changes };
+}
