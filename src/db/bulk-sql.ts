@@ -2,9 +2,11 @@ import type { EntityClass, EntityProperty, RequiredEntityData } from '@mikro-orm
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Knex } from 'knex';
 import { isPostgres } from './dialect.js';
+import { hotWrite } from './hot-sql.js';
 
 /*
- * Multi-row writes (the batched billing run), with bound parameters. MikroORM's insertMany
+ * Set-based writes (the batched billing run, the webhook's plain settlement), with bound
+ * parameters, run by hot-sql.ts (SQLite statements prepared once per connection). MikroORM's insertMany
  * inlines every value into the SQL text (formatQuery), which at a thousand rows a statement cost
  * more than the database's own work; here each value is converted by its property's type (money
  * in minor units on SQLite, JSON as text…) and bound. PostgreSQL gets one array a column
@@ -22,10 +24,8 @@ interface Column {
   pgType: string;
 }
 
-function transaction(em: EntityManager): Knex.Transaction {
-  const trx = em.getTransactionContext<Knex.Transaction>();
-  if (!trx) throw new Error('bulk writes must run inside a transaction');
-  return trx;
+function inTransaction(em: EntityManager): void {
+  if (!em.getTransactionContext<Knex.Transaction>()) throw new Error('bulk writes must run inside a transaction');
 }
 
 function columnsOf(em: EntityManager, entity: EntityClass<object>, properties: string[]): Column[] {
@@ -63,7 +63,7 @@ export function fromColumn(em: EntityManager, entity: EntityClass<object>, prope
 /** INSERTs `rows` (all with the same properties; relations by id) into the entity's table, in the caller's transaction. */
 export async function insertRows<T extends object>(em: EntityManager, entity: EntityClass<T>, rows: RequiredEntityData<T>[]): Promise<void> {
   if (rows.length === 0) return;
-  const trx = transaction(em);
+  inTransaction(em);
   const sqlite = !isPostgres(em);
   const properties = Object.keys(rows[0]);
   const columns = columnsOf(em, entity as EntityClass<object>, properties);
@@ -74,14 +74,14 @@ export async function insertRows<T extends object>(em: EntityManager, entity: En
     const arrays = columns.map(() => [] as unknown[]);
     for (const row of rows) values(row).forEach((v, i) => arrays[i].push(v));
     const casts = columns.map((c) => `?::${c.pgType}[]`).join(', ');
-    await trx.raw(`insert into ${table} (${names}) select * from unnest(${casts})`, arrays as never);
+    await hotWrite(em, `insert into ${table} (${names}) select * from unnest(${casts})`, arrays);
     return;
   }
   const perStatement = Math.max(1, Math.floor(SQLITE_MAX_PARAMS / columns.length));
   const tuple = `(${columns.map(() => '?').join(', ')})`;
   for (let from = 0; from < rows.length; from += perStatement) {
     const slice = rows.slice(from, from + perStatement);
-    await trx.raw(`insert into ${table} (${names}) values ${slice.map(() => tuple).join(', ')}`, slice.flatMap(values) as never);
+    await hotWrite(em, `insert into ${table} (${names}) values ${slice.map(() => tuple).join(', ')}`, slice.flatMap(values));
   }
 }
 
@@ -98,7 +98,7 @@ export async function updateRows<T extends object>(
   also: { sql: string; params: unknown[] },
 ): Promise<void> {
   if (rows.length === 0) return;
-  const trx = transaction(em);
+  inTransaction(em);
   const sqlite = !isPostgres(em);
   const columns = columnsOf(em, entity as EntityClass<object>, properties);
   const table = em.getMetadata().get(entity.name).tableName;
@@ -111,20 +111,20 @@ export async function updateRows<T extends object>(
   if (!sqlite) {
     const arrays = names.map((_, i) => converted.map((r) => r[i]));
     const casts = ['?::uuid[]', ...columns.map((c) => `?::${c.pgType}[]`)].join(', ');
-    const res = (await trx.raw(
+    affected = await hotWrite(
+      em,
       `update ${table} set ${sets} from unnest(${casts}) as v (${names.join(', ')}) where ${table}.id = v.id`,
-      [...also.params, ...arrays] as never,
-    )) as { rowCount: number };
-    affected = res.rowCount;
+      [...also.params, ...arrays],
+    );
   } else {
     // NOTE: one statement: SQLite's UPDATE … FROM (3.33+) over a VALUES table; rows × columns stays
     // far under the bound-variable limit for the page sizes the run uses.
     const tuple = `(${names.map(() => '?').join(', ')})`;
-    const res = (await trx.raw(
+    affected = await hotWrite(
+      em,
       `with v (${names.join(', ')}) as (values ${converted.map(() => tuple).join(', ')}) update ${table} set ${sets} from v where ${table}.id = v.id`,
-      [...converted.flat(), ...also.params] as never,
-    )) as { changes: number };
-    affected = res.changes;
+      [...converted.flat(), ...also.params],
+    );
   }
   if (affected !== rows.length) throw new Error(`${table}: ${affected} of ${rows.length} rows updated`);
 }

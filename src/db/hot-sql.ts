@@ -1,14 +1,16 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import type { Knex } from 'knex';
 import { dialectOfPlatform } from './dialect.js';
 
 type Row = Record<string, unknown>;
 
 /** What knex's pool hands out: a pg Client or a better-sqlite3 Database. */
 interface PgClient {
-  query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: Row[] }>;
+  query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: Row[]; rowCount: number | null }>;
 }
 interface SqliteStatement {
   all(...params: unknown[]): Row[];
+  run(...params: unknown[]): { changes: number };
 }
 interface SqliteDatabase {
   prepare(sql: string): SqliteStatement;
@@ -49,42 +51,73 @@ export interface HotOptions {
   prepare?: boolean;
 }
 
-/** SQLite statements prepared once per connection (knex prepares every statement anew). */
+/**
+ * SQLite statements prepared once per connection (knex prepares every statement anew). At most
+ * MAX_PREPARED a connection: the batched writes' texts vary with their row counts.
+ */
+const MAX_PREPARED = 500;
 const prepared = new WeakMap<object, Map<string, SqliteStatement>>();
 function sqliteStatement(db: SqliteDatabase, sql: string): SqliteStatement {
   let statements = prepared.get(db);
   if (!statements) prepared.set(db, (statements = new Map()));
   let statement = statements.get(sql);
-  if (!statement) statements.set(sql, (statement = db.prepare(sql)));
+  if (!statement) {
+    if (statements.size >= MAX_PREPARED) statements.clear();
+    statements.set(sql, (statement = db.prepare(sql)));
+  }
   return statement;
 }
 
+/** better-sqlite3 binds numbers, strings, bigints, buffers and null: dates and booleans as knex's SQLite client stores them. */
+const sqliteValue = (value: unknown): unknown => (value instanceof Date ? value.getTime() : typeof value === 'boolean' ? Number(value) : value);
+
+type Outcome = { rows: Row[]; affected: number };
+
 /**
- * Rows of one fixed, parameterised SELECT on the hot read paths (authentication, the access
- * check, the active subscription, the payment list), run on a connection of MikroORM's own pool.
+ * Runs one statement on a connection of MikroORM's own pool, or, inside a transaction, on that
+ * transaction's connection (knex's transaction client hands out exactly that one).
+ */
+async function run(em: EntityManager, sql: string, params: readonly unknown[], options: HotOptions, reads: boolean): Promise<Outcome> {
+  const knex = em.getTransactionContext<Knex.Transaction>() ?? em.getConnection().getKnex();
+  const pool = knex.client as unknown as PoolClient;
+  const postgres = dialectOfPlatform(em.getPlatform()) === 'postgresql';
+  let connection: unknown;
+  try {
+    connection = await pool.acquireConnection();
+    if (postgres) {
+      const result = await (connection as PgClient).query({ ...pgStatement(sql, options.prepare === true), values: [...params] });
+      return { rows: result.rows, affected: result.rowCount ?? 0 };
+    }
+    const statement = sqliteStatement(connection as SqliteDatabase, sql);
+    const values = params.map(sqliteValue);
+    return reads ? { rows: statement.all(...values), affected: 0 } : { rows: [], affected: statement.run(...values).changes };
+  } catch (error) {
+    throw em.getDriver().convertException(error as Error);
+  } finally {
+    if (connection !== undefined) await pool.releaseConnection(connection);
+  }
+}
+
+/**
+ * Rows of one fixed, parameterised SELECT on the hot paths (authentication, the access check,
+ * the active subscription, the payment list, the webhook's plain settlement).
  *
  * NOTE: em.execute builds every statement anew through knex with the values inlined into the
  * text (MikroORM's formatQuery), so SQLite prepares each one afresh and the plan can never be
  * reused; that costs 0.03 ms (PostgreSQL) to 0.06 ms (SQLite) of CPU per statement over the
  * driver's own call (bench/README.md). Here the values are bound, SQLite statements are prepared
  * once per connection, and driver errors become MikroORM's exceptions exactly as em.execute's do
- * (a lost database still answers 503). Inside a transaction the statement joins it through
- * em.execute. The statements are not in MikroORM's query log.
+ * (a lost database still answers 503). Inside a transaction the statement runs on the
+ * transaction's connection, so it sees and joins that transaction. The statements are not in
+ * MikroORM's query log.
  * Only for statements written in the code: `sql` must never be built from input (the prepared
  * statement cache is keyed by it).
  */
 export async function hotRows<T extends object = Row>(em: EntityManager, sql: string, params: readonly unknown[], options: HotOptions = {}): Promise<T[]> {
-  if (em.getTransactionContext()) return (await em.execute(sql, [...params], 'all')) as T[];
-  const pool = em.getConnection().getKnex().client as unknown as PoolClient;
-  const postgres = dialectOfPlatform(em.getPlatform()) === 'postgresql';
-  let connection: unknown;
-  try {
-    connection = await pool.acquireConnection();
-    if (postgres) return (await (connection as PgClient).query({ ...pgStatement(sql, options.prepare === true), values: [...params] })).rows as T[];
-    return sqliteStatement(connection as SqliteDatabase, sql).all(...params) as T[];
-  } catch (error) {
-    throw em.getDriver().convertException(error as Error);
-  } finally {
-    if (connection !== undefined) pool.releaseConnection(connection);
-  }
+  return (await run(em, sql, params, options, true)).rows as T[];
+}
+
+/** One fixed, parameterised write (INSERT, UPDATE, DELETE) as hotRows runs a SELECT; returns how many rows it changed. */
+export async function hotWrite(em: EntityManager, sql: string, params: readonly unknown[]): Promise<number> {
+  return (await run(em, sql, params, {}, false)).affected;
 }

@@ -1,7 +1,7 @@
 import { DriverException, TableNotFoundException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hotRows } from '../../src/db/hot-sql.js';
+import { hotRows, hotWrite } from '../../src/db/hot-sql.js';
 import { migrateUp, openOrm, type Orm } from '../../src/db/orm.js';
 import { DATABASES, createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
@@ -42,6 +42,18 @@ describe.each(DATABASES)('hot statements on the ORM pool (%s)', (kind) => {
     }).catch((error: Error) => expect(error.message).toBe('roll back'));
     const [row] = await hotRows<{ value: unknown }>(em(), 'select value from counters where name = ?', ['hot-a']);
     expect(Number(row.value)).toBe(7);
+  });
+
+  it('writes on the transaction\'s own connection: values bound, the rows changed counted, undone by its rollback', async () => {
+    await orm.em.fork().transactional(async (tx) => {
+      const changed = await hotWrite(tx as EntityManager, 'update counters set value = value + ? where name = ? or name = ?', [100, 'hot-b', "x' or '1'='1"]);
+      expect(changed).toBe(1);
+      const [row] = await hotRows<{ value: unknown }>(tx as EntityManager, 'select value from counters where name = ?', ['hot-b']);
+      expect(Number(row.value)).toBe(108);
+      throw new Error('roll back');
+    }).catch((error: Error) => expect(error.message).toBe('roll back'));
+    const [row] = await hotRows<{ value: unknown }>(em(), 'select value from counters where name = ?', ['hot-b']);
+    expect(Number(row.value)).toBe(8);
   });
 
   it("fails with MikroORM's exceptions, as em.execute does (the error boundary classifies those)", async () => {

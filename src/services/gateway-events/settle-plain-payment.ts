@@ -27,7 +27,7 @@ import { savedCardOf } from './saved-card.js';
  * The webhook's common case with set-based statements: a pending first or renewal payment of a
  * live subscription settles in full, nothing refunded, credited or changing plan, no card to
  * save. applyToPayment would load the subscription and the payment as entities and let the unit
- * of work find what changed; here three plain SELECTs read what the rules need (subscription,
+ * of work find what changed; here two plain SELECTs read what the rules need (subscription,
  * then payment, locked in the one lock order) and four statements write the same rows: the
  * payment, its invoice and its subscription updated, the period fund and the notifications
  * inserted. The rules are the same functions applyToPayment uses (the state machines,
@@ -56,35 +56,33 @@ interface Locked {
 
 const read = <T>(em: EntityManager, entity: Parameters<typeof fromColumn>[1], property: string, value: unknown) => fromColumn(em, entity, property, value) as T;
 
-/** The payment of the order with its subscription, invoice, plan and user; subscription and payment locked. Null when not plain enough to read. */
+/** The payment of the order with its subscription, invoice, plan and user; subscription and payment locked. Null without a subscription or an invoice. */
 async function lockRows(em: EntityManager, orderId: string): Promise<Locked | null> {
-  const [seen] = await hotRows<{ id: string; subscription_id: string | null; invoice_id: string | null }>(
-    em,
-    'select id, subscription_id, invoice_id from payments where order_id = ? limit 1',
-    [orderId],
-  );
-  if (!seen?.subscription_id || !seen.invoice_id) return null;
-  // NOTE: FOR UPDATE OF the locked table alone, as lockSubscriptionThenPayment (the plan row is shared).
+  // NOTE: FOR UPDATE OF the locked table alone, as lockSubscriptionThenPayment (the plan row is
+  // shared); the payment's subscription is found without a lock and locked first.
   const lock = (alias: string) => (isPostgres(em) ? ` for update of ${alias}` : '');
   const [s] = await hotRows<Row>(
     em,
     `select s.id, s.status, s.live_user_id, s.cancel_reason, s.billing_anchor, s.current_period_end, s.trial_end, s.user_id, u.email,
             pl.name as plan_name, pl.slug as plan_slug, pl.interval as plan_interval, pl.interval_unit as plan_interval_unit
        from subscriptions s join users u on u.id = s.user_id join plans pl on pl.id = s.plan_id
-      where s.id = ?${lock('s')}`,
-    [seen.subscription_id],
+      where s.id = (select subscription_id from payments where order_id = ?)${lock('s')}`,
+    [orderId],
+    { prepare: true },
   );
+  if (!s) return null;
   const [p] = await hotRows<Row>(
     em,
     `select p.id, p.order_id, p.status, p.payment_type, p.gross_amount, p.currency, p.refunded_amount, p.credited_amount, p.transaction_id,
             p.fraud_status, p.payment_details, p.paid_at, p.subscription_id, i.id as invoice_id, i.number as invoice_number,
             i.status as invoice_status, i.billing_reason, i.period_start, i.period_end, i.paid_at as invoice_paid_at
        from payments p join invoices i on i.id = p.invoice_id
-      where p.id = ?${lock('p')}`,
-    [seen.id],
+      where p.order_id = ?${lock('p')}`,
+    [orderId],
+    { prepare: true },
   );
   // A payment never changes subscription; anything odd is the general path's to judge.
-  if (!s || !p || p.subscription_id !== s.id) return null;
+  if (!p || p.subscription_id !== s.id) return null;
   const date = (entity: Parameters<typeof fromColumn>[1], property: string, value: unknown) => read<Date | null>(em, entity, property, value);
   return {
     sub: {
