@@ -22,6 +22,18 @@ describe.each(DATABASES)('hot statements on the ORM pool (%s)', (kind) => {
     await db?.drop();
   });
 
+  const valueOf = async (on: EntityManager, name: string) =>
+    Number((await hotRows<{ value: unknown }>(on, 'select value from counters where name = ?', [name]))[0].value);
+  /** Runs `work` in a transaction that is then rolled back. */
+  const rolledBack = (work: (tx: EntityManager) => Promise<void>) =>
+    orm.em
+      .fork()
+      .transactional(async (tx) => {
+        await work(tx as EntityManager);
+        throw new Error('roll back');
+      })
+      .catch((error: Error) => expect(error.message).toBe('roll back'));
+
   it('binds the values, and the same statement answers for each of them', async () => {
     const sql = 'select name, value from counters where name = ? or name = ? order by name';
     expect((await hotRows<{ name: string; value: unknown }>(em(), sql, ['hot-a', 'none'])).map((r) => [r.name, Number(r.value)])).toEqual([['hot-a', 7]]);
@@ -34,26 +46,20 @@ describe.each(DATABASES)('hot statements on the ORM pool (%s)', (kind) => {
   });
 
   it('joins the transaction it runs in: it sees that transaction\'s own uncommitted writes', async () => {
-    await orm.em.fork().transactional(async (tx) => {
+    await rolledBack(async (tx) => {
       await tx.execute(`update counters set value = 70 where name = 'hot-a'`);
-      const [row] = await hotRows<{ value: unknown }>(tx as EntityManager, 'select value from counters where name = ?', ['hot-a']);
-      expect(Number(row.value)).toBe(70);
-      throw new Error('roll back');
-    }).catch((error: Error) => expect(error.message).toBe('roll back'));
-    const [row] = await hotRows<{ value: unknown }>(em(), 'select value from counters where name = ?', ['hot-a']);
-    expect(Number(row.value)).toBe(7);
+      expect(await valueOf(tx, 'hot-a')).toBe(70);
+    });
+    expect(await valueOf(em(), 'hot-a')).toBe(7);
   });
 
   it('writes on the transaction\'s own connection: values bound, the rows changed counted, undone by its rollback', async () => {
-    await orm.em.fork().transactional(async (tx) => {
-      const changed = await hotWrite(tx as EntityManager, 'update counters set value = value + ? where name = ? or name = ?', [100, 'hot-b', "x' or '1'='1"]);
+    await rolledBack(async (tx) => {
+      const changed = await hotWrite(tx, 'update counters set value = value + ? where name = ? or name = ?', [100, 'hot-b', "x' or '1'='1"]);
       expect(changed).toBe(1);
-      const [row] = await hotRows<{ value: unknown }>(tx as EntityManager, 'select value from counters where name = ?', ['hot-b']);
-      expect(Number(row.value)).toBe(108);
-      throw new Error('roll back');
-    }).catch((error: Error) => expect(error.message).toBe('roll back'));
-    const [row] = await hotRows<{ value: unknown }>(em(), 'select value from counters where name = ?', ['hot-b']);
-    expect(Number(row.value)).toBe(8);
+      expect(await valueOf(tx, 'hot-b')).toBe(108);
+    });
+    expect(await valueOf(em(), 'hot-b')).toBe(8);
   });
 
   it("fails with MikroORM's exceptions, as em.execute does (the error boundary classifies those)", async () => {
