@@ -1,3 +1,4 @@
+import type { EntityDictionary, EntityName } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Knex } from 'knex';
 import { dialectOfPlatform } from './dialect.js';
@@ -120,4 +121,10 @@ export async function hotRows<T extends object = Row>(em: EntityManager, sql: st
 /** One fixed, parameterised write (INSERT, UPDATE, DELETE) as hotRows runs a SELECT; returns how many rows it changed. */
 export async function hotWrite(em: EntityManager, sql: string, params: readonly unknown[]): Promise<number> {
   return (await run(em, sql, params, {}, false)).affected;
+}
+
+/** The first row of a hotRows SELECT mapped by the ORM into `em`'s identity map, as `findOne` would give it; null when none. */
+export async function findOneHot<T extends object>(em: EntityManager, entity: EntityName<T>, sql: string, params: readonly unknown[]): Promise<T | null> {
+  const [row] = await hotRows<EntityDictionary<T>>(em, sql, params);
+  return row ? em.map(entity, row) : null;
 }

@@ -17,6 +17,7 @@ import { isDecodablePath } from './canonical-path.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
 import { requireUserId, type OperationHandlers, type OperationId, type OperationRequest } from './operations.js';
+import { mayWrite } from './methods.js';
 import { problem, sendProblem } from './problem.js';
 
 export const API_ROOT = '/api/subscriptions';
@@ -25,7 +26,6 @@ export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi.yaml');
 /** Operations that read their raw body themselves (the webhook logs whatever arrives). */
 const RAW_BODY_OPERATIONS = new Set<OperationId>(['receiveGatewayNotification']);
 const RAW_BODY_PATHS = new Set([`${API_ROOT}/webhook/notification/`]);
-const UNSAFE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const BODILESS_STATUSES = new Set([204, 304]);
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -147,7 +147,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     const operation = c.operation;
     ctx.state.operationId = operationId;
 
-    if (requiresAuthentication(operation) && ctx.state.authMethod === 'session' && UNSAFE_METHODS.has(ctx.method)) {
+    if (requiresAuthentication(operation) && ctx.state.authMethod === 'session' && mayWrite(ctx.method)) {
       const expected = ctx.session?.csrfToken;
       if (typeof expected !== 'string' || ctx.get('x-csrf-token') !== expected) {
         return sendProblem(ctx, problem('csrf_failed', 'Send the X-CSRF-Token header from the login response with session-authenticated changes.'));
@@ -215,7 +215,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     if (!isDecodablePath(path)) return sendProblem(ctx, problem('not_found', 'The path is not valid percent-encoded UTF-8.'));
 
     let body: unknown;
-    if (UNSAFE_METHODS.has(ctx.method)) {
+    if (mayWrite(ctx.method)) {
       const raw = await readRawBody(ctx, deps.config.maxBodyBytes);
       ctx.state.rawBody = raw;
       if (!RAW_BODY_PATHS.has(path)) {

@@ -83,6 +83,11 @@ class BoundedMap<V> extends Map<string, V> {
 
 const toVersion = (v: unknown): string => (v === null || v === undefined ? '0' : String(v));
 
+/** The version the rest of this request uses for `userId` (one request never reads it twice). */
+function useForRequest(ctx: Context | undefined, userId: string, version: string): void {
+  if (ctx) ctx.state.accessVersion = { userId, version };
+}
+
 export class AccessCache {
   private readonly sessions: BoundedMap<SessionEntry>;
   private readonly users: BoundedMap<UserEntry>;
@@ -122,7 +127,7 @@ export class AccessCache {
   /** `version` was read from the database for `userId` by a read begun at `generation`. */
   private remember(userId: string, version: string, generation: number, ctx?: Context): void {
     if (this.recheckMs > 0 && generation === this.generation) this.versions.set(userId, { version, readAt: Date.now() });
-    if (ctx) ctx.state.accessVersion = { userId, version };
+    useForRequest(ctx, userId, version);
   }
 
   /** The version this request read for `userId`, one read less than `recheckMs` ago, or a fresh read. */
@@ -131,7 +136,7 @@ export class AccessCache {
     if (known && known.userId === userId) return known.version;
     const held = this.versions.get(userId);
     if (held && Date.now() - held.readAt < this.recheckMs) {
-      if (ctx) ctx.state.accessVersion = { userId, version: held.version };
+      useForRequest(ctx, userId, held.version);
       return held.version;
     }
     const generation = this.generation;

@@ -7,10 +7,9 @@ import { problem, sendProblem } from '../problem.js';
 import type { AccessCache } from './access-cache.js';
 import { parseBasicAuth, VerifiedCredentialCache, type BasicCredentials } from './basic-auth.js';
 import type { LoginThrottler } from './login-throttle.js';
+import { mayWrite } from '../methods.js';
 
 export type AuthMethod = 'basic' | 'session';
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export interface AuthState {
   user: User | null;
@@ -102,7 +101,7 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
       await next();
     } finally {
       // A write through this process acts on this process's next request (see AccessCache).
-      if (!SAFE_METHODS.has(ctx.method)) access.forgetVersions();
+      if (mayWrite(ctx.method)) access.forgetVersions();
     }
   };
 }

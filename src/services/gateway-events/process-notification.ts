@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
-import { findOneRaw } from '../../db/hot-reads.js';
+import { findOneHot } from '../../db/hot-sql.js';
 import { parseJsonExact } from '../../domain/exact-json.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
@@ -229,7 +229,7 @@ async function settleLog(ctx: DataContext, logId: string, status: WebhookLogStat
 }
 
 async function reload(ctx: DataContext, logId: string): Promise<WebhookLog> {
-  const log = await findOneRaw(forkOf(ctx), WebhookLog, 'select * from webhook_logs where id = ?', [logId]);
+  const log = await findOneHot(forkOf(ctx), WebhookLog, 'select * from webhook_logs where id = ?', [logId]);
   if (!log) throw new Error(`webhook log ${logId} vanished`);
   return log;
 }
