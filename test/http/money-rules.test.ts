@@ -123,6 +123,38 @@ describe.each(DATABASES)('money rules of plan changes, refunds and trials on %s'
     });
   });
 
+  describe('2c. a refund made at the gateway never pays out twice what a wallet credit already gave back', () => {
+    it('after a downgrade credited the unused year, a dashboard refund takes its overlap back from the wallet, and the credit notes stay within what was paid', async () => {
+      // By card: the gateway refunds cards (not bank transfers) from its dashboard.
+      const created = await subscribe(server, user, { plan_id: 'pro-yearly', payment_type: 'credit_card', token: 'sim-card-accept-0' });
+      expect(created.status).toBe(201);
+      const { subscription, payment } = created.body;
+      await server.request('POST', `/_simulator/v2/${payment.order_id}/settle`, { body: {} });
+      expect((await getSub(subscription.id)).status).toBe('active');
+      clock.advance(DAY);
+      const down = await change(subscription.id, { plan_id: 'basic-monthly', immediate: true });
+      expect(down.status).toBe(200);
+      const credited = (await getPayment(payment.id)).credited_amount as string;
+      expect(await walletBalance(server, user)).toBe(credited);
+      const left = 1490000 - Number(credited); // what the downgrade did not give back: it pays for the new plan's period
+
+      // Staff refund 4 % at the gateway's dashboard: more than the payment has left.
+      const refunded = 59600;
+      expect(refunded).toBeGreaterThan(left);
+      const res = await simulate(server, payment.order_id, 'refund', { amount: refunded });
+      expect(res.body.notification.http_status).toBe(200);
+
+      const twice = refunded - left;
+      const after = await getPayment(payment.id);
+      expect(after).toMatchObject({ refunded_amount: '59600.00', credited_amount: (Number(credited) - twice).toFixed(2) });
+      expect(await walletBalance(server, user)).toBe((Number(credited) - twice).toFixed(2));
+      // Money out (the wallet's net credit and the card refund) is exactly what came in.
+      expect(Number(after.credited_amount) + Number(after.refunded_amount)).toBe(1490000);
+      const notes = (await server.api('GET', '/credit-notes/', { auth: user })).body.results.filter((n: { invoice_id: string }) => n.invoice_id === payment.invoice_id);
+      expect(notes.reduce((sum: number, n: { amount: string }) => sum + Number(n.amount), 0)).toBe(1490000);
+    });
+  });
+
   describe('2b. paused time is not used time', () => {
     it('after a pause and resume, the unused share is what it was when the pause began', async () => {
       const { subscription, payment } = await activeSubscription(server, user, 'basic-monthly');

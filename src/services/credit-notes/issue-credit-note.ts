@@ -110,8 +110,13 @@ export async function issueRefundCreditNotes(ctx: DataContext, payment: Payment)
   await ctx.em.populate(payment, ['invoice']);
   await ctx.em.flush();
   const refunds = await ctx.em.find(Refund, { payment, status: 'succeeded' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-  const notes = await ctx.em.find(CreditNote, { payment, reason: 'refund' });
-  const refunded = succeededTotal(refunds);
+  const paymentNotes = await ctx.em.find(CreditNote, { payment });
+  const notes = paymentNotes.filter((n) => n.reason === 'refund');
+  // A refund made at the gateway can pay out to the card what a wallet credit of this payment
+  // already gave back and documented (apply-refund.ts takes it back from the wallet): the
+  // payment's notes never exceed its gross, so that part gets no second note.
+  const creditNoted = add(ZERO, ...paymentNotes.filter((n) => n.reason !== 'refund').map((n) => n.amount));
+  const refunded = minimum(succeededTotal(refunds), subtract(payment.grossAmount, creditNoted));
   let noted = add(ZERO, ...notes.map((n) => n.amount));
   const changes: string[] = [];
   for (const refund of refunds) {

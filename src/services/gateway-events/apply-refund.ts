@@ -1,10 +1,11 @@
 import { Payment, Refund } from '../../db/entities/payment.js';
-import { add, compare, isPositive, money, subtract } from '../../domain/money.js';
+import { add, compare, isPositive, minimum, money, subtract } from '../../domain/money.js';
 import { succeededTotal } from '../../domain/refund-sum.js';
 import { refundStates } from '../../domain/states/refund-states.js';
 import type { DataContext } from '../context.js';
 import { endWhatGatewayRefundPaysBack } from '../refunds/refund-rules.js';
 import { settleRefundTotals } from '../refunds/refund-totals.js';
+import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import type { GatewayEvent } from './gateway-event.js';
 
 /**
@@ -72,8 +73,41 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
       changes.push('subscription canceled: its payment was refunded in full at the gateway');
     }
   }
+  changes.push(...(await takeBackWhatTheWalletGotTwice(ctx, payment, succeededTotal(known))));
   changes.push(...(await settleRefundTotals(ctx, payment, known)));
   return changes;
+}
+
+/**
+ * NOTE: money out never exceeds money in, per payment: what it refunded plus what it credited
+ * to the wallet stays within its gross. Our own refunds are held to that by their limit
+ * (refund-rules.ts), but a refund made at the gateway (a dashboard refund) is a fact we can only
+ * record: when it pays out to the card what a wallet credit of this payment (a downgrade's
+ * proration, an unusable settlement) already gave back, that part is taken back from the
+ * wallet, even below zero like a reversal, and the payment's credited amount falls by as much.
+ * Its credit note already exists (the wallet credit's), so the refund's note covers only the
+ * rest (issueRefundCreditNotes). Returns the changes for the log.
+ */
+/** The wallet reference of such a take-back: this prefix, the payment's id, the refunded total. */
+export const REFUND_OVERLAP_REFERENCE = 'refund-excess:';
+
+async function takeBackWhatTheWalletGotTwice(ctx: DataContext, payment: Payment, refunded: string): Promise<string[]> {
+  const twice = subtract(add(refunded, payment.creditedAmount), payment.grossAmount);
+  if (!isPositive(twice) || !isPositive(payment.creditedAmount)) return [];
+  const amount = minimum(twice, payment.creditedAmount);
+  const entry = await postWalletEntry(ctx, {
+    user: payment.user,
+    kind: 'debit',
+    amount,
+    currency: payment.currency,
+    source: 'payment',
+    // One entry per refunded total: a later, larger refund takes back only what is new.
+    referenceId: `${REFUND_OVERLAP_REFERENCE}${payment.id}:${refunded}`,
+    description: `Refund of payment ${payment.orderId} made at the gateway paid out ${amount} that its wallet credit had already given back: taken back`,
+    allowNegative: true,
+  });
+  payment.creditedAmount = subtract(payment.creditedAmount, amount);
+  return [`wallet debited ${amount}: the gateway's refund paid out part of this payment's wallet credit (balance now ${entry.balanceAfter})`];
 }
 
 const GATEWAY_REFUND_REASON = 'refund made at the gateway';

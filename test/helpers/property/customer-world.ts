@@ -13,6 +13,7 @@ import { ACCESS_GRANTING_STATUSES, LIVE_SUBSCRIPTION_STATUSES } from '../../../s
 import { dunningSchedule } from '../../../src/services/billing/dunning-schedule.js';
 import { runBilling } from '../../../src/services/billing/run-billing.js';
 import type { ServiceContext } from '../../../src/services/context.js';
+import { REFUND_OVERLAP_REFERENCE } from '../../../src/services/gateway-events/apply-refund.js';
 import { ledgerIssues, verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
 import type { PlanSeed } from '../../../src/services/plans/seed-plans.js';
 import type { DatabaseKind } from '../database.js';
@@ -147,8 +148,9 @@ const STILL_PAID: readonly string[] = ['settled', 'partially_refunded'];
  * Issue 14's invariants for one user, from the stored rows:
  * 1. wallet balance + refunds paid out to the customer ≤ money paid in through the gateway
  *    (settled payments other than wallet ones, successful top-ups) + staff adjustments;
- * 2. per payment, its refunds plus the wallet credits made from it never exceed it; per
- *    subscription, likewise with the proration credits of its plan changes;
+ * 2. per payment, its refunds plus the wallet credits made from it (less what a gateway refund
+ *    took back from them) never exceed it; per subscription, likewise with the proration
+ *    credits of its plan changes;
  * 3. a subscription grants access only while a settled payment (not fully refunded) or a trial
  *    covers now (or within the renewal's due days, the grace every unpaid renewal gets);
  * 4. one trial per user per plan;
@@ -157,7 +159,8 @@ const STILL_PAID: readonly string[] = ['settled', 'partially_refunded'];
  *    credited to the wallet; so is one settled after its subscription was canceled; every
  *    successful top-up is in the ledger;
  * 7. every credit to the customer against an invoice has its credit note of the same amount
- *    (issue 20): a payment's refunds once its money arrived, each proration credit and each
+ *    (issue 20): a payment's refunds once its money arrived (but for what a gateway refund paid
+ *    out of a wallet credit, which that credit's note documents), each proration credit and each
  *    unusable settlement credited to the wallet; and per invoice the credit notes never exceed
  *    what was paid on it.
  * Returns the violations, empty when all hold.
@@ -192,8 +195,14 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
 
   // 2. Nothing given back beyond what a payment brought.
   const refundedOf = (p: Payment) => sum(refunds.filter((r) => r.payment.id === p.id && r.status === 'succeeded').map((r) => r.amount));
+  // A gateway refund that paid out part of a wallet credit took that part back (apply-refund.ts).
+  const takenBack = (ids: string[]) =>
+    sum(ledger.filter((e) => e.kind === 'debit' && e.referenceId?.startsWith(REFUND_OVERLAP_REFERENCE) && ids.some((id) => e.referenceId?.includes(id))).map((e) => e.amount));
   const creditedFrom = (ids: string[]) =>
-    sum(ledger.filter((e) => e.kind === 'credit' && e.source !== 'adjustment' && e.source !== 'topup' && ids.some((id) => e.referenceId?.includes(id)) && !refunds.some((r) => r.id === e.referenceId)).map((e) => e.amount));
+    subtract(
+      sum(ledger.filter((e) => e.kind === 'credit' && e.source !== 'adjustment' && e.source !== 'topup' && ids.some((id) => e.referenceId?.includes(id)) && !refunds.some((r) => r.id === e.referenceId)).map((e) => e.amount)),
+      takenBack(ids),
+    );
   for (const p of payments.filter((x) => PAID.includes(x.status))) {
     const back = add(refundedOf(p), creditedFrom([p.id]));
     if (compare(back, p.grossAmount) > 0) problems.push(`payment ${p.orderId} (${p.grossAmount}) gave back ${back}: refunds ${refundedOf(p)}`);
@@ -265,7 +274,9 @@ async function creditNoteProblems(em: EntityManager, payments: Payment[], refund
   const noted = (where: (n: CreditNote) => boolean) => sum(notes.filter(where).map((n) => n.amount));
   for (const p of payments) {
     // Refunds reported before the payment's money arrived are documented when it arrives.
-    const refunded = p.paidAt ? sum(refunds.filter((r) => r.payment.id === p.id && r.status === 'succeeded').map((r) => r.amount)) : ZERO;
+    // What a refund paid out of a wallet credit (taken back from the wallet) is documented by that credit's note.
+    const overlap = sum(ledger.filter((e) => e.kind === 'debit' && e.referenceId?.startsWith(`${REFUND_OVERLAP_REFERENCE}${p.id}:`)).map((e) => e.amount));
+    const refunded = p.paidAt ? subtract(sum(refunds.filter((r) => r.payment.id === p.id && r.status === 'succeeded').map((r) => r.amount)), overlap) : ZERO;
     const documented = noted((n) => n.payment?.id === p.id && n.reason === 'refund');
     if (compare(refunded, documented) !== 0) problems.push(`payment ${p.orderId} refunded ${refunded} but its refund credit notes sum to ${documented}`);
   }
