@@ -90,6 +90,30 @@ describe.each(DATABASES)('money rules of plan changes, refunds and trials on %s'
     });
   });
 
+  describe('1b. every switch credits what it frees, even several in the same millisecond', () => {
+    it('down, up (paid by the saved card) and down again at one instant: the wallet holds both credits, each with its own credit note', async () => {
+      const created = await subscribe(server, user, { plan_id: 'pro-yearly', payment_type: 'credit_card', token: 'sim-card-accept-0' });
+      expect(created.status).toBe(201);
+      const id = created.body.subscription.id;
+      expect((await getSub(id)).status).toBe('active');
+      expect((await change(id, { plan_id: 'basic-monthly', immediate: true })).status).toBe(200);
+      const first = await walletBalance(server, user);
+      expect(Number(first)).toBeGreaterThan(0);
+      const up = await change(id, { plan_id: 'pro-yearly', immediate: true });
+      expect(up.status).toBe(200);
+      expect((await getSub(id)).plan.slug).toBe('pro-yearly');
+      expect((await change(id, { plan_id: 'basic-monthly', immediate: true })).status).toBe(200);
+
+      const payments = (await server.api('GET', '/payments/', { auth: user })).body.results as { credited_amount: string }[];
+      const credited = payments.reduce((sum, p) => sum + Number(p.credited_amount), 0);
+      expect(credited).toBeGreaterThan(Number(first));
+      expect(Number(await walletBalance(server, user))).toBe(credited);
+      const notes = (await server.api('GET', '/credit-notes/', { auth: user })).body.results as { amount: string; wallet_transaction_id: string }[];
+      expect(notes.reduce((sum, n) => sum + Number(n.amount), 0)).toBe(credited);
+      expect(new Set(notes.map((n) => n.wallet_transaction_id)).size).toBe(2);
+    });
+  });
+
   describe('2. a refund gives back at most what is unused, and ends what it pays back', () => {
     it('yearly from the wallet, downgrade, then a full refund of the original payment: back no more than was paid, and the subscription ends', async () => {
       await fundWallet(server, user, '1490000.00');

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
 import { Plan } from '../../db/entities/plan.js';
@@ -40,7 +41,10 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
       amount: credited,
       currency: plan.currency,
       source: 'proration',
-      referenceId: `plan-change:${sub.id}:${at.getTime()}`,
+      // NOTE: one entry per switch, never per moment: two switches in the same millisecond (a
+      // downgrade right after a paid upgrade) each credit what they free; a reference made of the
+      // time turned the second into the first entry again, and the customer lost that credit.
+      referenceId: `plan-change:${sub.id}:${randomUUID()}`,
       description,
     });
     await issueWalletCreditNotes(ctx, entry, 'proration_credit', parts.map((p) => ({ payment: p.payment, amount: p.unused, description })));
