@@ -382,6 +382,10 @@ export function pathVariants(path: string): string[] {
   const last = segs[segs.length - 1] ?? '';
   const join = (parts: string[]) => `/${parts.join('/')}`;
   const hex = (c: string) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`;
+  // The segment as spelled: its escapes (%XX) stay as they are, every other character may be
+  // escaped. Escaping the `%` of an escape would name another resource (`%25ED` is "%ED").
+  const tokens = last.match(/%[0-9A-Fa-f]{2}|[\s\S]/g) ?? [];
+  const escaped = (t: string) => (t.length === 3 ? t : hex(t));
   return [
     join(segs),
     `${join(segs)}//`,
@@ -390,8 +394,8 @@ export function pathVariants(path: string): string[] {
     `${join([...head, '.', last])}/`,
     `${join([...head, 'x', '..', last])}/`,
     join([...head, 'x', '%2e%2E', last]),
-    `${join([...head, hex(last[0] ?? 'a') + last.slice(1)])}/`,
-    join([...head, [...last].map(hex).join('')]),
+    `${join([...head, escaped(tokens[0] ?? 'a') + tokens.slice(1).join('')])}/`,
+    join([...head, tokens.map(escaped).join('')]),
     `${join(segs)}/.`,
     `${join(segs)}/x/..`,
   ];
