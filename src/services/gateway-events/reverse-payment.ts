@@ -76,6 +76,9 @@ export async function reversePayment(
   return changes;
 }
 
+/** The wallet reference of a reversal's debit: this prefix and the payment's or top-up's id. */
+export const REVERSAL_REFERENCE = 'reversal:';
+
 /**
  * What the wallet received from a payment the gateway took back goes out again: a settlement
  * nobody could use credited whole, or proration credits from its funds (`creditedAmount`). Left
@@ -89,7 +92,7 @@ async function takeBackWalletCredits(ctx: DataContext, payment: Payment, event: 
     amount: payment.creditedAmount,
     currency: payment.currency,
     source: 'payment',
-    referenceId: `reversal:${payment.id}`,
+    referenceId: `${REVERSAL_REFERENCE}${payment.id}`,
     description: `Payment ${payment.orderId} reversed by the gateway (${event.transactionStatus} after settlement): its wallet credit taken back`,
     allowNegative: true,
   });
@@ -108,7 +111,7 @@ export async function reverseTopup(ctx: DataContext, topup: Topup, event: Gatewa
     amount: topup.amount,
     currency: topup.currency,
     source: 'topup',
-    referenceId: `reversal:${topup.id}`,
+    referenceId: `${REVERSAL_REFERENCE}${topup.id}`,
     description: `Top-up ${topup.orderId} reversed by the gateway (${event.transactionStatus} after settlement)`,
     allowNegative: true,
   });

@@ -14,6 +14,7 @@ import { dunningSchedule } from '../../../src/services/billing/dunning-schedule.
 import { runBilling } from '../../../src/services/billing/run-billing.js';
 import type { ServiceContext } from '../../../src/services/context.js';
 import { REFUND_OVERLAP_REFERENCE } from '../../../src/services/gateway-events/apply-refund.js';
+import { REVERSAL_REFERENCE } from '../../../src/services/gateway-events/reverse-payment.js';
 import { ledgerIssues, verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
 import type { PlanSeed } from '../../../src/services/plans/seed-plans.js';
 import type { DatabaseKind } from '../database.js';
@@ -148,9 +149,9 @@ const STILL_PAID: readonly string[] = ['settled', 'partially_refunded'];
  * Issue 14's invariants for one user, from the stored rows:
  * 1. wallet balance + refunds paid out to the customer ≤ money paid in through the gateway
  *    (settled payments other than wallet ones, successful top-ups) + staff adjustments;
- * 2. per payment, its refunds plus the wallet credits made from it (less what a gateway refund
- *    took back from them) never exceed it; per subscription, likewise with the proration
- *    credits of its plan changes;
+ * 2. per payment, its refunds plus the wallet credits made from it (less what a reversal or a
+ *    gateway refund took back from them) never exceed it; per subscription, likewise with the
+ *    proration credits of its plan changes;
  * 3. a subscription grants access only while a settled payment (not fully refunded) or a trial
  *    covers now (or within the renewal's due days, the grace every unpaid renewal gets);
  * 4. one trial per user per plan;
@@ -195,22 +196,27 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
 
   // 2. Nothing given back beyond what a payment brought.
   const refundedOf = (p: Payment) => sum(refunds.filter((r) => r.payment.id === p.id && r.status === 'succeeded').map((r) => r.amount));
-  // A gateway refund that paid out part of a wallet credit took that part back (apply-refund.ts).
-  const takenBack = (ids: string[]) =>
-    sum(ledger.filter((e) => e.kind === 'debit' && e.referenceId?.startsWith(REFUND_OVERLAP_REFERENCE) && ids.some((id) => e.referenceId?.includes(id))).map((e) => e.amount));
-  const creditedFrom = (ids: string[]) =>
-    subtract(
-      sum(ledger.filter((e) => e.kind === 'credit' && e.source !== 'adjustment' && e.source !== 'topup' && ids.some((id) => e.referenceId?.includes(id)) && !refunds.some((r) => r.id === e.referenceId)).map((e) => e.amount)),
-      takenBack(ids),
+  // Wallet credits taken back again: by a reversal of the payment they came from
+  // (reverse-payment.ts), or where a gateway refund paid out part of them (apply-refund.ts).
+  const takenBack = (paymentIds: string[]) =>
+    sum(
+      ledger
+        .filter((e) => e.kind === 'debit' && e.source === 'payment' && [REVERSAL_REFERENCE, REFUND_OVERLAP_REFERENCE].some((prefix) => e.referenceId?.startsWith(prefix)))
+        .filter((e) => paymentIds.some((id) => e.referenceId?.includes(id)))
+        .map((e) => e.amount),
     );
+  const creditedTo = (ids: string[]) =>
+    sum(ledger.filter((e) => e.kind === 'credit' && e.source !== 'adjustment' && e.source !== 'topup' && ids.some((id) => e.referenceId?.includes(id)) && !refunds.some((r) => r.id === e.referenceId)).map((e) => e.amount));
   for (const p of payments.filter((x) => PAID.includes(x.status))) {
-    const back = add(refundedOf(p), creditedFrom([p.id]));
+    const back = add(refundedOf(p), subtract(creditedTo([p.id]), takenBack([p.id])));
     if (compare(back, p.grossAmount) > 0) problems.push(`payment ${p.orderId} (${p.grossAmount}) gave back ${back}: refunds ${refundedOf(p)}`);
   }
   for (const s of subs) {
-    const own = payments.filter((p) => p.subscription?.id === s.id && PAID.includes(p.status));
+    const all = payments.filter((p) => p.subscription?.id === s.id);
+    const own = all.filter((p) => PAID.includes(p.status));
     const paid = sum(own.map((p) => p.grossAmount));
-    const back = add(sum(own.map(refundedOf)), creditedFrom([s.id, ...own.map((p) => p.id)]));
+    // A reversed payment no longer counts as paid, and what it credited was taken back with it.
+    const back = add(sum(own.map(refundedOf)), subtract(creditedTo([s.id, ...own.map((p) => p.id)]), takenBack(all.map((p) => p.id))));
     if (compare(back, paid) > 0) problems.push(`subscription ${s.id} (${s.plan.slug}) was paid ${paid} but gave back ${back} in refunds and credits`);
   }
 
