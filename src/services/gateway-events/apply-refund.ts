@@ -78,6 +78,9 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
   return changes;
 }
 
+/** The wallet reference of a take-back of what a gateway refund paid out twice (below): this prefix, the payment's id, the refunded total. */
+export const REFUND_OVERLAP_REFERENCE = 'refund-excess:';
+
 /**
  * NOTE: money out never exceeds money in, per payment: what it refunded plus what it credited
  * to the wallet stays within its gross. Our own refunds are held to that by their limit
@@ -88,9 +91,6 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
  * Its credit note already exists (the wallet credit's), so the refund's note covers only the
  * rest (issueRefundCreditNotes). Returns the changes for the log.
  */
-/** The wallet reference of such a take-back: this prefix, the payment's id, the refunded total. */
-export const REFUND_OVERLAP_REFERENCE = 'refund-excess:';
-
 async function takeBackWhatTheWalletGotTwice(ctx: DataContext, payment: Payment, refunded: string): Promise<string[]> {
   const twice = subtract(add(refunded, payment.creditedAmount), payment.grossAmount);
   if (!isPositive(twice) || !isPositive(payment.creditedAmount)) return [];
