@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runPdfFloodScenario, type PdfFloodFigures } from './pdf-flood.js';
 import { seedBench, type BenchFixtures } from './seed.js';
 import { freshDatabase, productionNodeArgs, waitFor } from './support.js';
 
@@ -16,6 +17,9 @@ const QUICK = process.env.BENCH_QUICK === '1';
 const DURATION = Number(process.env.BENCH_DURATION ?? (QUICK ? 3 : 10));
 const WARMUP = Number(process.env.BENCH_WARMUP ?? (QUICK ? 1 : 3));
 const RUNS = Number(process.env.BENCH_RUNS ?? (QUICK ? 1 : 3));
+/** `pdf-flood`: that scenario alone (the service is still started from the bundle); unset: everything. */
+const ONLY = process.env.BENCH_ONLY ?? '';
+if (ONLY !== '' && ONLY !== 'pdf-flood') throw new Error(`BENCH_ONLY must be pdf-flood, got "${ONLY}"`);
 const CONNECTIONS = 10;
 const WEBHOOK_CONNECTIONS = 16;
 
@@ -121,7 +125,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
   try {
     process.stderr.write(`\n[${kind}] seeding…\n`);
     const fixtures: BenchFixtures = await seedBench(db.url, {
-      webhookOrders: Number(process.env.BENCH_WEBHOOK_ORDERS ?? (QUICK ? 5_000 : 20_000)),
+      webhookOrders: ONLY ? 0 : Number(process.env.BENCH_WEBHOOK_ORDERS ?? (QUICK ? 5_000 : 20_000)),
       serverKey: SERVER_KEY,
     });
 
@@ -132,7 +136,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
 
     // Baselines first, each alone on the machine.
     const baselines: Record<string, LoadFigures> = {};
-    for (const mode of ['plans', 'select', 'insert', 'settlement'] as const) {
+    for (const mode of ONLY ? [] : (['plans', 'select', 'insert', 'settlement'] as const)) {
       const port = nextPort++;
       const child = startProcess(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts', mode, db.url, String(port)], {});
       await waitFor(`http://127.0.0.1:${port}/`);
@@ -188,23 +192,43 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
       });
     };
 
-    const { peakMb } = await peakRss(server.pid!, async () => {
-      await scenario('GET /plans/', { url: `${base}/plans/` }, 'plans', '>= 0.60');
-      await scenario('GET /subscriptions/active/ (session)', { url: `${base}/subscriptions/active/`, headers: { cookie } }, 'select', '>= 0.50');
-      await scenario('GET /subscriptions/active/ (basic)', { url: `${base}/subscriptions/active/`, headers: { authorization: basic } }, 'select', '>= 0.50');
-      await scenario('GET /payments/ (session)', { url: `${base}/payments/`, headers: { cookie } }, 'select', '>= 0.50');
-      await scenario('GET /payments/ (basic)', { url: `${base}/payments/`, headers: { authorization: basic } }, 'select', '>= 0.50');
-      await scenario(
-        'POST /webhook/notification/ (settlement)',
-        { url: `${base}/webhook/notification/`, method: 'POST', headers: { 'content-type': 'application/json' }, bodies: serviceBodies, connections: WEBHOOK_CONNECTIONS },
-        'insert',
-        '>= 0.35, p99 < 50 ms',
+    if (!ONLY) {
+      const { peakMb } = await peakRss(server.pid!, async () => {
+        await scenario('GET /plans/', { url: `${base}/plans/` }, 'plans', '>= 0.60');
+        await scenario('GET /subscriptions/active/ (session)', { url: `${base}/subscriptions/active/`, headers: { cookie } }, 'select', '>= 0.50');
+        await scenario('GET /subscriptions/active/ (basic)', { url: `${base}/subscriptions/active/`, headers: { authorization: basic } }, 'select', '>= 0.50');
+        await scenario('GET /payments/ (session)', { url: `${base}/payments/`, headers: { cookie } }, 'select', '>= 0.50');
+        await scenario('GET /payments/ (basic)', { url: `${base}/payments/`, headers: { authorization: basic } }, 'select', '>= 0.50');
+        await scenario(
+          'POST /webhook/notification/ (settlement)',
+          { url: `${base}/webhook/notification/`, method: 'POST', headers: { 'content-type': 'application/json' }, bodies: serviceBodies, connections: WEBHOOK_CONNECTIONS },
+          'insert',
+          '>= 0.35, p99 < 50 ms',
+        );
+      });
+      extras.peakRssMb = peakMb;
+    }
+
+    // Plain authenticated GETs alone, then while one user asks for 400 PDFs at once (bench/pdf-flood.ts).
+    const pdfBasic = `Basic ${Buffer.from(`${fixtures.pdfUsername}:${fixtures.password}`).toString('base64')}`;
+    for (const pattern of ['bursts', 'sustained'] as const) {
+      process.stderr.write(`[${kind}] PDF flood (${pattern})…\n`);
+      const { result, peakMb: floodPeakMb } = await peakRss(server.pid!, () =>
+        runPdfFloodScenario({
+          plainUrl: `${base}/subscriptions/active/`,
+          plainAuth: basic,
+          pdfUrls: fixtures.pdfInvoiceIds.map((id) => `${base}/invoices/${id}/pdf/`),
+          floodAuth: pdfBasic,
+          durationSeconds: DURATION,
+          warmupSeconds: WARMUP,
+          pattern,
+        }),
       );
-    });
-    extras.peakRssMb = peakMb;
+      extras[pattern === 'bursts' ? 'pdfFlood' : 'pdfFloodSustained'] = { ...result, pattern, peakRssMb: floodPeakMb };
+    }
     await stop(server);
 
-    if (process.env.BENCH_SKIP_BILLING !== '1') {
+    if (process.env.BENCH_SKIP_BILLING !== '1' && !ONLY) {
       const sizes = (process.env.BENCH_BILLING_SIZES ?? (QUICK ? '1000' : '1000,10000,100000')).split(',').map(Number);
       const { runBillingScenario } = await import('./billing-scenario.js');
       const billing: unknown[] = [];
@@ -243,6 +267,11 @@ function printExtras(byKind: Record<string, Record<string, unknown>>): string {
   for (const [kind, e] of Object.entries(byKind)) {
     if (e.startToFirstAnswerMs !== undefined) lines.push(`| start to first answer | ${kind} | ${e.startToFirstAnswerMs} ms | < 1500 ms |`);
     if (e.peakRssMb !== undefined) lines.push(`| peak RSS under load | ${kind} | ${e.peakRssMb} MB | < 250 MB |`);
+    for (const flood of [e.pdfFlood, e.pdfFloodSustained] as ((PdfFloodFigures & { pattern: string; peakRssMb: number }) | undefined)[]) {
+      if (!flood) continue;
+      const statuses = Object.entries(flood.flood.byStatus).map(([status, n]) => `${n} x ${status}`).join(', ');
+      lines.push(`| plain GET p95, alone / during 400 PDFs (${flood.pattern}) | ${kind} | ${flood.quiet.p95} / ${flood.flooded.p95} ms (${flood.ratio}x; ${flood.quiet.requests} / ${flood.flooded.requests} GETs; flood: ${statuses}${flood.flood.errors ? `, ${flood.flood.errors} errors` : ''}; peak RSS ${flood.peakRssMb} MB) | < 5x |`);
+    }
     for (const b of (e.billing as { subscriptions: number; renewed: number; errors: number; seconds: number; renewalsPerSecond: number }[] | undefined) ?? []) {
       const perSubscription = (1000 / Math.max(1, b.renewalsPerSecond)).toFixed(3);
       lines.push(`| billing run, ${b.subscriptions} due | ${kind} | ${b.renewalsPerSecond} renewals/s (${b.renewed} renewed, ${b.errors} errors, ${b.seconds} s, ${perSubscription} ms each) | >= 2000/s at 100000 on PostgreSQL, per renewal no worse than at 1000 |`);
@@ -257,12 +286,16 @@ const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const report = {
   date: new Date().toISOString(),
   node: process.version,
+  only: ONLY || null,
   settings: { durationSeconds: DURATION, warmupSeconds: WARMUP, runs: RUNS, connections: CONNECTIONS, webhookConnections: WEBHOOK_CONNECTIONS },
   rows: all,
   extras,
 };
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(join(ROOT, `bench/results/${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
-writeFileSync(join(ROOT, 'bench/results/latest.json'), `${JSON.stringify(report, null, 2)}\n`);
-writeFileSync(join(ROOT, 'bench/results/latest.md'), `${table}\n`);
+// One scenario alone does not replace the latest full run.
+if (!ONLY) {
+  writeFileSync(join(ROOT, 'bench/results/latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(ROOT, 'bench/results/latest.md'), `${table}\n`);
+}
 process.stderr.write(`\nwritten to bench/results/${stamp}.json\n`);

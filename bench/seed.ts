@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../src/config.js';
-import { Invoice, Payment, Plan, Subscription, User } from '../src/db/entities/index.js';
+import { Invoice, InvoiceLine, Payment, Plan, Subscription, User } from '../src/db/entities/index.js';
 import { migrateUp, openOrm, type Orm } from '../src/db/orm.js';
 import { systemClock } from '../src/domain/clock.js';
 import { computeSignature } from '../src/gateway/signature.js';
@@ -17,6 +17,9 @@ export interface BenchFixtures {
   password: string;
   benchUserId: string;
   webhookBodies: string[];
+  /** The user who floods PDF requests (same password), and the ids of their invoices. */
+  pdfUsername: string;
+  pdfInvoiceIds: string[];
 }
 
 const PRICE = '150000.00';
@@ -29,7 +32,7 @@ async function inChunks<T>(orm: Orm, items: T[], size: number, write: (em: Orm['
   }
 }
 
-export async function seedBench(databaseUrl: string, opts: { webhookOrders: number; serverKey: string }): Promise<BenchFixtures> {
+export async function seedBench(databaseUrl: string, opts: { webhookOrders: number; serverKey: string; pdfInvoices?: number }): Promise<BenchFixtures> {
   const orm = await openOrm(databaseUrl, { create: true });
   try {
     await migrateUp(orm);
@@ -71,6 +74,21 @@ export async function seedBench(databaseUrl: string, opts: { webhookOrders: numb
     }
     await em.flush();
 
+    // A customer with many invoices, each a document of its own, for the PDF flood.
+    const pdfUser = em.create(User, { username: 'bench-pdf', passwordHash: user.passwordHash, email: 'bench-pdf@example.com', firstName: 'Siti', lastName: 'Rahayu' } as User);
+    await em.flush();
+    const pdfInvoices = Array.from({ length: opts.pdfInvoices ?? 2000 }, (_, i) => i);
+    const pdfInvoiceRows: Invoice[] = [];
+    await inChunks(orm, pdfInvoices, 500, (chunkEm, i) => {
+      const invoice = chunkEm.create(Invoice, {
+        number: `INV-PDF-${String(i).padStart(6, '0')}`, user: chunkEm.getReference(User, pdfUser.id), status: 'paid', billingReason: 'subscription_cycle', currency: 'IDR',
+        issueDate: '2026-01-01', dueDate: '2026-01-04', subtotal: PRICE, totalAmount: PRICE, amountRefunded: '0.00', paidAt: now,
+      } as unknown as Invoice);
+      chunkEm.create(InvoiceLine, { invoice, position: 0, description: `Plan 5, period ${i + 1}`, kind: 'subscription', quantity: 1, unitAmount: PRICE, amount: PRICE } as unknown as InvoiceLine);
+      pdfInvoiceRows.push(invoice);
+    });
+    const pdfInvoiceIds = pdfInvoiceRows.map((i) => i.id);
+
     // Pending orders for the webhook, one user each (a user holds one live subscription).
     const orders = Array.from({ length: opts.webhookOrders }, (_, i) => `SUB-BENCH${String(i).padStart(8, '0')}`);
     const placeholderHash = 'scrypt$1$1$1$AAAA$AAAA';
@@ -108,7 +126,7 @@ export async function seedBench(databaseUrl: string, opts: { webhookOrders: numb
     // Fresh statistics now, so that autovacuum's analysis of the seeded tables does not run
     // during the first measurements (the baselines) and planners see real table sizes.
     await orm.em.getConnection().execute(databaseUrl.startsWith('sqlite:') ? 'analyze' : 'vacuum analyze');
-    return { username: 'bench', password, benchUserId: user.id, webhookBodies };
+    return { username: 'bench', password, benchUserId: user.id, webhookBodies, pdfUsername: 'bench-pdf', pdfInvoiceIds };
   } finally {
     await orm.close(true);
   }

@@ -15,6 +15,7 @@ import { authenticationMiddleware } from './http/auth/authenticate.js';
 import { VerifiedCredentialCache } from './http/auth/basic-auth.js';
 import { LoginThrottler } from './http/auth/login-throttle.js';
 import { databaseSessionStore } from './http/auth/session-store.js';
+import { documentBurstLimit } from './http/document-burst-limit.js';
 import { docsMiddleware } from './http/docs.js';
 import { healthMiddleware } from './http/health.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
@@ -24,6 +25,10 @@ import { registerDatabaseGauges } from './metrics/database-gauges.js';
 import { instrumentGateway } from './metrics/instrumented-gateway.js';
 import { metricsEndpoint, requestMetrics } from './metrics/metrics-middleware.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
+import { SchedulerStatus } from './services/billing/scheduler-status.js';
+import { InvalidNotificationQuota } from './services/gateway-events/invalid-notification-quota.js';
+import { DocumentRenderer } from './services/documents/document-renderer.js';
+import { RenderPool } from './services/documents/render-pool.js';
 import { CatalogueCache } from './services/plans/catalogue-cache.js';
 import type { Simulator } from './simulator/index.js';
 
@@ -46,6 +51,10 @@ export interface BillingApp {
   simulator: Simulator | null;
   clock: Clock;
   metrics: ServiceMetrics;
+  /** The in-server billing scheduler's state (src/server.ts starts it), for GET /readyz. */
+  schedulerStatus: SchedulerStatus;
+  /** Invoice and credit-note PDFs, rendered in worker threads (ended by close()). */
+  documents: DocumentRenderer;
   config: Config;
   logger: Logger;
   /** The webhook URL the gateway is told to notify. */
@@ -93,6 +102,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         })
       : null;
   const metrics = new ServiceMetrics();
+  const schedulerStatus = new SchedulerStatus(config.billingSchedulerIntervalSeconds);
   registerDatabaseGauges(metrics, { orm, clock, walletVerifySeconds: config.metricsWalletVerifySeconds });
   const gateway = instrumentGateway(
     options.gateway ??
@@ -107,7 +117,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const throttler = new LoginThrottler(orm, config.loginThrottleLimit, config.loginThrottleWindowSeconds * 1000);
   const credentialCache = new VerifiedCredentialCache(config.basicAuthCacheSeconds * 1000);
   // Sessions, users and access answers, valid while the user's access version stands.
-  const accessCache = new AccessCache(config.accessRecheckMs);
+  const accessCache = new AccessCache(config.accessRecheckMs, { config, clock });
+  const invalidWebhookQuota = new InvalidNotificationQuota(config.webhookInvalidPerMinute, {
+    onRefused: () => metrics.webhookDropped('invalid_over_quota'),
+  });
+
+  // PDFs render in worker threads, started on the first document and ended by close().
+  const renderPool = new RenderPool(config.pdfWorkers);
+  const documents = new DocumentRenderer((view) => renderPool.render(view), undefined, metrics);
 
   const keys = config.sessionSecrets.length > 0 ? config.sessionSecrets : [developmentSessionSecret(config.databaseUrl)];
   const app = new Koa({ proxy: config.trustProxy, keys });
@@ -121,7 +138,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     if (canonical !== ctx.path) ctx.path = canonical;
     return next();
   });
-  app.use(healthMiddleware({ orm, config }));
+  app.use(healthMiddleware({ orm, config, schedulerStatus }));
   app.use(metricsEndpoint(metrics, config.metricsToken));
   if (config.logRequests) app.use(requestLogger(logger));
   if (simulator) app.use(simulator.middleware);
@@ -151,6 +168,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     ),
   );
   app.use(authenticationMiddleware(orm, credentialCache, throttler, accessCache));
+  app.use(documentBurstLimit(documents));
   app.use(
     subscriptionAccessMiddleware({
       settings: config.subscriptionSettings,
@@ -165,7 +183,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       orm,
       gateway,
       clock,
-      handlers: allHandlers({ throttler, catalogue: new CatalogueCache(config.planCacheSeconds, clock) }),
+      handlers: allHandlers({ throttler, catalogue: new CatalogueCache(config.planCacheSeconds, clock), invalidWebhookQuota, documents }),
       validateResponses: options.validateResponses ?? config.env === 'test',
     }),
   );
@@ -177,11 +195,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     simulator,
     clock,
     metrics,
+    schedulerStatus,
+    documents,
     config,
     logger,
     notificationUrl,
     async close() {
       simulator?.close();
+      await renderPool.close();
       if (ownsOrm) await orm.close(true);
     },
   };

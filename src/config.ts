@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { PROJECT_ROOT } from './project-root.js';
 
@@ -50,7 +51,10 @@ export interface Config {
   walletCurrency: string;
   renewalDueDays: number;
   dunningRetryDays: number[];
+  /** Seconds between the server's own billing passes (0: off, an external scheduler runs `billing run`). */
   billingSchedulerIntervalSeconds: number;
+  /** Minutes after its period ends that an unrenewed subscription still gives access (DECISIONS §10). */
+  accessGraceMinutes: number;
   deliveryIntervalSeconds: number;
   smtpUrl: string | null;
   mailFrom: string;
@@ -72,6 +76,8 @@ export interface Config {
    */
   accessRecheckMs: number;
   maxBodyBytes: number;
+  /** Invalid notifications one source may have stored per minute; beyond, answered but not logged (DECISIONS.md §10). */
+  webhookInvalidPerMinute: number;
   /** Bearer token GET /metrics requires; null: the endpoint is off (404). */
   metricsToken: string | null;
   /** How often a scrape may re-run the wallet check (it reads every ledger). */
@@ -79,6 +85,8 @@ export interface Config {
   logRequests: boolean;
   /** The seller on invoice and credit-note PDFs, and how their amounts and dates read. */
   documents: DocumentSettings;
+  /** Worker threads that render PDFs off the event loop (default: the cores less one, from 1 to 2). */
+  pdfWorkers: number;
 }
 
 export interface DocumentSettings {
@@ -113,6 +121,11 @@ function integer(env: Env, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
   return Number(raw);
+}
+
+function positive(value: number, name: string): number {
+  if (value < 1) throw new ConfigError(`${name} must be at least 1, got ${value}`);
+  return value;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -286,7 +299,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     walletCurrency: (env.WALLET_CURRENCY || 'IDR').toUpperCase(),
     renewalDueDays: integer(env, 'RENEWAL_DUE_DAYS', 3),
     dunningRetryDays: dunning,
-    billingSchedulerIntervalSeconds: integer(env, 'BILLING_SCHEDULER_INTERVAL', 0),
+    billingSchedulerIntervalSeconds: integer(env, 'BILLING_SCHEDULER_INTERVAL', 60),
+    accessGraceMinutes: integer(env, 'ACCESS_GRACE_MINUTES', 60),
     deliveryIntervalSeconds: integer(env, 'DELIVERY_INTERVAL_SECONDS', 10),
     smtpUrl: env.SMTP_URL || null,
     mailFrom: env.MAIL_FROM || 'billing@localhost',
@@ -299,10 +313,14 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     planCacheSeconds: integer(env, 'PLAN_CACHE_SECONDS', 1),
     accessRecheckMs: integer(env, 'ACCESS_RECHECK_MS', 1000),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576),
+    webhookInvalidPerMinute: integer(env, 'WEBHOOK_INVALID_PER_MINUTE', 60),
     metricsToken: env.METRICS_TOKEN || null,
     metricsWalletVerifySeconds: integer(env, 'METRICS_WALLET_VERIFY_SECONDS', 300),
     logRequests: bool(env, 'LOG_REQUESTS', nodeEnv !== 'test'),
     documents: documentSettings(env),
+    // One core is left to the event loop (on two cores, one thread), so that a flood of
+    // documents never takes the cores the other requests need.
+    pdfWorkers: positive(integer(env, 'PDF_WORKERS', Math.max(1, Math.min(2, availableParallelism() - 1))), 'PDF_WORKERS'),
     ...overrides,
   };
   return config;

@@ -24,6 +24,9 @@ console.log(`  database: ${described.database} (${dialectOf(config.databaseUrl)}
 console.log(`  gateway:  ${running.billing.simulator ? `built-in simulator at ${running.url}/_simulator/` : described.gateway}`);
 console.log(`  webhook:  ${running.billing.notificationUrl}`);
 console.log(`  docs:     ${running.url}${API_ROOT}/docs/`);
+console.log(
+  `  billing:  ${config.billingSchedulerIntervalSeconds > 0 ? `a pass every ${config.billingSchedulerIntervalSeconds} s (BILLING_SCHEDULER_INTERVAL=0 turns it off)` : 'no in-server pass (BILLING_SCHEDULER_INTERVAL=0): run billing-admin billing run from a scheduler'}`,
+);
 
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

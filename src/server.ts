@@ -58,7 +58,8 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
   sweeper.unref();
   const billingScheduler =
     config.billingSchedulerIntervalSeconds > 0 ? startBillingScheduler(billing, config.billingSchedulerIntervalSeconds) : null;
-  const delivery = startDeliveryWorker({ orm: billing.orm, config: billing.config, clock: billing.clock, logger: billing.logger });
+  // Receipts' PDFs render in the app's worker pool too, off the event loop.
+  const delivery = startDeliveryWorker({ orm: billing.orm, config: billing.config, clock: billing.clock, logger: billing.logger, renderPdf: billing.documents.render });
 
   return {
     billing,

@@ -3,6 +3,7 @@ import type { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { serializeWebhookLog } from '../../src/http/serializers.js';
 import { getWebhookLog, listWebhookLogs, parseWebhookLogStatuses } from '../../src/services/gateway-events/list-webhook-logs.js';
 import { REPLAYABLE_STATUSES } from '../../src/services/gateway-events/process-notification.js';
+import { parseAge, PRUNABLE_STATUSES, pruneWebhookLogs } from '../../src/services/gateway-events/prune-webhook-logs.js';
 import { replayWebhookLogs, type ReplayItem } from '../../src/services/gateway-events/replay-webhook-logs.js';
 import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
@@ -140,5 +141,20 @@ export function registerWebhookCommands(program: Command): void {
         note(`${unresolved.length} of ${items.length} still not processed.`);
         process.exitCode = EXIT.checkFailed;
       }
+    });
+
+  webhooks
+    .command('prune')
+    .description(`delete webhook logs older than an age whose status is final (${PRUNABLE_STATUSES.join(', ')}); never failed or received ones; in batches`)
+    .requiredOption('--older-than <age>', 'created more than this long ago: days or hours, e.g. 90d or 12h')
+    .option('--dry-run', 'count what would be deleted; delete nothing')
+    .action(async (opts, cmd: Command) => {
+      const olderThanMs = parseAge(opts.olderThan, '--older-than');
+      const dryRun = Boolean(opts.dryRun);
+      const result = await withServices((s) => pruneWebhookLogs(s, { olderThanMs, dryRun }, (n) => note(`deleted ${n} so far`)));
+      output(globalOptions(cmd), { dry_run: result.dryRun, count: result.count, before: result.before.toISOString(), statuses: result.statuses }, () =>
+        `${result.dryRun ? 'Would delete' : 'Deleted'} ${result.count} webhook log${result.count === 1 ? '' : 's'} ` +
+        `(${result.statuses.join(', ')}) created before ${result.before.toISOString()}.`,
+      );
     });
 }

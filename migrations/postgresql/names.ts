@@ -7,4 +7,6 @@ export const migrationNames: readonly string[] = [
   'Migration20261124001419',
   'Migration20261124001457',
   'Migration20261124031732',
+  'Migration20261125032414',
+  'Migration20261125032423',
 ];

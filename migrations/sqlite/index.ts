@@ -6,6 +6,8 @@ import { Migration20261123223038 } from './Migration20261123223038.js';
 import { Migration20261124001418 } from './Migration20261124001418.js';
 import { Migration20261124001457 } from './Migration20261124001457.js';
 import { Migration20261124031732 } from './Migration20261124031732.js';
+import { Migration20261125032414 } from './Migration20261125032414.js';
+import { Migration20261125032423 } from './Migration20261125032423.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -15,4 +17,6 @@ export const migrations = [
   { name: 'Migration20261124001418', class: Migration20261124001418 },
   { name: 'Migration20261124001457', class: Migration20261124001457 },
   { name: 'Migration20261124031732', class: Migration20261124031732 },
+  { name: 'Migration20261125032414', class: Migration20261125032414 },
+  { name: 'Migration20261125032423', class: Migration20261125032423 },
 ];

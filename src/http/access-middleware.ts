@@ -15,7 +15,7 @@ export interface SubscriptionAccessOptions {
   settings: SubscriptionSettings;
   /** The authenticated user, set by the component that authenticates (runs before this one). */
   getUser: (ctx: Context) => AccessUser | null;
-  /** Whether the user has an active or trialing subscription. */
+  /** Whether a paid period (or trial) of the user's active or trialing subscription covers now (src/domain/paid-access.ts in the service). */
   hasAccess: (user: AccessUser, ctx: Context) => Promise<boolean>;
   /**
    * Compare paths ignoring letter case (default true). Our router is case-sensitive, so a

@@ -12,9 +12,9 @@ import { DomainError, type FieldError } from '../domain/errors.js';
 import type { PaymentGateway } from '../gateway/types.js';
 import { PROJECT_ROOT } from '../project-root.js';
 import type { ServiceContext } from '../services/context.js';
-import { parseJsonBody, readRawBody } from './body.js';
+import { parseJsonBody, readRawBytes } from './body.js';
 import { isDecodablePath } from './canonical-path.js';
-import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField } from './input-limits.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField, WEBHOOK_MAX_BODY_BYTES } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
 import { requireUserId, type OperationHandlers, type OperationId, type OperationRequest } from './operations.js';
 import { mayWrite } from './methods.js';
@@ -25,7 +25,8 @@ export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi.yaml');
 
 /** Operations that read their raw body themselves (the webhook logs whatever arrives). */
 const RAW_BODY_OPERATIONS = new Set<OperationId>(['receiveGatewayNotification']);
-const RAW_BODY_PATHS = new Set([`${API_ROOT}/webhook/notification/`]);
+export const WEBHOOK_PATH = `${API_ROOT}/webhook/notification/`;
+const RAW_BODY_PATHS = new Set([WEBHOOK_PATH]);
 const BODILESS_STATUSES = new Set([204, 304]);
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -43,6 +44,8 @@ export interface ApiDependencies {
 declare module 'koa' {
   interface DefaultState {
     rawBody?: string;
+    /** The webhook's body as bytes (hashed for its log's payload_sha256). */
+    rawBodyBytes?: Buffer;
     operationId?: OperationId;
   }
 }
@@ -216,8 +219,11 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
 
     let body: unknown;
     if (mayWrite(ctx.method)) {
-      const raw = await readRawBody(ctx, deps.config.maxBodyBytes);
+      const webhook = path === WEBHOOK_PATH;
+      const bytes = await readRawBytes(ctx, webhook ? Math.min(WEBHOOK_MAX_BODY_BYTES, deps.config.maxBodyBytes) : deps.config.maxBodyBytes);
+      const raw = bytes.toString('utf8');
       ctx.state.rawBody = raw;
+      if (webhook) ctx.state.rawBodyBytes = bytes;
       if (!RAW_BODY_PATHS.has(path)) {
         const contentType = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
         if (raw.trim() !== '' && contentType !== 'application/json' && !contentType.endsWith('+json')) {

@@ -2,18 +2,48 @@ import type { Context } from 'koa';
 import { DomainError } from '../domain/errors.js';
 import { parseJsonExact } from '../domain/exact-json.js';
 
-/** Reads the raw request body as text, refusing more than `limit` bytes (413). */
-export async function readRawBody(ctx: Context, limit: number): Promise<string> {
+/**
+ * Reads the raw request body, refusing more than `limit` bytes (413) as soon as the declared
+ * length or the bytes read pass it: at most `limit` plus one chunk is ever held. The rest of a
+ * refused body is read and discarded, never kept: a connection left with unread body bytes
+ * would hang the client's next request on it (keep-alive).
+ */
+export function readRawBytes(ctx: Context, limit: number): Promise<Buffer> {
+  const tooLarge = () => new DomainError('payload_too_large', `The body is larger than ${limit} bytes.`);
+  const req = ctx.req;
   const declared = Number(ctx.get('content-length') || 0);
-  if (declared > limit) throw new DomainError('payload_too_large', `The body is larger than ${limit} bytes.`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new DomainError('payload_too_large', `The body is larger than ${limit} bytes.`);
-    chunks.push(chunk as Buffer);
+  if (declared > limit) {
+    req.resume();
+    return Promise.reject(tooLarge());
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      done();
+      chunks.length = 0;
+      req.resume();
+      reject(tooLarge());
+    };
+    const onEnd = () => {
+      done();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    const done = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
 }
 
 export type ParsedBody = { ok: true; value: unknown } | { ok: false; error: string };

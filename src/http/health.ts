@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Config } from '../config.js';
 import type { Orm } from '../db/orm.js';
+import type { SchedulerStatus } from '../services/billing/scheduler-status.js';
 import { checkReadiness, type Readiness } from '../services/health/check-readiness.js';
 import type { Schemas } from './operations.js';
 import { problem, sendProblem } from './problem.js';
@@ -15,9 +16,9 @@ export function serializeReadiness(r: Readiness): Schemas['Readiness'] {
 /**
  * Answers the probes before sessions, authentication and request logging: a probe every few
  * seconds must not write sessions or fill the log. `/healthz` touches nothing; `/readyz` checks
- * the database, its schema and the gateway configuration.
+ * the database, its schema and the gateway configuration, and shows the billing scheduler.
  */
-export function healthMiddleware(deps: { orm: Orm; config: Config }): Middleware {
+export function healthMiddleware(deps: { orm: Orm; config: Config; schedulerStatus?: SchedulerStatus }): Middleware {
   return async (ctx, next) => {
     const path = ctx.path.replace(/\/$/, '');
     if (path !== HEALTH_PATHS.live && path !== HEALTH_PATHS.ready) return next();
@@ -30,7 +31,7 @@ export function healthMiddleware(deps: { orm: Orm; config: Config }): Middleware
       ctx.body = { status: 'ok' } satisfies Schemas['Health'];
       return;
     }
-    const readiness = await checkReadiness({ em: deps.orm.em, config: deps.config });
+    const readiness = await checkReadiness({ em: deps.orm.em, config: deps.config, scheduler: deps.schedulerStatus });
     ctx.status = readiness.ready ? 200 : 503;
     ctx.body = serializeReadiness(readiness);
   };

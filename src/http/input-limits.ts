@@ -6,6 +6,12 @@ import type { FieldError } from '../domain/errors.js';
  * answer (400 naming the field), so SQLite does not keep what PostgreSQL would refuse.
  */
 
+/**
+ * The webhook's body limit (DECISIONS.md §10): a real notification is 1-3 KB; whatever the
+ * webhook receives is logged, so it must not take the general MAX_BODY_BYTES.
+ */
+export const WEBHOOK_MAX_BODY_BYTES = 64 * 1024;
+
 /** Containers (objects and arrays) a JSON body may nest; real bodies of this API use three. */
 export const MAX_JSON_DEPTH = 32;
 

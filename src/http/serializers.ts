@@ -259,6 +259,8 @@ export function serializeWebhookLog(l: WebhookLog) {
     order_id: l.orderId,
     transaction_status: l.transactionStatus,
     payload: l.payload,
+    payload_sha256: l.payloadSha256,
+    payload_truncated: l.payloadTruncated,
     ip_address: l.ipAddress,
     status: l.status,
     error: l.error,

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { API_ROOT } from '../http/api.js';
+import { API_ROOT, WEBHOOK_PATH } from '../http/api.js';
 import { problem, sendProblem } from '../http/problem.js';
 import { WEBHOOK_OUTCOMES, type ServiceMetrics, type WebhookOutcome } from './service-metrics.js';
 
@@ -25,6 +25,8 @@ export function requestMetrics(metrics: ServiceMetrics): Middleware {
     } finally {
       const operation = ctx.state.operationId ?? 'unrouted';
       metrics.observeRequest(operation, ctx.status, (performance.now() - started) / 1000);
+      // Refused for its size before routing: counted, as nothing of it is stored.
+      if (ctx.status === 413 && (ctx.path === WEBHOOK_PATH || `${ctx.path}/` === WEBHOOK_PATH)) metrics.webhookDropped('too_large');
       if (operation === WEBHOOK_OPERATION) {
         const ack = (ctx.body as { status?: unknown } | null)?.status;
         metrics.webhookOutcome(typeof ack === 'string' && (WEBHOOK_OUTCOMES as readonly string[]).includes(ack) ? (ack as WebhookOutcome) : 'error');

@@ -75,4 +75,12 @@ describe('the production bundle (npm run build)', () => {
     const lazy = graph.flatMap(dynamicImports).flatMap(staticGraph).flatMap(sourcesOf);
     expect(lazy.some((s) => s.startsWith('src/simulator/'))).toBe(true);
   });
+
+  it('has the PDF render worker as an entry of its own beside main.js, loading the template and not the database', () => {
+    const worker = join(outdir, 'render-worker.js');
+    expect(existsSync(worker)).toBe(true);
+    const loaded = staticGraph(worker).flatMap(sourcesOf);
+    expect(loaded).toContain('src/services/documents/template.ts');
+    expect(loaded.filter((s) => s.startsWith('src/db/') || s === 'src/app.ts')).toEqual([]);
+  });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { Notification } from '../../src/db/entities/notification.js';
 import { Payment } from '../../src/db/entities/payment.js';
@@ -8,7 +9,7 @@ import { serverForCli } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
 import { makeSubscriptionWithPayment, makeTopup, signedNotification } from '../helpers/factories.js';
 
-const LOG_FIELDS = ['id', 'order_id', 'transaction_status', 'payload', 'ip_address', 'status', 'error', 'attempts', 'source', 'processed_at', 'created_at'];
+const LOG_FIELDS = ['id', 'order_id', 'transaction_status', 'payload', 'payload_sha256', 'payload_truncated', 'ip_address', 'status', 'error', 'attempts', 'source', 'processed_at', 'created_at'];
 
 describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
   const stage = serverForCli(kind);
@@ -153,5 +154,15 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     expect((await cli(['webhooks', 'list', '--status', 'bogus'])).code).toBe(2);
     expect((await cli(['webhooks', 'list', '--since', 'yesterday'])).code).toBe(2);
     expect((await cli(['webhooks', 'replay', '--status', 'processed'])).code).toBe(2);
+  });
+
+  it("show --json gives an invalid notification's excerpt, that it is one, and the SHA-256 of the whole body", async () => {
+    const body = JSON.stringify({ order_id: 'SUB-FORGED-SHOW', transaction_status: 'settlement', status_code: '200', gross_amount: '1.00', signature_key: 'bad', padding: 'x'.repeat(10_000) });
+    const res = await stage.server.api('POST', '/webhook/notification/', { rawBody: body, headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(403);
+    const shown = await cli(['webhooks', 'show', res.body.webhook_log_id]);
+    expect(shown.code).toBe(0);
+    expect(shown.json).toMatchObject({ status: 'invalid', payload_truncated: true, payload_sha256: createHash('sha256').update(body).digest('hex') });
+    expect(shown.json.payload).toBe(body.slice(0, 4096));
   });
 });

@@ -78,7 +78,8 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const db = await createTestDatabase(kind);
   const config = loadConfig(
-    { NODE_ENV: 'test', DATABASE_URL: db.url, SESSION_SECRET: 'test-session-secret', PORT: '0', LOG_REQUESTS: 'false', ...options.env },
+    // The in-server billing pass is off unless a test asks for it: tests run billing at the times they choose.
+    { NODE_ENV: 'test', DATABASE_URL: db.url, SESSION_SECRET: 'test-session-secret', PORT: '0', LOG_REQUESTS: 'false', BILLING_SCHEDULER_INTERVAL: '0', ...options.env },
     { migrateOnStart: true, planCacheSeconds: 0, accessRecheckMs: 0, ...options.config },
   );
   const running = await startServer(config, { logger: options.logger ?? quietLogger, clock: options.clock, validateResponses: !options.productionValidation });

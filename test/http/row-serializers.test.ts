@@ -3,11 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { User } from '../../src/db/entities/user.js';
 import { migrateUp, openOrm, type Orm } from '../../src/db/orm.js';
 import { rowReader } from '../../src/db/row-fields.js';
+import { ManualClock } from '../../src/domain/clock.js';
 import { AccessCache } from '../../src/http/auth/access-cache.js';
 import { serializePayment, serializeSubscription, serializeUser, USER_FIELDS, type UserFields } from '../../src/http/serializers.js';
 import { listPaymentFields, listPayments } from '../../src/services/payments/list-payments.js';
-import { accessGrantedUntil } from '../../src/services/subscriptions/has-access.js';
+import { paidAccessEndsAtFor } from '../../src/services/subscriptions/has-access.js';
 import { getActiveSubscription, getActiveSubscriptionFields } from '../../src/services/subscriptions/get-subscription.js';
+import type { Config } from '../../src/config.js';
 import { DATABASES, createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { makePlan, makeSubscriptionWithPayment, makeUser } from '../helpers/factories.js';
 
@@ -22,6 +24,10 @@ describe.each(DATABASES)('rows and entities serialise alike on %s', (kind) => {
   let orm: Orm;
   let userId: string;
   const fork = () => orm.em.fork() as EntityManager;
+  // Within the subscriptions' paid periods, so that they answer as active.
+  const clock = new ManualClock(new Date('2026-01-15T00:00:00.000Z'));
+  const config = { accessGraceMinutes: 60, renewalDueDays: 3 } as Config;
+  const data = () => ({ em: fork(), config, clock });
 
   beforeAll(async () => {
     db = await createTestDatabase(kind);
@@ -93,7 +99,7 @@ describe.each(DATABASES)('rows and entities serialise alike on %s', (kind) => {
     const em = fork();
     const reader = rowReader<UserFields>(em, User, USER_FIELDS, 'u');
     const [row] = (await em.execute(`select ${reader.columns} from users u where u.id = ?`, [userId], 'all')) as Record<string, unknown>[];
-    const cached = await new AccessCache().user(fork(), userId);
+    const cached = await new AccessCache(0, { config, clock }).user(fork(), userId);
     expect(serializeUser(reader.read(row))).toStrictEqual(serializeUser(entity));
     expect(serializeUser(cached!.fields)).toStrictEqual(serializeUser(entity));
     expect(serializeUser(cached!.entity())).toStrictEqual(serializeUser(entity));
@@ -101,23 +107,23 @@ describe.each(DATABASES)('rows and entities serialise alike on %s', (kind) => {
 
   it('the active subscription: with its plan, scheduled plan and pending change', async () => {
     const user = await fork().findOneOrFail(User, userId);
-    const entity = serializeSubscription(await getActiveSubscription({ em: fork() }, user));
-    const row = serializeSubscription(await getActiveSubscriptionFields({ em: fork() }, userId));
+    const entity = serializeSubscription(await getActiveSubscription(data(), user));
+    const row = serializeSubscription(await getActiveSubscriptionFields(data(), userId));
     expect(row).toStrictEqual(entity);
     expect(row.pending_change?.amount_due).toBe('150.10');
     expect(row.plan.price).toBe('149999.99');
   });
 
-  it('the access answer carries the granting period end, read alike from either driver', async () => {
-    expect(await accessGrantedUntil({ em: fork() }, userId)).toEqual({ granted: true, until: new Date('2026-02-02T03:04:05.678Z') });
+  it('the access answer ends at the granting period end plus the grace, read alike from either driver', async () => {
+    expect(await paidAccessEndsAtFor(data(), userId)).toBe(new Date('2026-02-02T04:04:05.678Z').getTime());
   });
 
   it('the active subscription without scheduled plans', async () => {
     const em = fork();
     const plan = await makePlan(em);
     const { user } = await makeSubscriptionWithPayment(em, { plan, subscription: { status: 'trialing', trialEnd: new Date('2026-05-05T05:05:05.005Z') } });
-    const entity = serializeSubscription(await getActiveSubscription({ em: fork() }, user));
-    expect(serializeSubscription(await getActiveSubscriptionFields({ em: fork() }, user.id))).toStrictEqual(entity);
+    const entity = serializeSubscription(await getActiveSubscription(data(), user));
+    expect(serializeSubscription(await getActiveSubscriptionFields(data(), user.id))).toStrictEqual(entity);
     expect(entity.pending_plan).toBeNull();
   });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { DATABASES } from '../helpers/database.js';
-import { Cancel, ChangePlan, ChargeAgain, GatewayRefund, Pay, PayLate, RequestRefund, Subscribe, TimePasses, TopUp } from '../helpers/property/customer-commands.js';
+import { Cancel, ChangePlan, ChargeAgain, ChargeFromWallet, ConcurrentCharges, GatewayRefund, Pay, PayLate, RefundBeforeSettlement, RequestRefund, Reverse, StaffCredit, Subscribe, TimePasses, TopUp } from '../helpers/property/customer-commands.js';
 import { startWorld, type World } from '../helpers/property/customer-world.js';
 import { runCustomerSequences, runMoves } from '../helpers/property/run-customer-sequences.js';
 
@@ -38,6 +38,27 @@ describe.each(DATABASES)('customer sequences on %s', (kind) => {
     });
     it('6. refunds made at the gateway are counted once', async () => {
       await runMoves(world, [new Subscribe('p-dear', 'gopay'), new Pay(0, 'settle'), new GatewayRefund(0, 10), new GatewayRefund(0, 20), new RequestRefund(0, 30), new GatewayRefund(0, 100)]);
+    });
+  });
+
+  describe('the money sequences issue 28 reports (rows 3-6, 8, 9), as sequences', () => {
+    it('3. an upgrade paid while a renewal invoice is open', async () => {
+      await runMoves(world, [new Subscribe('p-cheap', 'bank_transfer'), new Pay(0, 'settle'), new TimePasses(31, 0), new ChangePlan('p-dear', true), new Pay(0, 'settle'), new TimePasses(12, 0)]);
+    });
+    it('4. a refund that overtakes its settlement', async () => {
+      await runMoves(world, [new TopUp(100000, 'bank_transfer'), new RefundBeforeSettlement(0, 100), new Subscribe('p-cheap', 'wallet')]);
+    });
+    it('5. a top-up spent, then reversed', async () => {
+      await runMoves(world, [new TopUp(50000, 'bank_transfer'), new Pay(0, 'settle'), new Subscribe('p-cheap', 'wallet'), new Reverse(0), new TopUp(70000, 'bank_transfer'), new Pay(0, 'settle')]);
+    });
+    it('6. a reversed first payment repaid after an upgrade', async () => {
+      await runMoves(world, [new Subscribe('p-cheap', 'bank_transfer'), new Pay(0, 'settle'), new ChangePlan('p-dear', true), new Pay(0, 'settle'), new Reverse(1), new TimePasses(20, 0), new ChargeAgain(), new Pay(0, 'settle')]);
+    });
+    it('8. concurrent charges of one invoice', async () => {
+      await runMoves(world, [new Subscribe('p-cheap', 'bank_transfer'), new ConcurrentCharges(6), new Pay(0, 'settle'), new PayLate(0)]);
+    });
+    it('9. a pending change paid from the wallet', async () => {
+      await runMoves(world, [new Subscribe('p-cheap', 'bank_transfer'), new Pay(0, 'settle'), new ChangePlan('p-dear', true), new StaffCredit(200000), new ChargeFromWallet()]);
     });
   });
 

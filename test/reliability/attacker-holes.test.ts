@@ -1,8 +1,10 @@
+import { statSync } from 'node:fs';
 import pg from 'pg';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
 import { prepareDatabase, type Account } from '../helpers/reliability/accounts.js';
+import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
 import { nested, pathVariants } from '../helpers/reliability/contract.js';
 import { API, call, callRawPath, startServerProcess, type ServerProcess } from '../helpers/reliability/server-process.js';
 
@@ -212,5 +214,88 @@ describe.each(DATABASES)('the holes of issue 16, against a server process (%s)',
       expect(ok.status, ok.text).toBe(200);
       expect(ok.body.cancel_reason).toBe('changed my mind 😀');
     });
+  });
+});
+
+/*
+ * Issue 28, row 1: 2,400 unsigned webhook posts of ~1 MB grew the SQLite file by 99 MB, every
+ * body stored whole. Scaled down, from one address: 200 posts of 1 MB and 200 just under the
+ * webhook's 64 KiB limit. Now the large ones are refused before they are stored, the others
+ * keep a 4 KiB excerpt until the address's quota of invalid notifications for the minute
+ * (WEBHOOK_INVALID_PER_MINUTE, 60) is spent, and /metrics counts the rest.
+ */
+describe.each(DATABASES)('issue 28 row 1: a flood of unsigned webhook posts leaves a bounded trace (%s)', (kind) => {
+  const METRICS_TOKEN = 'attacker-holes-metrics';
+  let db: TestDatabase;
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+    server = await startServerProcess({ databaseUrl: db.url, env: { METRICS_TOKEN } });
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    await db?.drop();
+  });
+
+  /** What the database holds, on disk for SQLite (after folding the WAL in) and as stored webhook logs on both. */
+  async function footprint(): Promise<{ fileBytes: number; logs: number; payloadBytes: number }> {
+    const sql = 'select count(*) as logs, coalesce(sum(length(payload)), 0) as payload_bytes from webhook_logs';
+    if (db.kind === 'sqlite') {
+      const file = db.url.slice('sqlite:'.length);
+      const conn = new Database(file);
+      try {
+        conn.pragma('wal_checkpoint(TRUNCATE)');
+        const row = conn.prepare(sql).get() as { logs: number; payload_bytes: number };
+        return { fileBytes: statSync(file).size, logs: row.logs, payloadBytes: row.payload_bytes };
+      } finally {
+        conn.close();
+      }
+    }
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const row = (await client.query(sql)).rows[0];
+      return { fileBytes: 0, logs: Number(row.logs), payloadBytes: Number(row.payload_bytes) };
+    } finally {
+      await client.end();
+    }
+  }
+  const dropped = async (reason: string) => {
+    const res = await call(server.url, 'GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    return sampleValue(parsePrometheusText(res.text), 'billing_webhook_dropped_total', { reason });
+  };
+  /** `n` posts of `body`, eight at a time; their statuses and log ids. */
+  async function flood(n: number, body: (i: number) => string) {
+    const answers: { status: number; id: string | null }[] = [];
+    for (let i = 0; i < n; i += 8) {
+      const batch = Array.from({ length: Math.min(8, n - i) }, (_, j) => call(server.url, 'POST', `${API}/webhook/notification/`, { rawBody: body(i + j) }));
+      for (const res of await Promise.all(batch)) answers.push({ status: res.status, id: res.body?.webhook_log_id ?? null });
+    }
+    return answers;
+  }
+  const unsigned = (i: number, padding: number) =>
+    JSON.stringify({ order_id: `SUB-FLOOD-${i}`, transaction_status: 'settlement', status_code: '200', gross_amount: '150000.00', signature_key: '0'.repeat(128), padding: 'x'.repeat(padding) });
+
+  it('200 posts of 1 MB answer 413 and store nothing; of 200 posts of 60 KiB, 60 are stored as 4 KiB excerpts; the file grows by less than 1 MB', async () => {
+    const before = await footprint();
+
+    const large = await flood(200, (i) => unsigned(i, 1024 * 1024));
+    expect(tally(large.map((a) => a.status))).toEqual({ 413: 200 });
+    expect(await dropped('too_large')).toBe(200);
+
+    const nearLimit = await flood(200, (i) => unsigned(i, 60 * 1024));
+    expect(tally(nearLimit.map((a) => a.status))).toEqual({ 403: 200 });
+    expect(nearLimit.filter((a) => a.id !== null)).toHaveLength(60);
+    expect(await dropped('invalid_over_quota')).toBe(140);
+
+    const after = await footprint();
+    expect(after.logs - before.logs).toBe(60);
+    expect(after.payloadBytes - before.payloadBytes).toBeLessThanOrEqual(60 * 4096);
+    if (db.kind === 'sqlite') expect(after.fileBytes - before.fileBytes).toBeLessThan(1024 * 1024);
+
+    // The server lives on and answers as before.
+    const plans = await call(server.url, 'GET', `${API}/plans/`);
+    expect(plans.status).toBe(200);
   });
 });

@@ -10,7 +10,7 @@ import { WalletTransaction } from './wallet.js';
  * unused time a plan change credited to the wallet, or a settlement nobody could use credited
  * to the wallet.
  */
-export type CreditNoteReason = 'refund' | 'proration_credit' | 'unusable_settlement';
+export type CreditNoteReason = 'refund' | 'proration_credit' | 'unusable_settlement' | 'period_passed';
 
 /**
  * The document of money given back against an invoice (issue 20). Issued only by

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty } from './common.js';
+import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty, zeroMoneyProperty } from './common.js';
 import type { PaymentType } from './subscription.js';
 import { User } from './user.js';
 
@@ -11,6 +11,12 @@ export class Topup {
   orderId!: string;
   user!: User;
   amount!: string;
+  /**
+   * The gateway's total refunded for this top-up (its cumulative refund_amount). Recorded even
+   * when the refund's notification overtakes the settlement's, so that the settlement credits
+   * only what was not refunded (DECISIONS §10).
+   */
+  refundedAmount!: string;
   currency!: string;
   status: TopupStatus = 'pending';
   paymentType!: Exclude<PaymentType, 'wallet'>;
@@ -33,6 +39,7 @@ export const TopupSchema = new EntitySchema<Topup>({
     orderId: { type: 'string', length: 50, unique: true },
     user: { kind: 'm:1', entity: () => User },
     amount: moneyProperty,
+    refundedAmount: zeroMoneyProperty,
     currency: { type: 'string', length: 3 },
     status: { type: 'string', length: 20 },
     paymentType: { type: 'string', length: 20 },

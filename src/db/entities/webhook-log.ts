@@ -8,8 +8,15 @@ export class WebhookLog {
   id!: string;
   orderId: string | null = null;
   transactionStatus: string | null = null;
-  /** The raw body exactly as received. */
+  /**
+   * The raw body as received; for an `invalid` notification from the internet only its first
+   * 4 KiB (`payloadTruncated`), so that a flood of forged bodies cannot fill the database.
+   */
   payload!: string;
+  /** Hex SHA-256 of the whole body as received (its bytes); null on logs written before it was kept. */
+  payloadSha256: string | null = null;
+  /** `payload` holds only the start of the body (DECISIONS.md §10). */
+  payloadTruncated = false;
   ipAddress: string | null = null;
   status: WebhookLogStatus = 'received';
   error: string | null = null;
@@ -34,6 +41,8 @@ export const WebhookLogSchema = new EntitySchema<WebhookLog>({
     orderId: { type: 'string', length: 100, nullable: true },
     transactionStatus: { type: 'string', length: 50, nullable: true },
     payload: { type: 'text' },
+    payloadSha256: { type: 'string', length: 64, nullable: true },
+    payloadTruncated: { type: 'boolean', default: false },
     ipAddress: { type: 'string', length: 64, nullable: true },
     status: { type: 'string', length: 20 },
     error: { type: 'text', nullable: true },

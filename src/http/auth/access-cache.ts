@@ -4,7 +4,9 @@ import { isPostgres } from '../../db/dialect.js';
 import { User } from '../../db/entities/user.js';
 import { hotRows } from '../../db/hot-sql.js';
 import { rowReader, toDate } from '../../db/row-fields.js';
-import { accessGrantedUntil } from '../../services/subscriptions/has-access.js';
+import type { Config } from '../../config.js';
+import type { Clock } from '../../domain/clock.js';
+import { paidAccessEndsAtFor } from '../../services/subscriptions/has-access.js';
 import { USER_FIELDS, type UserFields } from '../serializers.js';
 
 /**
@@ -22,9 +24,17 @@ import { USER_FIELDS, type UserFields } from '../serializers.js';
  * purge, a cancellation or a lapse stops access at this process's next request when it went
  * through this process, and within `recheckMs` when another process, the CLI or SQL made it.
  * Reading it on every request was a third of an authenticated read's cost (bench/README.md).
- * An access answer is also kept no longer than the granting subscription's own period (or
- * trial) end, so it is re-read when the billing run is due to decide.
+ * An access answer also depends on the clock (src/domain/paid-access.ts): a granting answer is
+ * kept until the instant the rule says it ends (the period end plus ACCESS_GRACE_MINUTES, or an
+ * open renewal invoice's due instant), on the service's clock, whether or not a billing pass
+ * has run by then. A refusal can only turn into access by a change, which the version shows.
  */
+
+/** What the access answer needs besides the database: the rules' settings and the service's clock. */
+export interface AccessClock {
+  config: Pick<Config, 'accessGraceMinutes' | 'renewalDueDays'>;
+  clock: Clock;
+}
 
 /** The version a request has read for its user: later steps of the same request reuse it. */
 interface RequestVersion {
@@ -62,7 +72,7 @@ interface VersionEntry {
 interface AccessEntry {
   version: string;
   granted: boolean;
-  /** Epoch ms after which the answer is read again. */
+  /** Epoch ms (on the service's clock) from which the answer is read again. */
   until: number;
 }
 
@@ -96,7 +106,8 @@ export class AccessCache {
 
   /** `recheckMs`: how long a version read from the database is trusted (0: one request). */
   constructor(
-    private readonly recheckMs = 0,
+    private readonly recheckMs: number,
+    private readonly rules: AccessClock,
     maxEntries = 10_000,
   ) {
     this.sessions = new BoundedMap(maxEntries);
@@ -199,18 +210,17 @@ export class AccessCache {
     return { entity: () => em.fork().map(User, { ...row }), fields: entry.fields };
   }
 
-  /** Whether the user holds an access-granting subscription: no query while the version stands. */
+  /** Whether a paid period of the user's subscription covers now: no query while the version and the answer stand. */
   async hasAccess(em: EntityManager, userId: string, ctx?: Context): Promise<boolean> {
     const version = await this.versionFor(em, userId, ctx);
-    const now = Date.now();
+    const now = this.rules.clock.now().getTime();
     const cached = this.access.get(userId);
-    if (cached && cached.version === version && cached.until > now) return cached.granted;
-    const answer = await accessGrantedUntil({ em }, userId);
-    const granted = answer.granted;
-    // A granting answer is kept until its period (or trial) ends; a period already over is not kept.
-    const keepUntil = answer.granted && answer.until ? answer.until.getTime() : Number.POSITIVE_INFINITY;
-    if (keepUntil > now) this.access.set(userId, { version, granted, until: keepUntil });
-    else this.access.delete(userId);
+    if (cached && cached.version === version && now < cached.until) return cached.granted;
+    const endsAt = await paidAccessEndsAtFor({ em, config: this.rules.config }, userId);
+    const granted = now < endsAt;
+    // NOTE: a grant changes to a refusal at `endsAt`; a refusal stands until the version moves.
+    this.access.set(userId, { version, granted, until: granted ? endsAt : Number.POSITIVE_INFINITY });
     return granted;
   }
+
 }

@@ -25,13 +25,27 @@ export interface paths {
          *     - `billing_webhook_notifications_total{outcome}`: gateway notifications by outcome,
          *       `ok`, `duplicate`, `invalid` (signature), `failed`, `ignored`, or `error` (answered
          *       with a problem before a log was written).
+         *     - `billing_webhook_dropped_total{reason}`: gateway notifications answered without
+         *       being stored: `too_large` (`413`, a body over 64 KiB) and `invalid_over_quota` (an
+         *       invalid notification beyond `WEBHOOK_INVALID_PER_MINUTE` from its source).
          *     - `billing_gateway_request_duration_seconds{endpoint, outcome}`: calls to the gateway
          *       (`charge`, `status`, `cancel`, `expire`, `refund`, `direct_refund`) by outcome (`ok`
          *       or the error kind: `timeout`, `unavailable`, `validation`, …).
          *     - `billing_billing_runs_total{result}` and `billing_billing_run_outcomes_total{outcome}`:
-         *       in-server billing passes (`BILLING_SCHEDULER_INTERVAL`) and what they did (`renewed`,
+         *       in-server billing passes (`BILLING_SCHEDULER_INTERVAL`) by result (`ok`, `failed`, or
+         *       `skipped` when another process held the pass lock) and what they did (`renewed`,
          *       `charged`, `failed`, `past_due`, …, `error`). A `billing-admin billing run` is another
          *       process and is not counted here.
+         *     - `billing_scheduler_last_pass_timestamp_seconds`,
+         *       `billing_scheduler_last_pass_duration_seconds` and
+         *       `billing_scheduler_last_success_timestamp_seconds`: when the last in-server pass that
+         *       ran started, how long it took, and when the last one that did not fail started (0
+         *       before the first); a stalled scheduler shows as a success timestamp falling behind.
+         *     - `billing_documents_rendered_total`, `billing_document_cache_hits_total` and
+         *       `billing_document_renders_refused_total{reason}`: invoice and credit-note PDFs rendered
+         *       by the worker pool (each version of a document once while cached), requests answered
+         *       from a rendered copy or a render under way, and requests refused (`user_limit`: the
+         *       user's burst, `429`; `queue_full`: `503`).
          *     - `billing_delivery_queue_depth{channel}` and
          *       `billing_delivery_queue_oldest_age_seconds{channel}`: email and webhook entries
          *       waiting to be delivered, read at scrape time.
@@ -85,7 +99,11 @@ export interface paths {
          * @description Whether this process can serve requests now: the database answers, its schema has every
          *     migration of this build, and a payment gateway is configured (the built-in simulator
          *     counts outside production). `200` when every check passes, else `503` with the checks
-         *     that failed; a load balancer sends traffic only on `200`.
+         *     that failed; a load balancer sends traffic only on `200`. `checks.scheduler` shows the
+         *     in-server billing pass (its last pass, outcome and duration, and `stalled` when no pass
+         *     finished within three intervals); it is shown, never counted: this process serves
+         *     requests correctly without a pass, so a stalled or failing pass does not make it not
+         *     ready (alert on it, or on the metrics).
          */
         get: operations["getReadiness"];
         put?: never;
@@ -599,6 +617,12 @@ export interface paths {
          *     every line, the totals, the payment (status and method) and the refunds and credit notes
          *     against it. Amounts and dates follow `BILLING_LOCALE` and `BILLING_TIMEZONE`. Another
          *     user's invoice answers `404`, as the JSON detail does.
+         *
+         *     PDFs are rendered by a small pool of worker threads (`PDF_WORKERS`), each version of a
+         *     document once (later requests get the same bytes until the invoice changes). A user may
+         *     have at most 10 PDF requests under way at once: beyond that the request answers `429`
+         *     (after a one-second pause, before any work), and `503` when the server has 64 renders
+         *     under way; both carry `Retry-After`.
          */
         get: operations["getInvoicePdf"];
         put?: never;
@@ -661,6 +685,9 @@ export interface paths {
          * @description One of the current user's credit notes as a PDF, laid out as the invoice PDF: the
          *     seller, the customer, the number, the invoice it credits, the reason, every line and the
          *     total credited. Another user's credit note answers `404`.
+         *
+         *     Rendered and limited as the invoice PDF is: `429` beyond 10 of the user's PDF requests
+         *     under way at once, `503` when the server has 64 renders under way.
          */
         get: operations["getCreditNotePdf"];
         put?: never;
@@ -688,10 +715,17 @@ export interface paths {
          *
          *     Processing order:
          *
-         *     1. The raw payload is stored in a webhook log (status `received`) with the sender IP
-         *        and committed before anything else is tried, whatever the payload holds.
-         *     2. The signature is verified. A mismatch sets the log `invalid` and answers `403`
-         *        `{status: invalid}`.
+         *     1. The raw payload is stored in a webhook log with the sender IP and the SHA-256 of
+         *        the body, whatever the payload holds. A body over 64 KiB is refused with `413`
+         *        before anything is stored (a real notification is 1-3 KB).
+         *     2. The signature is verified. A mismatch (or an unreadable body) logs the notification
+         *        `invalid`, keeping only the first 4 KiB of its body (`payload_truncated`) and the
+         *        SHA-256 of the whole, and answers `403` `{status: invalid}` (`400` when
+         *        unreadable). A source (the client IP; `X-Forwarded-For` only with `TRUST_PROXY`)
+         *        that sends more than `WEBHOOK_INVALID_PER_MINUTE` (default 60) invalid
+         *        notifications within a minute gets the same answers, but the ones beyond are not
+         *        stored: `webhook_log_id` is `null`, and `/metrics` counts them. Valid notifications
+         *        are never held back by this.
          *     3. Deduplication on `(order_id, transaction_status)`, refined with `fraud_status` for
          *        `capture` and with the total `refund_amount` for `refund`/`partial_refund`. An
          *        already-processed notification sets the log `duplicate` and answers `200`
@@ -917,7 +951,39 @@ export interface components {
                 database: components["schemas"]["ReadinessCheck"];
                 schema: components["schemas"]["ReadinessCheck"];
                 gateway: components["schemas"]["ReadinessCheck"];
+                scheduler?: components["schemas"]["SchedulerCheck"];
             };
+        };
+        /**
+         * @description The in-server billing scheduler (`BILLING_SCHEDULER_INTERVAL`) in this process: shown in
+         *     the readiness answer, never counted in it. `ok` is false when it is stalled (no pass,
+         *     failure or skip finished within three intervals, or a pass has run that long) or its last
+         *     pass failed; `detail` says which, or that it is off. Times are UTC.
+         */
+        SchedulerCheck: {
+            ok: boolean;
+            detail: string | null;
+            /** @description Seconds between passes; 0 is off (an external scheduler runs `billing-admin billing run`). */
+            interval_seconds: number;
+            /** @description A pass is running now. */
+            running: boolean;
+            stalled: boolean;
+            /**
+             * Format: date-time
+             * @description When the last pass that ran (ok or failed) started.
+             */
+            last_pass_at: string | null;
+            last_pass_duration_seconds: number | null;
+            /**
+             * @description The last tick's outcome; `skipped` when another process held the pass lock.
+             * @enum {string|null}
+             */
+            last_outcome: "ok" | "failed" | "skipped" | null;
+            /**
+             * Format: date-time
+             * @description When the last pass that did not fail started.
+             */
+            last_ok_at: string | null;
         };
         /**
          * @description A decimal amount with exactly two decimal places, as a string.
@@ -2051,11 +2117,11 @@ export interface components {
             results: components["schemas"]["Invoice"][];
         };
         /**
-         * @description Why money went back: `refund` (to the card, bank or wallet), `proration_credit` (unused time a plan change credited to the wallet), `unusable_settlement` (a payment nobody could use, credited to the wallet).
+         * @description Why money went back: `refund` (to the card, bank or wallet), `proration_credit` (unused time a plan change credited to the wallet), `unusable_settlement` (a payment nobody could use, credited to the wallet), `period_passed` (a renewal paid only after the period it was for had ended: the invoice is paid, its money credited to the wallet).
          * @example refund
          * @enum {string}
          */
-        CreditNoteReason: "refund" | "proration_credit" | "unusable_settlement";
+        CreditNoteReason: "refund" | "proration_credit" | "unusable_settlement" | "period_passed";
         /** @description A credit note as its invoice lists it. */
         InvoiceCreditNote: {
             /** Format: uuid */
@@ -2170,7 +2236,9 @@ export interface components {
             status: "ok" | "duplicate" | "invalid" | "failed" | "ignored";
             /**
              * Format: uuid
-             * @description The webhook log entry that recorded this notification.
+             * @description The webhook log entry that recorded this notification; `null` when nothing could be
+             *     stored (`failed`: the database was unavailable) or was kept (`invalid` beyond the
+             *     sender's `WEBHOOK_INVALID_PER_MINUTE`).
              */
             webhook_log_id: string | null;
         };
@@ -2625,6 +2693,53 @@ export interface components {
             };
         };
         /**
+         * @description The user already has 10 PDF requests under way (`rate_limited`); answered after a
+         *     one-second pause and before any work is queued for the request. Retry after
+         *     `Retry-After` seconds.
+         */
+        DocumentRateLimited: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/rate-limited",
+                 *       "title": "Too many requests",
+                 *       "status": 429,
+                 *       "detail": "At most 10 documents are prepared for you at once; retry shortly.",
+                 *       "code": "rate_limited"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The server has 64 documents being prepared (`service_unavailable`, with `Retry-After`),
+         *     or the database is unavailable; the request may be retried.
+         */
+        DocumentServiceUnavailable: {
+            headers: {
+                /** @description Seconds to wait before retrying (when documents are queued). */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/service-unavailable",
+                 *       "title": "Service unavailable",
+                 *       "status": 503,
+                 *       "detail": "Too many documents are being prepared; retry shortly.",
+                 *       "code": "service_unavailable"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description Too many failed attempts for this username or address; retry after `Retry-After`
          *     seconds (`rate_limited`). Any request carrying Basic credentials is refused this way
          *     while the throttle holds, a public one (`GET /plans/`) included.
@@ -2913,6 +3028,17 @@ export interface operations {
                      *         "gateway": {
                      *           "ok": true,
                      *           "detail": null
+                     *         },
+                     *         "scheduler": {
+                     *           "ok": true,
+                     *           "detail": null,
+                     *           "interval_seconds": 60,
+                     *           "running": false,
+                     *           "stalled": false,
+                     *           "last_pass_at": "2026-11-25T04:00:00.000Z",
+                     *           "last_pass_duration_seconds": 0.084,
+                     *           "last_outcome": "ok",
+                     *           "last_ok_at": "2026-11-25T04:00:00.000Z"
                      *         }
                      *       }
                      *     }
@@ -3954,9 +4080,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["DocumentRateLimited"];
             501: components["responses"]["NotImplemented"];
-            503: components["responses"]["ServiceUnavailable"];
+            503: components["responses"]["DocumentServiceUnavailable"];
         };
     };
     listCreditNotes: {
@@ -4046,9 +4172,9 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["DocumentRateLimited"];
             501: components["responses"]["NotImplemented"];
-            503: components["responses"]["ServiceUnavailable"];
+            503: components["responses"]["DocumentServiceUnavailable"];
         };
     };
     receiveGatewayNotification: {
@@ -4104,22 +4230,37 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
-            /** @description The signature is invalid; the log is marked `invalid` and processing stops. */
+            /**
+             * @description The signature is invalid; the log is marked `invalid` and processing stops.
+             *     `webhook_log_id` is `null` when the sender was over `WEBHOOK_INVALID_PER_MINUTE`
+             *     and nothing was stored.
+             */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookAck"];
+                };
+            };
+            /** @description The body is larger than 64 KiB (`payload_too_large`); nothing is stored. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "status": "invalid",
-                     *       "webhook_log_id": "7e9a1c3e-5b7d-4e9f-a1c3-5e7a9c1e3b5d"
+                     *       "type": "https://billing.example/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is larger than 65536 bytes.",
+                     *       "code": "payload_too_large"
                      *     }
                      */
-                    "application/json": components["schemas"]["WebhookAck"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             /**

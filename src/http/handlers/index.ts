@@ -1,3 +1,5 @@
+import type { InvalidLogQuota } from '../../services/gateway-events/invalid-notification-quota.js';
+import type { DocumentRenderer } from '../../services/documents/document-renderer.js';
 import type { CatalogueCache } from '../../services/plans/catalogue-cache.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
@@ -14,18 +16,18 @@ import { walletHandlers } from './wallet.js';
 import { webhookHandlers } from './webhook.js';
 
 /** Every implemented operation's handler; operations missing here answer 501. */
-export function allHandlers(deps: { throttler: LoginThrottler; catalogue: CatalogueCache }): OperationHandlers {
+export function allHandlers(deps: { throttler: LoginThrottler; catalogue: CatalogueCache; invalidWebhookQuota: InvalidLogQuota; documents: DocumentRenderer }): OperationHandlers {
   return {
     ...authHandlers(deps.throttler),
     ...planHandlers(deps.catalogue),
     ...walletHandlers,
     ...topupHandlers,
     ...notificationHandlers,
-    ...webhookHandlers,
+    ...webhookHandlers(deps.invalidWebhookQuota),
     ...subscriptionHandlers,
     ...paymentHandlers,
     ...invoiceHandlers,
     ...creditNoteHandlers,
-    ...documentHandlers,
+    ...documentHandlers(deps.documents),
   };
 }

@@ -1,6 +1,8 @@
 import { ValidationError } from '../../domain/errors.js';
-import type { NotificationOutcome } from '../../services/gateway-events/process-notification.js';
+import type { InvalidLogQuota } from '../../services/gateway-events/invalid-notification-quota.js';
+import type { DroppedNotification, NotificationOutcome } from '../../services/gateway-events/process-notification.js';
 import { receiveGatewayNotification } from '../../services/gateway-events/receive-gateway-notification.js';
+import { clientIp } from '../auth/authenticate.js';
 import type { OperationHandlers, OperationResult, Schemas } from '../operations.js';
 
 type Ack = Schemas['WebhookAck'];
@@ -9,6 +11,15 @@ type Ack = Schemas['WebhookAck'];
 // success statuses, so those two are built here.
 function ack(status: 200 | 403 | 503, body: Ack): OperationResult<'receiveGatewayNotification'> {
   return { status, body } as unknown as OperationResult<'receiveGatewayNotification'>;
+}
+
+/** An invalid notification its source's quota left unlogged: the same answer, with no log to name. */
+function answerDropped(outcome: DroppedNotification): OperationResult<'receiveGatewayNotification'> {
+  if (outcome.result === 'invalid') return ack(403, { status: 'invalid', webhook_log_id: null });
+  throw new ValidationError(
+    [{ field: 'body', message: outcome.error }],
+    'The notification is not readable; it was not logged (too many invalid notifications from this source in the last minute).',
+  );
 }
 
 function answer(outcome: NotificationOutcome): OperationResult<'receiveGatewayNotification'> {
@@ -35,15 +46,18 @@ function answer(outcome: NotificationOutcome): OperationResult<'receiveGatewayNo
   }
 }
 
-export const webhookHandlers: OperationHandlers = {
-  async receiveGatewayNotification({ koa, services }) {
-    let outcome: NotificationOutcome;
-    try {
-      outcome = await receiveGatewayNotification(services, { rawPayload: koa.state.rawBody ?? '', ip: koa.ip });
-    } catch {
-      // Not even the raw body could be committed: never acknowledge what was not saved.
-      return ack(503, { status: 'failed', webhook_log_id: null });
-    }
-    return answer(outcome);
-  },
-};
+export function webhookHandlers(invalidQuota: InvalidLogQuota): OperationHandlers {
+  return {
+    async receiveGatewayNotification({ koa, services }) {
+      let outcome: NotificationOutcome | DroppedNotification;
+      try {
+        const input = { rawPayload: koa.state.rawBody ?? '', rawBytes: koa.state.rawBodyBytes, ip: clientIp(koa) };
+        outcome = await receiveGatewayNotification(services, input, invalidQuota);
+      } catch {
+        // Not even the raw body could be committed: never acknowledge what was not saved.
+        return ack(503, { status: 'failed', webhook_log_id: null });
+      }
+      return outcome.log === null ? answerDropped(outcome) : answer(outcome);
+    },
+  };
+}

@@ -2,7 +2,8 @@ import { Invoice } from '../../db/entities/invoice.js';
 import type { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import type { EntityManager } from '@mikro-orm/knex';
-import { DUE, DUE_SCANS, holds, OPEN_RENEWAL_INVOICE, selectSubscriptionIds } from './due-rule.js';
+import { OPEN_RENEWAL_INVOICE } from '../../domain/paid-access.js';
+import { DUE, DUE_SCANS, holds, selectSubscriptionIds } from './due-rule.js';
 
 export type DueAction =
   | { kind: 'cancel_at_period_end' }

@@ -3,6 +3,7 @@ import { Invoice } from '../../db/entities/invoice.js';
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import { addDays } from '../../domain/billing-calendar.js';
+import { OPEN_RENEWAL_INVOICE } from '../../domain/paid-access.js';
 import { TRIAL_NOTICE_DAYS } from './dunning-schedule.js';
 
 /*
@@ -15,9 +16,6 @@ import { TRIAL_NOTICE_DAYS } from './dunning-schedule.js';
 
 /** Statuses the billing run looks at; paused subscriptions are not billed (resume moves their dates). */
 export const BILLED_STATUSES = ['trialing', 'active', 'past_due'] as const;
-
-/** What makes an invoice a subscription's open renewal invoice (the period advances only when it is paid). */
-export const OPEN_RENEWAL_INVOICE = { billingReason: 'subscription_cycle', status: 'open' } as const;
 
 /** A time the rule compares with, as a function of the run's `at`. */
 type Moment = (at: Date) => Date;

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.js';
 import { addDays } from '../../domain/billing-calendar.js';
+import { renewalDueAt } from '../../domain/paid-access.js';
 
 /** Days before a trial ends that the `trial_will_end` notification is sent (once). */
 export const TRIAL_NOTICE_DAYS = 3;
@@ -28,7 +29,7 @@ export interface DunningSchedule {
  * day after the last retry (default: due +3 days, retries +1, +3, +7, cancel +8).
  */
 export function dunningSchedule(issuedAt: Date, config: Pick<Config, 'renewalDueDays' | 'dunningRetryDays'>): DunningSchedule {
-  const dueAt = addDays(issuedAt, config.renewalDueDays);
+  const dueAt = renewalDueAt(issuedAt, config.renewalDueDays);
   const days = [...config.dunningRetryDays].sort((a, b) => a - b);
   return {
     dueAt,

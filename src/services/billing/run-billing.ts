@@ -5,6 +5,7 @@ import { dueSubscriptionIds } from './billing-actions.js';
 import { billSubscriptionStep, finishStep, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
 import type { BillingCounter } from './collect-renewal.js';
 import { notifyExpiringCards } from './notify-expiring-cards.js';
+import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
 
 export interface BillingRunOptions {
   /** The run's time (default: the context's clock now). Everything due at or before it is done. */
@@ -118,6 +119,8 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   const prefetch = batch && opts.limit === undefined && isPostgres(ctx.em);
   let next: Promise<string[]> | null = null;
   report.card_notices = await notifyExpiringCards(runCtx, at, dryRun);
+  // Orders withdrawn where the gateway could not be called (or whose cancel failed) are canceled now.
+  if (!dryRun) await cancelWithdrawnOrders(runCtx);
   // For the progress display only: one more scan of what is due, before anything changes.
   let total = opts.onProgress ? (await dueSubscriptionIds(ctx.em.fork(), at, null, opts.limit ?? 1_000_000_000)).length : 0;
   let seen = 0;

@@ -4,11 +4,13 @@ import { DeliveryAttempt } from '../../db/entities/delivery-attempt.js';
 import { Notification, type NotificationChannel } from '../../db/entities/notification.js';
 import { notificationStates } from '../../domain/states/notification-states.js';
 import type { DataContext } from '../context.js';
+import type { RenderPdf } from '../documents/document-renderer.js';
 import { receiptDocumentFor } from '../documents/receipt-document.js';
 import type { DeliveryChannels } from './channels.js';
 import { retryable, type SendOutcome } from './send-outcome.js';
 
-export type DeliveryContext = DataContext & { channels: DeliveryChannels };
+/** `renderPdf`: how receipts' PDFs are rendered (the server's worker pool; in this thread when absent). */
+export type DeliveryContext = DataContext & { channels: DeliveryChannels; renderPdf?: RenderPdf };
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -109,7 +111,7 @@ async function deliverOne(ctx: DeliveryContext, candidate: Notification): Promis
   let outcome: SendOutcome;
   try {
     // Inside the try: a database that fails this lookup makes a retried attempt like any other.
-    const document = sender ? await receiptDocumentFor(ctx, entry) : null;
+    const document = sender ? await receiptDocumentFor(ctx, entry, ctx.renderPdf) : null;
     outcome = sender ? await sender.send(entry, attemptedAt, document) : retryable(`the ${entry.channel} channel is not configured`);
   } catch (err) {
     // A bug in a sender must not strand the entry: it is an attempt like any other.

@@ -2,6 +2,7 @@ import type { Config } from '../../config.js';
 import type { Orm } from '../../db/orm.js';
 import type { Clock } from '../../domain/clock.js';
 import type { Logger } from '../../logger.js';
+import type { RenderPdf } from '../documents/document-renderer.js';
 import { closeDeliveryChannels, createDeliveryChannels } from './channels.js';
 import { deliverDueNotifications, type DeliveryReport } from './deliver-due-notifications.js';
 
@@ -20,8 +21,8 @@ export interface DeliveryWorker {
  * time in this process (other processes may run theirs; entries are claimed). Returns null when
  * neither SMTP_URL nor OUTBOUND_WEBHOOK_URL is set, or the interval is 0.
  */
-export function startDeliveryWorker(deps: { orm: Orm; config: Config; clock: Clock; logger: Logger }): DeliveryWorker | null {
-  const { orm, config, clock, logger } = deps;
+export function startDeliveryWorker(deps: { orm: Orm; config: Config; clock: Clock; logger: Logger; renderPdf?: RenderPdf }): DeliveryWorker | null {
+  const { orm, config, clock, logger, renderPdf } = deps;
   if (!(config.smtpUrl || config.outboundWebhookUrl) || config.deliveryIntervalSeconds <= 0) return null;
   if (config.outboundWebhookUrl && !config.outboundWebhookSecret) {
     logger.warn('OUTBOUND_WEBHOOK_URL is set without OUTBOUND_WEBHOOK_SECRET: webhook entries wait (unsigned events are never sent)');
@@ -31,7 +32,7 @@ export function startDeliveryWorker(deps: { orm: Orm; config: Config; clock: Clo
   let current: Promise<DeliveryReport> | null = null;
 
   const pass = async (): Promise<DeliveryReport> => {
-    const report = await deliverDueNotifications({ em: orm.em.fork(), config, clock, channels }, { limit: PER_TICK, signal: stopping.signal });
+    const report = await deliverDueNotifications({ em: orm.em.fork(), config, clock, channels, renderPdf }, { limit: PER_TICK, signal: stopping.signal });
     if (report.delivered.length || report.retrying.length || report.failed.length) {
       logger.info('notification delivery', { delivered: report.delivered.length, retrying: report.retrying.length, failed: report.failed.length });
     }

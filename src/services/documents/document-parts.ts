@@ -39,6 +39,7 @@ export const CREDIT_REASONS: Record<CreditNoteReason, string> = {
   refund: 'Refund',
   proration_credit: 'Proration credit',
   unusable_settlement: 'Payment that could not be used',
+  period_passed: 'Paid after its period had ended',
 };
 
 /** Where a credit note's money went ("back to GoPay", "to the wallet"), to follow a word like "Refund". */

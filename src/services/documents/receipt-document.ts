@@ -3,6 +3,7 @@ import type { Notification } from '../../db/entities/notification.js';
 import { Payment } from '../../db/entities/payment.js';
 import type { DataContext } from '../context.js';
 import { renderCreditNotePdf } from './credit-note-pdf.js';
+import type { RenderPdf } from './document-renderer.js';
 import { renderInvoicePdf, type PdfFile } from './invoice-pdf.js';
 
 /**
@@ -25,7 +26,11 @@ export const creditNotePdfPath = (id: string): string => `/credit-notes/${id}/pd
  * payload builders write stays as it is. Null for every other event, and for payments of nothing
  * invoiced (top-ups).
  */
-export async function receiptDocumentFor(ctx: Pick<DataContext, 'em' | 'config'>, entry: Pick<Notification, 'notificationType' | 'data'>): Promise<ReceiptDocument | null> {
+export async function receiptDocumentFor(
+  ctx: Pick<DataContext, 'em' | 'config'>,
+  entry: Pick<Notification, 'notificationType' | 'data'>,
+  render?: RenderPdf,
+): Promise<ReceiptDocument | null> {
   if (entry.notificationType !== 'payment_succeeded' && entry.notificationType !== 'payment_refunded') return null;
   const paymentId = entry.data?.payment_id;
   // Hand-written or old event data may hold anything; PostgreSQL refuses a malformed uuid.
@@ -35,13 +40,13 @@ export async function receiptDocumentFor(ctx: Pick<DataContext, 'em' | 'config'>
   const invoice = payment?.invoice;
   if (!payment || !invoice) return null;
   const view = { em, config: ctx.config };
-  const renderInvoice = () => renderInvoicePdf(view, invoice);
+  const renderInvoice = () => renderInvoicePdf(view, invoice, render);
   if (entry.notificationType === 'payment_succeeded') return { links: { invoice_pdf: invoicePdfPath(invoice.id) }, render: renderInvoice };
 
   const note = await em.findOne(CreditNote, { payment, reason: 'refund' }, { orderBy: [{ issuedAt: 'desc' }, { number: 'desc' }] });
   if (!note) return { links: { invoice_pdf: invoicePdfPath(invoice.id) }, render: renderInvoice };
   return {
     links: { invoice_pdf: invoicePdfPath(invoice.id), credit_note_pdf: creditNotePdfPath(note.id) },
-    render: () => renderCreditNotePdf(view, note),
+    render: () => renderCreditNotePdf(view, note, render),
   };
 }

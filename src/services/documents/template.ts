@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { DocumentSection, DocumentView } from './document-view.js';
 
@@ -13,10 +14,21 @@ import type { DocumentSection, DocumentView } from './document-view.js';
 // Resolved through Node's resolver rather than a path relative to this file, so that the same
 // code finds the fonts from src/ under tsx and from the esbuild bundle (packages stay external).
 const require = createRequire(import.meta.url);
-const FONTS = {
+const FONT_PATHS = {
   regular: require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf'),
   bold: require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans-Bold.ttf'),
 };
+
+/**
+ * Files a document embeds (the fonts, the logo), read once per thread: each render worker, and
+ * the process when it renders in-process (the CLI), reads them on its first document only.
+ */
+const fileBytes = new Map<string, Buffer>();
+function readOnce(path: string): Buffer {
+  let bytes = fileBytes.get(path);
+  if (!bytes) fileBytes.set(path, (bytes = readFileSync(path)));
+  return bytes;
+}
 
 const PAGE = { width: 595.28, height: 841.89, margin: 50 };
 const CONTENT_WIDTH = PAGE.width - 2 * PAGE.margin;
@@ -79,8 +91,8 @@ export async function renderDocumentPdf(view: DocumentView): Promise<Buffer> {
     },
     bufferPages: true,
   });
-  doc.registerFont('regular', FONTS.regular);
-  doc.registerFont('bold', FONTS.bold);
+  doc.registerFont('regular', readOnce(FONT_PATHS.regular));
+  doc.registerFont('bold', readOnce(FONT_PATHS.bold));
 
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
@@ -118,7 +130,7 @@ function rule(doc: Doc, y: number, colour = COLOURS.rule): void {
 function header(doc: Doc, view: DocumentView): void {
   const top = PAGE.margin;
   if (view.seller.logoPath) {
-    doc.image(view.seller.logoPath, PAGE.margin, top, { fit: [160, 48] });
+    doc.image(readOnce(view.seller.logoPath), PAGE.margin, top, { fit: [160, 48] });
   } else {
     // The name as a wordmark, on one line: a long name is drawn smaller rather than wrapped.
     let size = SIZE.wordmark;

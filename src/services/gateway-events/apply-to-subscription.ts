@@ -44,13 +44,79 @@ export function periodBought(
   plan: Pick<Plan, 'interval' | 'intervalUnit'>,
   at: Date,
 ): { start: Date; end: Date; anchors: boolean } | null {
-  if (invoice?.billingReason === 'subscription_cycle' && invoice.periodStart && invoice.periodEnd) {
+  // NOTE: a first invoice records the period its first settlement bought (firstPeriodOf): paid
+  // again after a reversal or chargeback, it buys that period back, never a new cycle from the
+  // repayment on whatever plan the subscription has moved to since (DECISIONS §10).
+  const buysItsPeriod = invoice?.billingReason === 'subscription_cycle' || invoice?.billingReason === 'subscription_create';
+  if (buysItsPeriod && invoice.periodStart && invoice.periodEnd) {
     return { start: invoice.periodStart, end: invoice.periodEnd, anchors: false };
   }
   if (!invoice || invoice.billingReason === 'subscription_create') {
     return { start: at, end: cycleBoundary(at, plan.interval, plan.intervalUnit, 1), anchors: true };
   }
   return null;
+}
+
+/**
+ * Whether a bought period becomes the subscription's: never when the subscription is already in
+ * it or in a later one (a reversed payment repaid; a reversed first payment repaid after a
+ * paid change that restarted the period): the repayment then makes good what it paid for, and
+ * the period and the cycle count stay. Shared with settle-plain-payment.ts, which leaves that
+ * case to onPaymentSettled.
+ */
+export function movesPeriodForward(sub: Pick<Subscription, 'currentPeriodEnd'>, period: { end: Date }): boolean {
+  return !sub.currentPeriodEnd || period.end.getTime() > sub.currentPeriodEnd.getTime();
+}
+
+/**
+ * A renewal's period that ended before its money arrived (its order paid days late, after the
+ * subscription fell past due or was charged again). Shared with settle-plain-payment.ts, which
+ * leaves it to onPaymentSettled.
+ */
+export function hasPassed(period: { end: Date; anchors: boolean }, at: Date): boolean {
+  return !period.anchors && period.end.getTime() <= at.getTime();
+}
+
+/**
+ * NOTE (DECISIONS §9): a settlement does not grant a period that is over. Its invoice is paid
+ * and the calendar moves past that period (so the next renewal bills the period after it, not
+ * this one again), but no access is given for it: the money goes to the wallet with a credit
+ * note (`period_passed`), where it pays what covers now; the subscription is active only if
+ * a period covering now is paid.
+ */
+async function creditPassedPeriod(ctx: DataContext, payment: Payment, sub: Subscription, period: { start: Date; end: Date }, at: Date): Promise<string[]> {
+  if (movesPeriodForward(sub, period)) {
+    sub.currentPeriodStart = period.start;
+    sub.currentPeriodEnd = period.end;
+    sub.nextBillingDate = period.end;
+    sub.cyclesCompleted += 1;
+  }
+  // Active only on the grace of the invoice just paid (a billing pass catching up issued it late):
+  // with no period covering now, it is past due until the next pass bills the current one.
+  if (sub.status === 'active' && sub.currentPeriodEnd && sub.currentPeriodEnd.getTime() <= at.getTime()) {
+    subscriptionStates.apply(sub, 'mark_past_due', at);
+    notify(ctx, sub.user, 'subscription_past_due', subscriptionData(sub));
+  }
+  const amount = subtract(payment.grossAmount, add(payment.refundedAmount, payment.creditedAmount));
+  if (!isPositive(amount)) return [`period ${period.start.toISOString()} to ${period.end.toISOString()} had passed`];
+  return [
+    `period ${period.start.toISOString()} to ${period.end.toISOString()} had passed: subscription stays ${sub.status}`,
+    await creditUnusableSettlement(ctx, {
+      user: payment.user,
+      orderId: payment.orderId,
+      amount,
+      currency: payment.currency,
+      reason: 'period_passed',
+      source: 'refund',
+      referenceId: `late-settlement:${payment.id}`,
+      payment,
+    }),
+  ];
+}
+
+/** The period a first invoice keeps once paid: what a repayment of it buys back (periodBought). */
+export function firstPeriodOf(period: { start: Date; end: Date }): Pick<Invoice, 'periodStart' | 'periodEnd'> {
+  return { periodStart: period.start, periodEnd: period.end };
 }
 
 /** A payment's money arrived: pay its invoice and start, renew or revive its subscription. */
@@ -85,8 +151,12 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
   if (isChangePayment(payment)) return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
   const wasStatus = sub.status;
   const period = periodBought(invoice, sub.plan, at);
-  if (period) {
-    if (period.anchors) sub.billingAnchor = period.start;
+  if (period && hasPassed(period, at)) return [...changes, ...(await creditPassedPeriod(ctx, payment, sub, period, at))];
+  if (period && movesPeriodForward(sub, period)) {
+    if (period.anchors) {
+      sub.billingAnchor = period.start;
+      if (invoice) Object.assign(invoice, firstPeriodOf(period));
+    }
     sub.currentPeriodStart = period.start;
     sub.currentPeriodEnd = period.end;
     sub.nextBillingDate = period.end;

@@ -8,7 +8,7 @@ import { creditUnusableSettlement } from '../payments/credit-unusable-settlement
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { assertAmount, type EventOutcome } from './event-outcome.js';
 import { isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
-import { refundTopupAtGateway } from './refund-topup-at-gateway.js';
+import { refundTopupAtGateway, takeBackTopupRefunds } from './refund-topup-at-gateway.js';
 import { isReversal, reverseTopup } from './reverse-payment.js';
 
 const TOPUP_FAILURES: Record<string, TopupEvent> = { deny: 'fail', failure: 'fail', cancel: 'fail', expire: 'expire' };
@@ -41,7 +41,7 @@ export async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promi
       });
       // The top-up did succeed, whatever its order of arrival: told as any success is, too.
       notify(ctx, topup.user, 'topup_succeeded', data);
-      return { changes: ['top-up success after it had ended', change] };
+      return { changes: ['top-up success after it had ended', change, ...(await takeBackTopupRefunds(ctx, topup))] };
     }
     await postWalletEntry(ctx, {
       user: topup.user,
@@ -53,7 +53,7 @@ export async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promi
       description: `Top-up ${topup.orderId}`,
     });
     notify(ctx, topup.user, 'topup_succeeded', data);
-    return { changes: ['top-up success', `wallet credited ${topup.amount}`] };
+    return { changes: ['top-up success', `wallet credited ${topup.amount}`, ...(await takeBackTopupRefunds(ctx, topup))] };
   }
   if (isReversal(event, topup.status)) return { changes: await reverseTopup(ctx, topup, event, at) };
   if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') return { changes: await refundTopupAtGateway(ctx, topup, event) };

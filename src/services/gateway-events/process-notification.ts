@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
@@ -7,7 +7,9 @@ import { parseJsonExact } from '../../domain/exact-json.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
 import { applyGatewayEvent } from './apply-gateway-event.js';
+import type { InvalidLogQuota } from './invalid-notification-quota.js';
 import type { EventOutcome } from './event-outcome.js';
+import { INVALID_PAYLOAD_EXCERPT_BYTES, utf8Prefix } from './payload-excerpt.js';
 import { settlePlainPayment } from './settle-plain-payment.js';
 import { SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX } from '../payments/order-id.js';
 import { dedupKey, eventFromPayload, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
@@ -16,8 +18,10 @@ import { dedupKey, eventFromPayload, UnknownOrderError, type GatewayEvent } from
  * The one pipeline behind the webhook, `webhooks replay`, `payments sync` and the
  * subscriptions' sync/charge answers (the specification's processing order):
  *
- *   1. record: the raw payload, the sender IP and its source;
- *   2. judge: readable and (for payloads the gateway pushed) correctly signed, else `invalid`;
+ *   1. record: the raw payload (its SHA-256 too), the sender IP and its source;
+ *   2. judge: readable and (for payloads the gateway pushed) correctly signed, else `invalid`,
+ *      keeping only the first 4 KiB of the body and, from a source over its quota of invalid
+ *      notifications (invalid-notification-quota.ts), nothing at all;
  *   3-5. claim the deduplication key on the log row, apply the effects (applyGatewayEvent,
  *      which also writes the notification entries), mark `processed`.
  *
@@ -84,9 +88,19 @@ export interface NotificationOutcome {
   event?: GatewayEvent;
 }
 
+/** An invalid notification answered but not stored: its source was over its quota (DECISIONS.md §10). */
+export interface DroppedNotification {
+  result: 'invalid' | 'unreadable';
+  log: null;
+  changes: [];
+  error: string;
+}
+
 export interface RecordInput {
   /** The body exactly as received (or the gateway answer, serialized, for sync/charge). */
   rawPayload: string;
+  /** The body's bytes, when they may differ from rawPayload's UTF-8 (the webhook's); hashed for payload_sha256. */
+  rawBytes?: Buffer;
   ip?: string | null;
   source: WebhookLogSource;
 }
@@ -143,6 +157,8 @@ interface LogEvidence {
   orderId: string | null;
   transactionStatus: string | null;
   payload: string;
+  payloadSha256: string;
+  payloadTruncated: boolean;
   ipAddress: string | null;
   source: WebhookLogSource;
   createdAt: Date;
@@ -150,7 +166,25 @@ interface LogEvidence {
 
 function evidenceOf(ctx: DataContext, input: RecordInput): LogEvidence {
   const payload = withoutNul(input.rawPayload);
-  return { ...summarise(payload), payload, ipAddress: normaliseIp(input.ip), source: input.source, createdAt: ctx.clock.now() };
+  const payloadSha256 = createHash('sha256').update(input.rawBytes ?? input.rawPayload).digest('hex');
+  return {
+    ...summarise(payload),
+    payload,
+    payloadSha256,
+    payloadTruncated: false,
+    ipAddress: normaliseIp(input.ip),
+    source: input.source,
+    createdAt: ctx.clock.now(),
+  };
+}
+
+/**
+ * An invalid notification keeps the start of its body and the hash of the whole: enough to
+ * recognise and investigate it, too little to fill the database with forged bodies.
+ */
+function excerptOf(evidence: LogEvidence): LogEvidence {
+  const payload = utf8Prefix(evidence.payload, INVALID_PAYLOAD_EXCERPT_BYTES);
+  return payload === evidence.payload ? evidence : { ...evidence, payload, payloadTruncated: true };
 }
 
 /** One INSERT of a log row with its status (final, unless `received`). */
@@ -293,7 +327,9 @@ function describeFailure(err: unknown): string {
 type Judgement = { ok: true; event: GatewayEvent } | { ok: false; result: 'unreadable' | 'invalid'; reason: string };
 
 /** Step 2: readable, and (for payloads the gateway pushed) signed with the CURRENT server key. */
-function judge(ctx: DataContext, log: Pick<WebhookLog, 'source' | 'payload'>): Judgement {
+function judge(ctx: DataContext, log: Pick<WebhookLog, 'source' | 'payload' | 'payloadTruncated'>): Judgement {
+  // Only the start of the body was kept (it was invalid when it arrived): nothing to judge again.
+  if (log.payloadTruncated) return { ok: false, result: 'invalid', reason: `Only the first ${INVALID_PAYLOAD_EXCERPT_BYTES / 1024} KiB of this invalid body were kept; it cannot be processed.` };
   const trusted = TRUSTED_SOURCES.includes(log.source);
   const reading = readNotification(log.payload, trusted ? TRUSTED_FIELDS : SIGNED_FIELDS);
   if (!reading.ok) return { ok: false, result: 'unreadable', reason: reading.reason };
@@ -328,14 +364,29 @@ export async function previewGatewayEvent(ctx: DataContext, event: GatewayEvent)
 
 /**
  * The webhook and the gateway answers: steps 1-5 in one transaction on the happy path (see the
- * top of this file). Throws only when the database cannot store even the outcome; nothing was
- * then stored, and the caller must not acknowledge.
+ * top of this file). An invalid notification is stored as an excerpt, and not at all when its
+ * source is over `invalidQuota` (the webhook's; sync and charge answers have none). Throws only
+ * when the database cannot store even the outcome; nothing was then stored, and the caller must
+ * not acknowledge.
  */
-export async function receiveNotification(ctx: DataContext, input: RecordInput): Promise<NotificationOutcome> {
+export async function receiveNotification(ctx: DataContext, input: RecordInput): Promise<NotificationOutcome>;
+export async function receiveNotification(
+  ctx: DataContext,
+  input: RecordInput,
+  invalidQuota: InvalidLogQuota,
+): Promise<NotificationOutcome | DroppedNotification>;
+export async function receiveNotification(
+  ctx: DataContext,
+  input: RecordInput,
+  invalidQuota?: InvalidLogQuota,
+): Promise<NotificationOutcome | DroppedNotification> {
   const evidence = evidenceOf(ctx, input);
   const judgement = judge(ctx, evidence);
   if (!judgement.ok) {
-    const log = await insertLog(ctx.em.fork(), evidence, { status: 'invalid', error: judgement.reason });
+    if (invalidQuota && !invalidQuota.take(evidence.ipAddress ?? 'unknown')) {
+      return { result: judgement.result, log: null, changes: [], error: judgement.reason };
+    }
+    const log = await insertLog(ctx.em.fork(), excerptOf(evidence), { status: 'invalid', error: judgement.reason });
     return { result: judgement.result, log, changes: [], error: judgement.reason };
   }
   const event = judgement.event;

@@ -18,8 +18,22 @@ const REFERENCE_PREFIX = 'gateway-refund:';
  * `wallet verify` shows under `negative_balances`.
  */
 export async function refundTopupAtGateway(ctx: DataContext, topup: Topup, event: GatewayEvent): Promise<string[]> {
-  if (topup.status !== 'success' || event.refundAmount === null || !isDecimalText(event.refundAmount)) return [];
+  if (event.refundAmount === null || !isDecimalText(event.refundAmount)) return [];
   const truth = compare(event.refundAmount, topup.amount) > 0 ? topup.amount : event.refundAmount;
+  if (compare(truth, topup.refundedAmount) > 0) topup.refundedAmount = truth;
+  // NOTE: a refund can overtake its settlement's notification: kept on the top-up, it is taken
+  // back from the wallet when the settlement credits it (takeBackTopupRefunds), never lost.
+  if (topup.status !== 'success') return [`top-up refund of ${topup.refundedAmount} recorded before the settlement`];
+  return takeBackTopupRefunds(ctx, topup);
+}
+
+/**
+ * Debits the wallet for what the gateway refunded of a credited top-up and the earlier debits
+ * did not cover: after each refund notification, and after a settlement that arrives late.
+ */
+export async function takeBackTopupRefunds(ctx: DataContext, topup: Topup): Promise<string[]> {
+  const truth = topup.refundedAmount;
+  if (!isPositive(truth)) return [];
   const earlier = await ctx.em.find(WalletTransaction, { source: 'topup', referenceId: { $like: `${REFERENCE_PREFIX}${topup.id}:%` } });
   const debited = earlier.reduce((sum, e) => add(sum, e.amount), ZERO);
   const missing = subtract(truth, debited);

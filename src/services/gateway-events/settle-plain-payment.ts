@@ -18,7 +18,7 @@ import type { DataContext } from '../context.js';
 import { SUBSCRIPTION_ORDER_PREFIX } from '../payments/order-id.js';
 import { notificationInserts } from '../notifications/notify.js';
 import { paymentData, subscriptionData } from '../notifications/payloads.js';
-import { periodBought, unusableBecause } from './apply-to-subscription.js';
+import { firstPeriodOf, hasPassed, movesPeriodForward, periodBought, unusableBecause } from './apply-to-subscription.js';
 import type { EventOutcome } from './event-outcome.js';
 import { isSuccess, type GatewayEvent } from './gateway-event.js';
 import { savedCardOf } from './saved-card.js';
@@ -127,6 +127,10 @@ async function lockRows(em: EntityManager, orderId: string): Promise<Locked | nu
   };
 }
 
+function boughtPeriodMovesForward(sub: Locked['sub'], period: ReturnType<typeof periodBought>, at: Date): boolean {
+  return period !== null && !hasPassed(period, at) && movesPeriodForward(sub, period);
+}
+
 /** Whether applyToPayment's settlement would take its plain branch for these rows (nothing but pay, fund, activate or renew). */
 function isPlain(event: GatewayEvent, { sub, payment, invoice }: Locked, at: Date): boolean {
   if (!isSuccess(event)) return false;
@@ -141,7 +145,7 @@ function isPlain(event: GatewayEvent, { sub, payment, invoice }: Locked, at: Dat
     unusableBecause(sub, invoice) === null &&
     invoiceStates.can(invoice as Invoice, 'pay') &&
     (invoice.billingReason === 'subscription_create' || invoice.billingReason === 'subscription_cycle') &&
-    periodBought(invoice, sub.plan, at) !== null
+    boughtPeriodMovesForward(sub, periodBought(invoice, sub.plan, at), at)
   );
 }
 
@@ -184,7 +188,8 @@ export async function settlePlainPayment(ctx: DataContext, event: GatewayEvent):
     [[payment.id, payment.status, payment.paidAt, payment.transactionId ?? event.transactionId, event.transactionStatus, event.fraudStatus ?? payment.fraudStatus, false]],
     updatedNow,
   );
-  await updateRows(em, Invoice, ['status', 'paidAt'], [[invoice.id, invoice.status, invoice.paidAt]], updatedNow);
+  const invoicePeriod = period.anchors ? firstPeriodOf(period) : invoice;
+  await updateRows(em, Invoice, ['status', 'paidAt', 'periodStart', 'periodEnd'], [[invoice.id, invoice.status, invoice.paidAt, invoicePeriod.periodStart, invoicePeriod.periodEnd]], updatedNow);
   await updateRows(
     em,
     Subscription,

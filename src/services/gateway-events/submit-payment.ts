@@ -5,6 +5,7 @@ import type { Bank, ChargeRequest, GatewayPaymentType, GatewayTransaction } from
 import type { DataContext, ServiceContext } from '../context.js';
 import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { applyChargeAnswer } from './gateway-answers.js';
 
 export interface SubmitPaymentOptions {
@@ -70,4 +71,18 @@ export async function submitPayment(ctx: ServiceContext, paymentId: string, opts
   }
 
   await applyChargeAnswer(ctx, paymentId, tx);
+  await cancelIfWithdrawnMeanwhile(ctx, paymentId, tx);
+}
+
+/**
+ * NOTE: a concurrent charge of the same invoice can withdraw this payment while its charge is on
+ * the way; that charge's cancel then found no order at the gateway. The order the gateway has
+ * just made would stay payable, so it is canceled here: every order we stop waiting for is
+ * canceled at the gateway (DECISIONS §10). A charge answered settled is left to the settlement
+ * rules (an unusable settlement credits the wallet).
+ */
+async function cancelIfWithdrawnMeanwhile(ctx: ServiceContext, paymentId: string, tx: GatewayTransaction): Promise<void> {
+  if (tx.transactionStatus !== 'pending') return;
+  const payment = await ctx.em.fork().findOneOrFail(Payment, paymentId);
+  if (payment.status === 'canceled' && payment.cancelRequestedAt) await cancelAtGateway(ctx, [payment.orderId]);
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.js';
 import { MIGRATE_COMMAND, pendingMigrations, type Orm } from '../../db/orm.js';
+import type { SchedulerHealth, SchedulerStatus } from '../billing/scheduler-status.js';
 
 /** The gateway in use: a configured Midtrans URL, or the built-in simulator outside production (src/app.ts). */
 export function gatewayConfigured(config: Config): boolean {
@@ -14,12 +15,14 @@ export interface ReadinessCheck {
 
 export interface Readiness {
   ready: boolean;
-  checks: { database: ReadinessCheck; schema: ReadinessCheck; gateway: ReadinessCheck };
+  checks: { database: ReadinessCheck; schema: ReadinessCheck; gateway: ReadinessCheck; scheduler?: SchedulerHealth };
 }
 
 export interface ReadinessDependencies {
   em: Orm['em'];
   config: Config;
+  /** The in-server billing scheduler, shown (never counted) in the answer. */
+  scheduler?: SchedulerStatus;
   /** How long the database may take to answer before it counts as down (default 2 s). */
   timeoutMs?: number;
 }
@@ -39,6 +42,12 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
  * Whether this process can serve requests now: the database answers, its schema has every
  * migration of this build, and a gateway is configured. Reads only; a failed check is reported,
  * never thrown.
+ *
+ * NOTE: the billing scheduler is shown, stalled or failing included, but never makes the process
+ * not ready: readiness decides whether this process gets requests, and it serves them correctly
+ * without a pass (access follows the clock, not the pass: src/domain/paid-access.ts). Counting
+ * it would take every process out of the load balancer because one background pass hangs.
+ * Alert on the metrics (billing_scheduler_last_success_timestamp_seconds) instead.
  */
 export async function checkReadiness(deps: ReadinessDependencies): Promise<Readiness> {
   const timeoutMs = deps.timeoutMs ?? 2000;
@@ -64,5 +73,6 @@ export async function checkReadiness(deps: ReadinessDependencies): Promise<Readi
     gatewayConfigured(deps.config)
       ? PASS
       : { ok: false, detail: 'no gateway: set GATEWAY_BASE_URL and GATEWAY_SERVER_KEY' };
-  return { ready: database.ok && schema.ok && gateway.ok, checks: { database, schema, gateway } };
+  const scheduler = deps.scheduler ? { scheduler: deps.scheduler.health() } : {};
+  return { ready: database.ok && schema.ok && gateway.ok, checks: { database, schema, gateway, ...scheduler } };
 }

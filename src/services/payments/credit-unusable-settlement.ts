@@ -9,7 +9,7 @@ import { notify } from '../notifications/notify.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 
 /** Why money that arrived could not be used for what it was meant to pay. */
-export type UnusableSettlementReason = 'invoice_already_paid' | 'invoice_void' | 'subscription_ended' | 'plan_change_dropped' | 'topup_canceled';
+export type UnusableSettlementReason = 'invoice_already_paid' | 'invoice_void' | 'subscription_ended' | 'plan_change_dropped' | 'topup_canceled' | 'period_passed';
 
 export interface UnusableSettlement {
   user: User;
@@ -57,7 +57,8 @@ export async function creditUnusableSettlement(ctx: DataContext, input: Unusable
   });
   if (input.payment) {
     input.payment.creditedAmount = add(input.payment.creditedAmount, input.amount);
-    await issueWalletCreditNotes(ctx, entry, 'unusable_settlement', [{ payment: input.payment, amount: input.amount, description }], input.reason);
+    const noteReason = input.reason === 'period_passed' ? 'period_passed' : 'unusable_settlement';
+    await issueWalletCreditNotes(ctx, entry, noteReason, [{ payment: input.payment, amount: input.amount, description }], input.reason);
   }
   notify(ctx, input.user, 'payment_credited_to_wallet', { ...fields, credited: true, wallet_transaction_id: entry.id });
   consoleLogger.warn('settlement credited to the wallet', fields);

@@ -44,7 +44,10 @@ export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, re
 export async function cancelAtGateway(ctx: ServiceContext, orderIds: string[]): Promise<void> {
   for (const orderId of orderIds) {
     try {
-      await ctx.gateway.cancel(orderId);
+      const answer = await ctx.gateway.cancel(orderId);
+      // What the gateway now says of the order: no longer `pending`, so cancelWithdrawnOrders
+      // does not ask again.
+      await ctx.em.fork().nativeUpdate(Payment, { orderId }, { gatewayStatus: answer.transactionStatus });
     } catch (err) {
       if (!(err instanceof GatewayError)) throw err;
       // NOTE: unless the gateway does not know the order, it may still be payable there (or

@@ -8,6 +8,7 @@ import type { PlanChangeTerms } from '../../domain/plan-change-pricing.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
+import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
 import { creditUnusableSettlement } from '../payments/credit-unusable-settlement.js';
 import { issueWalletCreditNotes } from '../credit-notes/issue-credit-note.js';
 import type { DataContext } from '../context.js';
@@ -53,6 +54,7 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
   sub.pendingPlan = null;
   sub.pendingChangePlan = null;
   sub.pendingChange = null;
+  await voidReplacedRenewals(ctx, sub, terms.periodEnd, at);
   if (terms.resetsPeriod) {
     sub.billingAnchor = terms.periodStart;
     sub.currentPeriodStart = terms.periodStart;
@@ -61,6 +63,21 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
   }
   notify(ctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, proration: terms.net, credited });
   return credited;
+}
+
+/**
+ * NOTE: a change's period replaces the renewal invoices it overlaps (a change made after the
+ * period ended, while its renewal invoice is open, starts a new period at once): they are voided
+ * and their pending payments withdrawn, else dunning would later cancel a subscription whose
+ * period is paid (DECISIONS §10). The orders go to the gateway's cancel after the commit
+ * (cancelWithdrawnOrders).
+ */
+async function voidReplacedRenewals(ctx: DataContext, sub: Subscription, periodEnd: Date, at: Date): Promise<void> {
+  const replaced = await ctx.em.find(Invoice, { subscription: sub, status: 'open', billingReason: 'subscription_cycle', periodStart: { $lt: periodEnd } });
+  for (const invoice of replaced) {
+    await cancelInvoicePayments(ctx.em, { invoice }, at);
+    invoiceStates.apply(invoice, 'void', at);
+  }
 }
 
 /**

@@ -17,6 +17,7 @@ import { openPayment } from '../gateway-events/open-payment.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
+import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 import { unusedCredit } from '../subscription-rules/period-funds.js';
 import { dropPendingChange, onChangePaymentFailed, switchPlan } from '../subscription-rules/plan-change.js';
@@ -95,6 +96,8 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
   });
 
   await cancelAtGateway(ctx, outcome.toCancel);
+  // A change paid at once (wallet, nothing owed) may have voided an open renewal: its orders too.
+  await cancelWithdrawnOrders(ctx, { subscriptionId: id });
   if (outcome.paymentId) {
     const sub = await loadSubscription(ctx.em, id);
     if (sub.paymentType !== 'wallet') {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
 import type { PaymentType } from '../../db/entities/subscription.js';
@@ -51,7 +52,15 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
       throw new InvalidStateError('The subscription has no saved card to charge; pay with a new card (token) or another payment_type.');
     }
     const cancel = await cancelInvoicePayments(em, { invoice }, at);
+    const paymentId = randomUUID();
+    // NOTE: paying a pending change's invoice another way (the wallet, a new card) pays that
+    // change: the new payment takes the withdrawn one's place, so its settlement switches the
+    // plan instead of crediting the money back to the wallet and leaving the change dangling.
+    if (sub.pendingChange && (await em.count(Payment, { id: sub.pendingChange.payment_id, invoice })) > 0) {
+      sub.pendingChange = { ...sub.pendingChange, payment_id: paymentId };
+    }
     const payment = await openPayment(tctx, {
+      id: paymentId,
       user: sub.user,
       subscription: sub,
       invoice,

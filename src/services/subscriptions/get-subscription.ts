@@ -1,13 +1,16 @@
+import { Invoice } from '../../db/entities/invoice.js';
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { NotFoundError } from '../../domain/errors.js';
+import { hasPaidAccess, OPEN_RENEWAL_INVOICE } from '../../domain/paid-access.js';
 import { ACCESS_GRANTING_STATUSES } from '../../domain/states/subscription-states.js';
 import { hotRows } from '../../db/hot-sql.js';
 import { rowReader } from '../../db/row-fields.js';
 import { PLAN_SUMMARY_FIELDS, SUBSCRIPTION_FIELDS, type PlanSummaryFields, type SubscriptionFields } from '../../http/serializers.js';
 import type { DataContext } from '../context.js';
 import { findOwnSubscription, SUBSCRIPTION_POPULATE } from './find-subscription.js';
+import { accessColumnsSql, accessRules, accessSubjectOf } from './has-access.js';
 
 /** One of the user's subscriptions. */
 export async function getSubscription(ctx: Pick<DataContext, 'em'>, user: User, id: string): Promise<Subscription> {
@@ -15,16 +18,19 @@ export async function getSubscription(ctx: Pick<DataContext, 'em'>, user: User, 
 }
 
 /**
- * The user's subscription that grants access (active or trialing), with its plan and scheduled
- * plan, as an entity; not found when there is none. The API reads it by getActiveSubscriptionFields.
+ * The user's subscription that grants access now (active or trialing, and a paid period or trial
+ * covering now: src/domain/paid-access.ts), with its plan and scheduled plan, as an entity; not
+ * found when there is none. The API reads it by getActiveSubscriptionFields.
  */
-export async function getActiveSubscription(ctx: Pick<DataContext, 'em'>, user: User): Promise<Subscription> {
+export async function getActiveSubscription(ctx: Pick<DataContext, 'em' | 'config' | 'clock'>, user: User): Promise<Subscription> {
   const sub = await ctx.em.findOne(
     Subscription,
     { user: user.id, status: { $in: [...ACCESS_GRANTING_STATUSES] } },
     { orderBy: { createdAt: 'desc' }, populate: SUBSCRIPTION_POPULATE },
   );
-  if (!sub) throw new NotFoundError('Active subscription');
+  const openRenewal = sub ? await ctx.em.findOne(Invoice, { subscription: sub, ...OPEN_RENEWAL_INVOICE }, { orderBy: { createdAt: 'asc' } }) : null;
+  const subject = sub && { status: sub.status, currentPeriodEnd: sub.currentPeriodEnd, trialEnd: sub.trialEnd, openRenewalIssuedAt: openRenewal?.createdAt ?? null };
+  if (!subject || !hasPaidAccess(subject, ctx.clock.now(), accessRules(ctx.config))) throw new NotFoundError('Active subscription');
   return sub;
 }
 
@@ -32,25 +38,26 @@ export async function getActiveSubscription(ctx: Pick<DataContext, 'em'>, user: 
  * getActiveSubscription's answer as plain fields, by one statement (the subscription and its
  * three plans joined), with no entities: every client polls it.
  */
-export async function getActiveSubscriptionFields(ctx: Pick<DataContext, 'em'>, userId: string): Promise<SubscriptionFields> {
+export async function getActiveSubscriptionFields(ctx: Pick<DataContext, 'em' | 'config' | 'clock'>, userId: string): Promise<SubscriptionFields> {
   const em = ctx.em;
   const sub = rowReader<Omit<SubscriptionFields, 'plan' | 'pendingPlan' | 'pendingChangePlan'>>(em, Subscription, SUBSCRIPTION_FIELDS, 's');
   const plan = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'p', 'plan_');
   const pending = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'pp', 'pending_');
   const change = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'cp', 'change_');
   const statuses = [...ACCESS_GRANTING_STATUSES];
+  const access = accessColumnsSql('s');
   const [row] = await hotRows(
     em,
-    `select ${sub.columns}, ${plan.columns}, ${pending.columns}, ${change.columns}
+    `select ${sub.columns}, ${plan.columns}, ${pending.columns}, ${change.columns}, ${access.sql}
      from subscriptions s
      join plans p on p.id = s.plan_id
      left join plans pp on pp.id = s.pending_plan_id
      left join plans cp on cp.id = s.pending_change_plan_id
      where s.user_id = ? and s.status in (${statuses.map(() => '?').join(', ')})
      order by s.created_at desc limit 1`,
-    [userId, ...statuses],
+    [...access.params, userId, ...statuses],
   );
-  if (!row) throw new NotFoundError('Active subscription');
+  if (!row || !hasPaidAccess(accessSubjectOf(row), ctx.clock.now(), accessRules(ctx.config))) throw new NotFoundError('Active subscription');
   return {
     ...sub.read(row),
     plan: plan.read(row),

@@ -1,29 +1,58 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import type { Config } from '../../config.js';
 import { hotRows } from '../../db/hot-sql.js';
 import { toDate } from '../../db/row-fields.js';
+import { OPEN_RENEWAL_INVOICE, paidAccessEndsAt, type AccessRules, type AccessSubject } from '../../domain/paid-access.js';
 import { ACCESS_GRANTING_STATUSES } from '../../domain/states/subscription-states.js';
 import type { DataContext } from '../context.js';
 
-
-/**
- * Whether the user holds a subscription that grants access (active or trialing), and until when
- * that subscription's own period (or trial) runs (null: no end set). One indexed lookup (the
- * subscriptions index starting with the user), no entities.
- */
-export async function accessGrantedUntil(ctx: { em: EntityManager }, userId: string): Promise<{ granted: false } | { granted: true; until: Date | null }> {
-  const statuses = [...ACCESS_GRANTING_STATUSES];
-  const [row] = await hotRows<{ current_period_end: unknown; trial_end: unknown }>(
-    ctx.em,
-    `select current_period_end, trial_end from subscriptions where user_id = ? and status in (${statuses.map(() => '?').join(', ')}) limit 1`,
-    [userId, ...statuses],
-    { prepare: true },
-  );
-  if (!row) return { granted: false };
-  const ends = [toDate(row.current_period_end), toDate(row.trial_end)].filter((d): d is Date => d !== null);
-  return { granted: true, until: ends.length ? new Date(Math.max(...ends.map((d) => d.getTime()))) : null };
+/** The configured access rules (ACCESS_GRACE_MINUTES, RENEWAL_DUE_DAYS). */
+export function accessRules(config: Pick<Config, 'accessGraceMinutes' | 'renewalDueDays'>): AccessRules {
+  return { graceMinutes: config.accessGraceMinutes, renewalDueDays: config.renewalDueDays };
 }
 
-/** True when the user holds a subscription that grants access (active or trialing). */
-export async function hasAccessGrantingSubscription(ctx: Pick<DataContext, 'em'>, userId: string): Promise<boolean> {
-  return (await accessGrantedUntil(ctx, userId)).granted;
+/**
+ * SQL of the columns paidAccessEndsAt reads, for a subscriptions row under `alias`: its status,
+ * period and trial end, and `open_renewal_issued_at` (its oldest open renewal invoice, found by
+ * the unique index that starts with subscription_id). With the parameters they bind.
+ */
+export function accessColumnsSql(alias: string): { sql: string; params: string[] } {
+  return {
+    sql:
+      `${alias}.status as access_status, ${alias}.current_period_end as access_period_end, ${alias}.trial_end as access_trial_end, ` +
+      `(select min(ri.created_at) from invoices ri where ri.subscription_id = ${alias}.id and ri.billing_reason = ? and ri.status = ?) as open_renewal_issued_at`,
+    params: [OPEN_RENEWAL_INVOICE.billingReason, OPEN_RENEWAL_INVOICE.status],
+  };
+}
+
+/** The rule's subject from a row selected with accessColumnsSql. */
+export function accessSubjectOf(row: Record<string, unknown>): AccessSubject {
+  return {
+    status: String(row.access_status),
+    currentPeriodEnd: toDate(row.access_period_end),
+    trialEnd: toDate(row.access_trial_end),
+    openRenewalIssuedAt: toDate(row.open_renewal_issued_at),
+  };
+}
+
+/**
+ * When the user's access ends (epoch ms; -Infinity: they have none, +Infinity: no end is set):
+ * their active or trialing subscription under the one rule of src/domain/paid-access.ts. One
+ * indexed lookup (the subscriptions index starting with the user), no entities.
+ */
+export async function paidAccessEndsAtFor(ctx: { em: EntityManager; config: Pick<Config, 'accessGraceMinutes' | 'renewalDueDays'> }, userId: string): Promise<number> {
+  const statuses = [...ACCESS_GRANTING_STATUSES];
+  const columns = accessColumnsSql('s');
+  const [row] = await hotRows(
+    ctx.em,
+    `select ${columns.sql} from subscriptions s where s.user_id = ? and s.status in (${statuses.map(() => '?').join(', ')}) limit 1`,
+    [...columns.params, userId, ...statuses],
+    { prepare: true },
+  );
+  return row ? paidAccessEndsAt(accessSubjectOf(row), accessRules(ctx.config)) : -Infinity;
+}
+
+/** True when a paid period (or trial) of the user's subscription covers now (DECISIONS §10, Access). */
+export async function hasAccessGrantingSubscription(ctx: Pick<DataContext, 'em' | 'config' | 'clock'>, userId: string): Promise<boolean> {
+  return ctx.clock.now().getTime() < (await paidAccessEndsAtFor(ctx, userId));
 }

@@ -8,6 +8,7 @@ import { Wallet, WalletTransaction, type WalletTransactionKind, type WalletTrans
 import { DomainError } from '../../domain/errors.js';
 import { add, compare, isPositive, subtract, ZERO } from '../../domain/money.js';
 import type { DataContext } from '../context.js';
+import { onWalletDebtMoved } from './wallet-debt.js';
 
 /** The user's wallet, created on first use in WALLET_CURRENCY. */
 export async function getOrCreateWallet(ctx: DataContext, user: User): Promise<Wallet> {
@@ -75,7 +76,9 @@ export async function postWalletEntry(ctx: DataContext, input: WalletEntryInput)
   }
   const refused = walletRefusal(wallet, input);
   if (refused) throw refused;
+  const before = wallet.balance;
   wallet.balance = input.kind === 'credit' ? add(wallet.balance, input.amount) : subtract(wallet.balance, input.amount);
+  if (compare(wallet.balance, ZERO) < 0 || compare(before, ZERO) < 0) await onWalletDebtMoved(ctx, input.user, before, wallet.balance);
   const entry = ctx.em.create(WalletTransaction, {
     wallet,
     kind: input.kind,

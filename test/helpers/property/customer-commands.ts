@@ -191,6 +191,96 @@ export class GatewayRefund extends Step {
   }
 }
 
+/** Signs and posts a notification as the gateway would send it (moves the simulator cannot make in that order). */
+async function notifyAsGateway(c: Customer, fields: { order_id: string; transaction_status: string; gross_amount: string; payment_type: string } & Record<string, unknown>): Promise<void> {
+  const key = c.world.server.running.billing.config.gateway.serverKey;
+  const res = await c.world.server.api('POST', '/webhook/notification/', { body: signedNotification(key, fields) });
+  c.trace.push(`  gateway ${fields.transaction_status} of ${fields.order_id} -> ${res.status} ${res.body?.status ?? ''}`);
+  if (res.status >= 500) throw new Error(`the webhook answered ${res.status} to ${fields.transaction_status} of ${fields.order_id}: ${res.text}`);
+}
+
+/**
+ * Orders the gateway can still take back whole: settled payments (not wallet ones) and
+ * successful top-ups, nothing refunded of either (a reversal after a refund is not one of
+ * Midtrans's moves: what follows a refund is a chargeback), oldest first.
+ */
+async function reversibleOrders(c: Customer): Promise<{ orderId: string; amount: string; type: string }[]> {
+  const em = c.world.server.running.billing.orm.em.fork();
+  const payments = await em.find(Payment, { user: c.user.id, status: 'settled', paymentType: { $ne: 'wallet' } }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  const topups = await em.find(Topup, { user: c.user.id, status: 'success', refundedAmount: '0.00' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  return [...payments.map((p) => ({ orderId: p.orderId, amount: p.grossAmount, type: p.paymentType })), ...topups.map((t) => ({ orderId: t.orderId, amount: t.amount, type: t.paymentType }))];
+}
+
+/**
+ * The gateway takes a settled payment or top-up back (a `deny` after settlement, MIDTRANS.md
+ * §7.3): with ChargeAgain and Pay after it, the customer repays what was reversed; after a
+ * wallet payment, the top-up that funded it is gone (issue 28, rows 5 and 6).
+ */
+export class Reverse extends Step {
+  constructor(readonly pick: number) {
+    super();
+  }
+  async act(c: Customer) {
+    const paid = await reversibleOrders(c);
+    if (paid.length === 0) return false;
+    const p = paid[paid.length - 1 - (this.pick % paid.length)];
+    await notifyAsGateway(c, { order_id: p.orderId, transaction_status: 'deny', gross_amount: p.amount, payment_type: p.type });
+  }
+  toString() {
+    return `reverse(${this.pick === 0 ? 'newest' : `newest-${this.pick}`})`;
+  }
+}
+
+/** A pending order is paid and refunded at the gateway, and the refund's notification arrives first (issue 28, row 4). */
+export class RefundBeforeSettlement extends Step {
+  constructor(readonly pick: number, readonly percent: number) {
+    super();
+  }
+  async act(c: Customer) {
+    const em = c.world.server.running.billing.orm.em.fork();
+    const payments = await em.find(Payment, { user: c.user.id, status: 'pending', paymentType: { $ne: 'wallet' } }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const topups = await em.find(Topup, { user: c.user.id, status: 'pending' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const pending = [...payments.map((p) => ({ orderId: p.orderId, amount: p.grossAmount, type: p.paymentType })), ...topups.map((t) => ({ orderId: t.orderId, amount: t.amount, type: t.paymentType }))];
+    if (pending.length === 0) return false;
+    const p = pending[pending.length - 1 - (this.pick % pending.length)];
+    const refunded = String(Math.max(1, Math.floor((Number(p.amount) * this.percent) / 100))) + '.00';
+    const refund = { refund_chargeback_id: 1, refund_amount: refunded, created_at: '2030-01-15 10:00:00', reason: 'property test', refund_key: `early-${p.orderId}` };
+    await notifyAsGateway(c, { order_id: p.orderId, transaction_status: this.percent === 100 ? 'refund' : 'partial_refund', gross_amount: p.amount, payment_type: p.type, refund_amount: refunded, refunds: [refund] });
+    await notifyAsGateway(c, { order_id: p.orderId, transaction_status: 'settlement', gross_amount: p.amount, payment_type: p.type });
+  }
+  toString() {
+    return `refundBeforeSettlement(${this.pick === 0 ? 'newest' : `newest-${this.pick}`}, ${this.percent}%)`;
+  }
+}
+
+/** The customer pays what is due from the wallet: a pending plan change's invoice included (issue 28, row 9). */
+export class ChargeFromWallet extends Step {
+  async act(c: Customer) {
+    const sub = await liveSubscription(c);
+    if (!sub) return false;
+    await api(c, 'POST', '/payments/charge/', { subscription_id: sub.id, payment_type: 'wallet' });
+  }
+  toString() {
+    return 'chargeFromWallet()';
+  }
+}
+
+/** The same charge sent several times at once (issue 28, row 8). */
+export class ConcurrentCharges extends Step {
+  constructor(readonly times: number) {
+    super();
+  }
+  async act(c: Customer) {
+    const sub = await liveSubscription(c);
+    if (!sub) return false;
+    const answers = await Promise.all(Array.from({ length: this.times }, () => api(c, 'POST', '/payments/charge/', { subscription_id: sub.id })));
+    for (const res of answers) await remember(c, res);
+  }
+  toString() {
+    return `concurrentCharges(${this.times})`;
+  }
+}
+
 export class TopUp extends Step {
   constructor(readonly amount: number, readonly kind: Exclude<PaymentKind, 'wallet'>) {
     super();
@@ -254,6 +344,10 @@ export const customerCommands: fc.Arbitrary<Cmd>[] = [
   ...weighted(1, fc.tuple(fc.integer({ min: 1, max: 40 }).map((n) => n * 10000), gatewayKind).map(([a, k]) => new TopUp(a, k))),
   ...weighted(1, fc.integer({ min: 1, max: 20 }).map((n) => new StaffCredit(n * 5000))),
   ...weighted(2, fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 23 })).map(([d, h]) => new TimePasses(d, h))),
+  ...weighted(1, pick.map((i) => new Reverse(i))),
+  ...weighted(1, fc.tuple(pick, fc.constantFrom(100, 100, 40)).map(([i, pct]) => new RefundBeforeSettlement(i, pct))),
+  ...weighted(1, fc.constant(null).map(() => new ChargeFromWallet())),
+  ...weighted(1, fc.integer({ min: 2, max: 6 }).map((n) => new ConcurrentCharges(n))),
 ];
 
 /**

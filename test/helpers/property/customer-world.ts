@@ -153,7 +153,8 @@ const STILL_PAID: readonly string[] = ['settled', 'partially_refunded'];
  *    gateway refund took back from them) never exceed it; per subscription, likewise with the
  *    proration credits of its plan changes;
  * 3. a subscription grants access only while a settled payment (not fully refunded) or a trial
- *    covers now (or within the renewal's due days, the grace every unpaid renewal gets);
+ *    covers now (or within the renewal's due days, the grace every unpaid renewal gets); a
+ *    wallet payment counts only while the wallet is not in debt (issue 28);
  * 4. one trial per user per plan;
  * 5. the user's wallet balance equals its ledger (the per-wallet check of `wallet verify`);
  * 6. no payment is kept silently: of the payments of one invoice one pays it, the others are
@@ -229,9 +230,12 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
       continue;
     }
     const periodCovers = s.currentPeriodEnd !== null && s.currentPeriodEnd.getTime() > now.getTime();
+    // A wallet in debt (a reversal took back the money it had) paid for nothing (issue 28, row 5).
+    const walletInDebt = compare(wallet?.balance ?? ZERO, ZERO) < 0;
     const paidFor = payments.some(
       (p) =>
         p.subscription?.id === s.id &&
+        !(walletInDebt && p.paymentType === 'wallet') &&
         STILL_PAID.includes(p.status) &&
         p.paidAt !== null &&
         (p.invoice?.billingReason !== 'subscription_cycle' || (p.invoice.periodEnd !== null && s.currentPeriodEnd !== null && p.invoice.periodEnd.getTime() >= s.currentPeriodEnd.getTime())),
@@ -250,7 +254,8 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
   const byInvoice = new Map<string, Payment[]>();
   for (const p of payments.filter((x) => PAID.includes(x.status) && x.invoice)) byInvoice.set(p.invoice!.id, [...(byInvoice.get(p.invoice!.id) ?? []), p]);
   for (const [invoiceId, paid] of byInvoice) {
-    const kept = paid.filter((p) => !creditedLate(p));
+    // A payment refunded in full (at the gateway, even before its settlement reached us) kept nothing either.
+    const kept = paid.filter((p) => !creditedLate(p) && p.status !== 'refunded');
     if (kept.length > 1) problems.push(`invoice ${invoiceId} kept ${kept.length} payments (${kept.map((p) => p.orderId).join(', ')}) and credited none of the extra ones`);
   }
   for (const p of payments.filter((x) => PAID.includes(x.status) && x.paymentType !== 'wallet')) {

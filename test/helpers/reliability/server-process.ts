@@ -40,6 +40,8 @@ export function baseEnv(databaseUrl: string): Record<string, string> {
     SESSION_SECRET: TEST_SESSION_SECRET,
     GATEWAY_SERVER_KEY: TEST_SERVER_KEY,
     LOG_REQUESTS: 'false',
+    // No in-server billing pass unless a test asks for one (the default is every 60 s).
+    BILLING_SCHEDULER_INTERVAL: '0',
   };
 }
 

@@ -34,7 +34,8 @@ describe.each(DATABASES)('receipts carry their documents on %s', (kind) => {
 
     const billing = server.running.billing;
     channels = createDeliveryChannels(server.config);
-    const report = await deliverDueNotifications({ em: billing.orm.em.fork(), config: server.config, clock: billing.clock, channels });
+    // Rendered in the app's worker pool, as the server's delivery worker does.
+    const report = await deliverDueNotifications({ em: billing.orm.em.fork(), config: server.config, clock: billing.clock, channels, renderPdf: billing.documents.render });
     expect(report.retrying).toEqual([]);
     expect(report.failed).toEqual([]);
   });

@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import { DomainError } from '../../domain/errors.js';
+import type { DocumentView } from './document-view.js';
+import { RenderedDocumentCache } from './rendered-document-cache.js';
+import { renderDocumentPdf } from './template.js';
+
+/** Turns a document's view into PDF bytes. */
+export type RenderPdf = (view: DocumentView) => Promise<Buffer>;
+
+/** In the calling thread: for the CLI, which renders one document and exits. */
+export const renderInProcess: RenderPdf = renderDocumentPdf;
+
+/** Raised when a render is refused before it queues: the user's burst (429) or a full queue (503). */
+export class RenderRefusedError extends DomainError {
+  constructor(
+    code: 'rate_limited' | 'service_unavailable',
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(code, message);
+  }
+}
+
+export type RefusalReason = 'user_limit' | 'queue_full';
+
+/** What the renderer reports (src/metrics/service-metrics.ts). */
+export interface RenderObserver {
+  documentRendered(): void;
+  documentCacheHit(): void;
+  documentRefused(reason: RefusalReason): void;
+}
+
+export interface RenderLimits {
+  /** PDF requests of one user handled at once; beyond it, 429 before any work. */
+  perUser: number;
+  /** Renders running or queued in all; beyond it, 503. */
+  total: number;
+  /** Bytes of rendered PDFs kept. */
+  cacheBytes: number;
+}
+
+/**
+ * NOTE: ten of a user's documents at once is more than a person opens by hand; the total lets
+ * six such users queue behind the threads, a few seconds of rendering, before the rest are told
+ * to come back. 32 MB holds about two thousand invoices.
+ */
+export const DEFAULT_RENDER_LIMITS: RenderLimits = { perUser: 10, total: 64, cacheBytes: 32 * 1024 * 1024 };
+
+/** A document's version: its whole view (every figure, date, name and setting it shows), hashed. */
+export function documentVersion(view: DocumentView): string {
+  return createHash('sha256').update(JSON.stringify(view)).digest('base64url');
+}
+
+/**
+ * The server's documents: each version of a document rendered once (kept in a cache bounded in
+ * bytes; requests for a version being rendered wait for that render), the rest sent to `render`
+ * (the worker pool). A user's burst is refused (429) as it arrives (src/http/document-burst-limit.ts),
+ * before routing, any database read or render: finding a document and its version costs the event
+ * loop about what a plain read does, so a burst must not reach it. A cached answer holds its slot
+ * only while it is read. Renders beyond the total are refused (503) before they queue.
+ */
+export class DocumentRenderer {
+  private readonly cache: RenderedDocumentCache;
+  private readonly underway = new Map<string, Promise<Buffer>>();
+  private readonly perUser = new Map<string, number>();
+  private pending = 0;
+
+  constructor(
+    private readonly renderPdf: RenderPdf,
+    private readonly limits: RenderLimits = DEFAULT_RENDER_LIMITS,
+    private readonly observer: RenderObserver | null = null,
+  ) {
+    this.cache = new RenderedDocumentCache(limits.cacheBytes);
+  }
+
+  /** Runs one PDF request of a user within the user's limit, or refuses it at once (429). */
+  async forUser<T>(userId: string, work: () => Promise<T>): Promise<T> {
+    const mine = this.perUser.get(userId) ?? 0;
+    if (mine >= this.limits.perUser) {
+      this.observer?.documentRefused('user_limit');
+      throw new RenderRefusedError('rate_limited', `At most ${this.limits.perUser} documents are prepared for you at once; retry shortly.`, 1);
+    }
+    this.perUser.set(userId, mine + 1);
+    try {
+      return await work();
+    } finally {
+      const left = (this.perUser.get(userId) ?? 1) - 1;
+      if (left > 0) this.perUser.set(userId, left);
+      else this.perUser.delete(userId);
+    }
+  }
+
+  /** A document's PDF: the cached copy of its version, the render under way, or a new render. */
+  readonly render: RenderPdf = async (view) => {
+    const key = documentVersion(view);
+    const known = this.cache.get(key) ?? this.underway.get(key);
+    if (known) {
+      this.observer?.documentCacheHit();
+      return known;
+    }
+    if (this.pending >= this.limits.total) {
+      this.observer?.documentRefused('queue_full');
+      throw new RenderRefusedError('service_unavailable', 'Too many documents are being prepared; retry shortly.', 2);
+    }
+    this.pending += 1;
+    const rendering = this.renderPdf(view).then((pdf) => {
+      this.observer?.documentRendered();
+      this.cache.set(key, pdf);
+      return pdf;
+    });
+    this.underway.set(key, rendering);
+    try {
+      return await rendering;
+    } finally {
+      this.underway.delete(key);
+      this.pending -= 1;
+    }
+  };
+}
