@@ -69,12 +69,17 @@ export function movesPeriodForward(sub: Pick<Subscription, 'currentPeriodEnd'>, 
 }
 
 /**
- * A renewal's period that ended before its money arrived (its order paid days late, after the
- * subscription fell past due or was charged again). Shared with settle-plain-payment.ts, which
- * leaves it to onPaymentSettled.
+ * A period that ended between its payment's order and its money (an order paid days late,
+ * after the subscription fell past due or was charged again). A payment ordered after its
+ * period had already ended is not late: it is a billing run catching up on missed cycles
+ * (DECISIONS §4, one run far in the future bills every cycle it missed) or a customer paying an
+ * overdue invoice, and it buys that period as it always did. Shared with
+ * settle-plain-payment.ts, which leaves it to onPaymentSettled.
  */
-export function hasPassed(period: { end: Date; anchors: boolean }, at: Date): boolean {
-  return !period.anchors && period.end.getTime() <= at.getTime();
+export function hasPassed(period: { end: Date; anchors: boolean }, payment: Pick<Payment, 'createdAt'>, at: Date): boolean {
+  if (period.anchors) return false;
+  const end = period.end.getTime();
+  return end <= at.getTime() && end > payment.createdAt.getTime();
 }
 
 /**
@@ -151,7 +156,7 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
   if (isChangePayment(payment)) return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
   const wasStatus = sub.status;
   const period = periodBought(invoice, sub.plan, at);
-  if (period && hasPassed(period, at)) return [...changes, ...(await creditPassedPeriod(ctx, payment, sub, period, at))];
+  if (period && hasPassed(period, payment, at)) return [...changes, ...(await creditPassedPeriod(ctx, payment, sub, period, at))];
   if (period && movesPeriodForward(sub, period)) {
     if (period.anchors) {
       sub.billingAnchor = period.start;

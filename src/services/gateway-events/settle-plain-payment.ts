@@ -49,7 +49,7 @@ interface Locked {
   };
   payment: Pick<
     Payment,
-    'id' | 'orderId' | 'status' | 'paymentType' | 'grossAmount' | 'currency' | 'refundedAmount' | 'creditedAmount' | 'transactionId' | 'fraudStatus' | 'paymentDetails' | 'paidAt'
+    'id' | 'orderId' | 'status' | 'paymentType' | 'grossAmount' | 'currency' | 'refundedAmount' | 'creditedAmount' | 'transactionId' | 'fraudStatus' | 'paymentDetails' | 'paidAt' | 'createdAt'
   >;
   invoice: Pick<Invoice, 'id' | 'number' | 'status' | 'billingReason' | 'periodStart' | 'periodEnd' | 'paidAt'>;
 }
@@ -74,7 +74,7 @@ async function lockRows(em: EntityManager, orderId: string): Promise<Locked | nu
   const [p] = await hotRows<Row>(
     em,
     `select p.id, p.order_id, p.status, p.payment_type, p.gross_amount, p.currency, p.refunded_amount, p.credited_amount, p.transaction_id,
-            p.fraud_status, p.payment_details, p.paid_at, p.subscription_id, i.id as invoice_id, i.number as invoice_number,
+            p.fraud_status, p.payment_details, p.paid_at, p.created_at, p.subscription_id, i.id as invoice_id, i.number as invoice_number,
             i.status as invoice_status, i.billing_reason, i.period_start, i.period_end, i.paid_at as invoice_paid_at
        from payments p join invoices i on i.id = p.invoice_id
       where p.order_id = ?${lock('p')}`,
@@ -114,6 +114,7 @@ async function lockRows(em: EntityManager, orderId: string): Promise<Locked | nu
       fraudStatus: (p.fraud_status as string | null) ?? null,
       paymentDetails: read<Record<string, unknown>>(em, Payment, 'paymentDetails', p.payment_details) ?? {},
       paidAt: date(Payment, 'paidAt', p.paid_at),
+      createdAt: date(Payment, 'createdAt', p.created_at) as Date,
     },
     invoice: {
       id: String(p.invoice_id),
@@ -127,8 +128,8 @@ async function lockRows(em: EntityManager, orderId: string): Promise<Locked | nu
   };
 }
 
-function boughtPeriodMovesForward(sub: Locked['sub'], period: ReturnType<typeof periodBought>, at: Date): boolean {
-  return period !== null && !hasPassed(period, at) && movesPeriodForward(sub, period);
+function boughtPeriodMovesForward(sub: Locked['sub'], payment: Locked['payment'], period: ReturnType<typeof periodBought>, at: Date): boolean {
+  return period !== null && !hasPassed(period, payment, at) && movesPeriodForward(sub, period);
 }
 
 /** Whether applyToPayment's settlement would take its plain branch for these rows (nothing but pay, fund, activate or renew). */
@@ -145,7 +146,7 @@ function isPlain(event: GatewayEvent, { sub, payment, invoice }: Locked, at: Dat
     unusableBecause(sub, invoice) === null &&
     invoiceStates.can(invoice as Invoice, 'pay') &&
     (invoice.billingReason === 'subscription_create' || invoice.billingReason === 'subscription_cycle') &&
-    boughtPeriodMovesForward(sub, periodBought(invoice, sub.plan, at), at)
+    boughtPeriodMovesForward(sub, payment, periodBought(invoice, sub.plan, at), at)
   );
 }
 
