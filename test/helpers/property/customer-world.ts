@@ -183,9 +183,12 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
   const openInvoices = await em.find(Invoice, { user: userId, status: 'open' });
 
   // 1. No money from nowhere.
+  // A reversal returns to the customer what the payment still held (its gross less what was
+  // refunded before): what was refunded earlier stays money that came in and went back out.
+  const refundedBeforeReversal = (p: Payment) => sum(refunds.filter((r) => r.payment.id === p.id && r.status === 'succeeded' && r.destination === 'gateway').map((r) => r.amount));
   const paidIn = add(
     sum(payments.filter((p) => p.paymentType !== 'wallet' && PAID.includes(p.status)).map((p) => p.grossAmount)),
-    sum(topups.map((t) => t.amount)),
+    add(sum(payments.filter((p) => p.paymentType !== 'wallet' && p.status === 'reversed').map(refundedBeforeReversal)), sum(topups.map((t) => t.amount))),
   );
   const signed = (e: WalletTransaction) => (e.kind === 'credit' ? e.amount : subtract(ZERO, e.amount));
   const staff = sum(ledger.filter((e) => e.source === 'adjustment').map(signed));
