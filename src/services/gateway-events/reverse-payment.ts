@@ -10,6 +10,7 @@ import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { paymentSummaryData, subscriptionData, topupSummaryData } from '../notifications/payloads.js';
 import { settleRefundTotals } from '../refunds/refund-totals.js';
+import { withdrawFunds } from '../subscription-rules/period-funds.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import type { GatewayEvent } from './gateway-event.js';
 
@@ -54,6 +55,9 @@ export async function reversePayment(
   const changes = [`payment reversed by the gateway (${event.transactionStatus} after settlement)`];
   notify(ctx, payment.user, 'payment_reversed', { ...paymentSummaryData(payment), gateway_status: event.transactionStatus });
   changes.push(...(await takeBackWalletCredits(ctx, payment, event)));
+  // What it still paid for is unpaid again: a plan change or a refund must not count its unused
+  // share as money in hand (a repayment funds the period anew).
+  await withdrawFunds(ctx, payment, payment.grossAmount, at);
 
   const invoice = payment.invoice;
   // Another settled payment of the same invoice still pays it (a duplicate payment made good).
