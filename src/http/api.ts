@@ -14,6 +14,8 @@ import { PROJECT_ROOT } from '../project-root.js';
 import type { ServiceContext } from '../services/context.js';
 import { parseJsonBody, readRawBytes } from './body.js';
 import { isDecodablePath } from './canonical-path.js';
+import { isUuid } from '../domain/ids.js';
+import { canonicalPathParams } from './path-ids.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField, WEBHOOK_MAX_BODY_BYTES } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
 import { requireUserId, type OperationHandlers, type OperationId, type OperationRequest } from './operations.js';
@@ -98,7 +100,9 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     coerceTypes: true,
     ajvOpts: { allErrors: true, strict: false, validateSchema: checkContract },
     customizeAjv: (ajv) => {
-      addFormats(ajv, ['date-time', 'date', 'uuid', 'email', 'uri']);
+      addFormats(ajv, ['date-time', 'date', 'email', 'uri']);
+      // Canonical UUIDs only (src/domain/ids.ts): ajv-formats' `uuid` also takes `urn:uuid:…`.
+      ajv.addFormat('uuid', isUuid);
       return ajv;
     },
   });
@@ -115,6 +119,10 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       sendProblem(ctx, problem('not_authenticated', 'Authentication required: HTTP Basic or a session cookie.'));
     },
     validationFail: (c: OpenApiContext, ctx: KoaContext) => {
+      // A path whose id or slug is no valid spelling names no resource (DECISIONS §10).
+      if ((c.validation.errors ?? []).some((e) => (e as ErrorObject).instancePath.startsWith('/path'))) {
+        return sendProblem(ctx, problem('not_found', `Nothing is found at ${ctx.path}.`));
+      }
       const errors = fieldErrors((c.validation.errors ?? []) as ErrorObject[]);
       sendProblem(ctx, problem('validation_error', `The request has ${errors.length} invalid field${errors.length === 1 ? '' : 's'}.`, errors));
     },
@@ -166,7 +174,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     const request = {
       koa: ctx,
       query: (c.request.query ?? {}) as never,
-      path: (c.request.params ?? {}) as never,
+      path: canonicalPathParams(c.request.params ?? {}) as never,
       body: c.request.requestBody as never,
       // Read on use: the user's entity is made only for the operations that need it.
       get user() {

@@ -73,7 +73,7 @@ describe.each(DATABASES)('payments on %s', (kind) => {
       expect(res.body.payment_details).toMatchObject({ bank: 'mandiri', bill_key: expect.any(String) });
       const stranger = await server.createUser();
       expect((await getPayment(created.body.payment.id, stranger)).status).toBe(404);
-      expect((await server.api('GET', '/payments/nope/', { auth: user })).status).toBe(400);
+      expect((await server.api('GET', '/payments/nope/', { auth: user })).status).toBe(404);
     });
   });
 

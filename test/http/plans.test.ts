@@ -94,13 +94,26 @@ describe.each(DATABASES)('plans on %s', (kind) => {
     ['/plans/?page_size=101', 'page_size'],
     ['/plans/?currency=rupiah', 'currency'],
     [`/plans/?search=${'x'.repeat(300)}`, 'search'],
-    ['/plans/UPPER_CASE!/', 'slug'],
   ])('answers 400 problem+json naming the field for %s', async (path, field) => {
     const res = await server.api('GET', path);
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(res.body.code).toBe('validation_error');
     expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+  });
+});
+
+describe.each(DATABASES)('plan slugs on %s', (kind) => {
+  it('a path slug that breaks the slug pattern names no plan: 404, as an unknown slug (DECISIONS §10)', async () => {
+    const server = await startTestServer(kind);
+    try {
+      const res = await server.api('GET', '/plans/UPPER_CASE!/');
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      expect(res.body.code).toBe('not_found');
+    } finally {
+      await server.stop();
+    }
   });
 });
 

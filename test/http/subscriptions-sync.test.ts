@@ -132,7 +132,7 @@ describe.each(DATABASES)('GET /subscriptions/{id}/sync/ and billing-admin subscr
     const res = await sync(created.body.subscription.id, stranger);
     expect(res.status).toBe(404);
     expect((await server.api('GET', `/subscriptions/${created.body.subscription.id}/`, { auth: user })).body.status).toBe('pending');
-    expect((await server.api('GET', '/subscriptions/xyz/sync/', { auth: user })).status).toBe(400);
+    expect((await server.api('GET', '/subscriptions/xyz/sync/', { auth: user })).status).toBe(404);
   });
 
   it('billing-admin subscriptions sync [--user] syncs every subscription with a pending payment, with --json', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES } from '../helpers/database.js';
-import { ATTACKER_CLASSES, fuzzAll, fuzzConcurrency, fuzzPathVariants, groupFindings, fuzzTargetForBlock } from '../helpers/reliability/fuzz.js';
+import { ATTACKER_CLASSES, fuzzAll, fuzzConcurrency, fuzzIdSpellings, fuzzPathVariants, groupFindings, fuzzTargetForBlock } from '../helpers/reliability/fuzz.js';
 import { STANDARD_PLANS, startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
 
 const SEED = Number(process.env.RELIABILITY_SEED ?? 20260119);
@@ -34,6 +34,10 @@ describe.each(DATABASES)('hostile input, the attacker\'s classes (%s)', (kind) =
 
   it(`path variants of every GET route and of the protected prefixes answer as the path itself (seed ${SEED})`, async () => {
     expect(groupFindings(await fuzzPathVariants(target, VARIANT_RUNS, SEED))).toEqual({});
+  }, 600_000);
+
+  it('ids in other spellings (urn:uuid:, braces, whitespace, overlong…) on every {id} route: a documented 404, never a 5xx', async () => {
+    expect(groupFindings(await fuzzIdSpellings(target))).toEqual({});
   }, 600_000);
 
   it(`the same request N times at once: logins, Basic, one Idempotency-Key, refunds of one payment (seed ${SEED})`, async () => {

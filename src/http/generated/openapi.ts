@@ -2858,9 +2858,9 @@ export interface components {
         PageSize: number;
         /** @description The `ETag` of a catalogue answer the client holds; when it still holds, the answer is `304` with no body. */
         IfNoneMatch: string;
-        /** @description The resource's UUID. */
+        /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
         ResourceId: string;
-        /** @description The plan's slug. */
+        /** @description The plan's slug. A value outside the slug pattern names no plan and answers 404. */
         PlanSlug: string;
         /** @description Only records paid with this payment type. */
         PaymentTypeFilter: components["schemas"]["PaymentType"];
@@ -3270,7 +3270,7 @@ export interface operations {
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
-                /** @description The plan's slug. */
+                /** @description The plan's slug. A value outside the slug pattern names no plan and answers 404. */
                 slug: components["parameters"]["PlanSlug"];
             };
             cookie?: never;
@@ -3426,7 +3426,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -3467,7 +3467,7 @@ export interface operations {
                 "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
             };
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -3557,7 +3557,7 @@ export interface operations {
                 "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
             };
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -3636,7 +3636,7 @@ export interface operations {
                 "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
             };
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -3715,7 +3715,7 @@ export interface operations {
                 "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
             };
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -3760,7 +3760,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -3879,7 +3879,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -3920,7 +3920,7 @@ export interface operations {
                 "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
             };
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -3966,7 +3966,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -4030,7 +4030,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -4059,7 +4059,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -4122,7 +4122,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -4151,7 +4151,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -4361,7 +4361,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -4402,7 +4402,7 @@ export interface operations {
                 "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
             };
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;
@@ -4607,7 +4607,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The resource's UUID. */
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
             };
             cookie?: never;

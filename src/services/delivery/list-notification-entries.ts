@@ -4,7 +4,7 @@ import { Notification, type NotificationChannel, type NotificationStatus } from 
 import { User } from '../../db/entities/user.js';
 import { NotFoundError, ValidationError, type FieldError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
-import { isUuid } from '../../domain/ids.js';
+import { isUuid, parseUuid } from '../../domain/ids.js';
 
 const CHANNELS: NotificationChannel[] = ['email', 'webhook', 'in_app'];
 const STATUSES: NotificationStatus[] = ['queued', 'sent', 'read', 'failed'];
@@ -30,7 +30,7 @@ export async function listNotificationEntries(ctx: DataContext, filter: Notifica
   if (filter.channel) where.channel = filter.channel as NotificationChannel;
   if (filter.status) where.status = filter.status as NotificationStatus;
   if (filter.user) {
-    const user = await ctx.em.findOne(User, isUuid(filter.user) ? { $or: [{ id: filter.user }, { username: filter.user }] } : { username: filter.user });
+    const user = await ctx.em.findOne(User, isUuid(filter.user) ? { $or: [{ id: parseUuid(filter.user)! }, { username: filter.user }] } : { username: filter.user });
     if (!user) throw new NotFoundError(`User ${filter.user}`);
     where.user = user;
   }
@@ -39,7 +39,8 @@ export async function listNotificationEntries(ctx: DataContext, filter: Notifica
 
 /** One entry with its delivery attempts, oldest first (`billing-admin notifications show`). */
 export async function getNotificationEntry(ctx: DataContext, id: string): Promise<{ entry: Notification; attempts: DeliveryAttempt[] }> {
-  const entry = isUuid(id) ? await ctx.em.findOne(Notification, id, { populate: ['user'] }) : null;
+  const canonical = parseUuid(id);
+  const entry = canonical ? await ctx.em.findOne(Notification, canonical, { populate: ['user'] }) : null;
   if (!entry) throw new NotFoundError(`Notification ${id}`);
   const attempts = await ctx.em.find(DeliveryAttempt, { notification: entry }, { orderBy: [{ attemptedAt: 'asc' }, { id: 'asc' }] });
   return { entry, attempts };

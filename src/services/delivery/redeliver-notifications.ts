@@ -2,7 +2,7 @@ import { Notification } from '../../db/entities/notification.js';
 import { InvalidStateError, NotFoundError, ValidationError } from '../../domain/errors.js';
 import { notificationStates } from '../../domain/states/notification-states.js';
 import { deliverDueNotifications, type DeliveryContext, type DeliveryReport } from './deliver-due-notifications.js';
-import { isUuid } from '../../domain/ids.js';
+import { isUuid, parseUuid } from '../../domain/ids.js';
 
 
 /**
@@ -11,7 +11,7 @@ import { isUuid } from '../../domain/ids.js';
  * channel configured. All the ids are checked before any is changed.
  */
 export async function redeliverNotifications(ctx: DeliveryContext, ids: string[]): Promise<{ entries: Notification[]; report: DeliveryReport }> {
-  const unique = [...new Set(ids)];
+  const unique = [...new Set(ids.map((id) => parseUuid(id) ?? id))];
   if (unique.length === 0) throw new ValidationError([{ field: 'ids', message: 'give at least one notification id' }]);
   const malformed = unique.filter((id) => !isUuid(id));
   if (malformed.length) throw new ValidationError(malformed.map((id) => ({ field: 'ids', message: `"${id}" is not a notification id` })));

@@ -2,7 +2,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { WebhookLog, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
 import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
-import { isUuid } from '../../domain/ids.js';
+import { parseUuid } from '../../domain/ids.js';
 
 export const WEBHOOK_LOG_STATUSES: readonly WebhookLogStatus[] = ['received', 'invalid', 'duplicate', 'processed', 'failed', 'ignored'];
 
@@ -54,7 +54,8 @@ export async function listWebhookLogs(ctx: Pick<DataContext, 'em'>, filter: Webh
 /** One webhook log by id. */
 export async function getWebhookLog(ctx: Pick<DataContext, 'em'>, id: string): Promise<WebhookLog> {
   // A malformed id is simply not found (PostgreSQL would otherwise reject it as a uuid).
-  const log = isUuid(id) ? await ctx.em.findOne(WebhookLog, { id: id.toLowerCase() }) : null;
+  const canonical = parseUuid(id);
+  const log = canonical ? await ctx.em.findOne(WebhookLog, { id: canonical }) : null;
   if (!log) throw new NotFoundError(`Webhook log ${id}`);
   return log;
 }

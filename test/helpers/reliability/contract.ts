@@ -289,6 +289,25 @@ export function encodePathValue(value: string): string {
   return out;
 }
 
+/**
+ * Spellings of a real id that are no canonical UUID (issue 28 row 2: `urn:uuid:` answered 500 on
+ * PostgreSQL): each must name nothing (404), never a 5xx. Raw text: encodePathValue escapes it.
+ */
+export const ID_SPELLINGS: [string, (id: string) => string][] = [
+  ['urn:uuid: prefix', (id) => `urn:uuid:${id}`],
+  ['braces', (id) => `{${id}}`],
+  ['no hyphens', (id) => id.replace(/-/g, '')],
+  ['leading space', (id) => ` ${id}`],
+  ['trailing tab', (id) => `${id}\t`],
+  ['trailing newline', (id) => `${id}\n`],
+  ['one digit more', (id) => `${id}0`],
+  ['overlong', (id) => id.repeat(40)],
+  ['hyphens moved', (id) => `${id.replace(/-/g, '').slice(0, 4)}-${id.replace(/-/g, '').slice(4)}`],
+  ['non-hex digit', (id) => `${id.slice(0, 35)}g`],
+  ['fullwidth digits', (id) => id.replace(/[0-9]/g, (d) => String.fromCharCode(0xff10 + Number(d)))],
+  ['SQL after it', (id) => `${id}' OR '1'='1`],
+];
+
 /** Which requests to make: every kind (default), or only the attacker's classes of issue 16 in bodies. */
 export type RequestFocus = 'all' | 'attacker';
 
@@ -315,6 +334,13 @@ export function requestArb(contract: Contract, op: Operation, rc: RequestContext
         fc.oneof(
           { weight: 6, arbitrary: fc.constantFrom(...(rc.pathValues[p.name] ?? ['x'])) },
           { weight: 2, arbitrary: validArb(contract, p.schema) },
+          // a real value in a spelling that is no canonical UUID (and upper case, which is one)
+          {
+            weight: 2,
+            arbitrary: fc
+              .tuple(fc.constantFrom(...(rc.pathValues[p.name] ?? ['x'])), fc.constantFrom(...ID_SPELLINGS.map(([, spell]) => spell), (id: string) => id.toUpperCase()))
+              .map(([value, spell]) => spell(value)),
+          },
           // `.` and `..` are dot segments, never values, by the rules of URLs (RFC 3986 §5.2.4).
           { weight: 1, arbitrary: hostileString.map((s) => s.slice(0, 300)).filter((s) => s !== '' && s !== '.' && s !== '..') },
         ),

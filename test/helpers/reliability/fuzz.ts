@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDatabase, type DatabaseKind, type TestDatabase } from '../database.js';
 import { prepareDatabase, type Account } from './accounts.js';
-import { loadContract, pathVariants, requestArb, type Contract, type Operation, type RequestContext, type RequestFocus } from './contract.js';
+import { encodePathValue, ID_SPELLINGS, loadContract, pathVariants, requestArb, type Contract, type Operation, type RequestContext, type RequestFocus } from './contract.js';
 import { API, call, callRawPath, readAnswer, startServerProcess, TEST_SERVER_KEY, type HttpAnswer, type ServerProcess } from './server-process.js';
 import type { StatusLog } from './status-log.js';
 
@@ -194,6 +194,28 @@ export async function fuzzPathVariants(target: FuzzTarget, runs: number, seed: n
         // Another case of letters is a 404 for the (case-sensitive) router: only never a 2xx.
         const wrong = caseOnly ? who === 'nosub' && res.status < 300 : answerOf(res) !== answerOf(canonical) || (who === 'nosub' && res.status !== 403);
         if (wrong) findings.push({ operation: op.id, request: `GET ${variant} [${who}, protected]`, status: res.status, problems: [`answers ${answerOf(res)}, but ${answerOf(canonical)} as GET ${protectedPath}`] });
+      }
+    }
+  }
+  return findings;
+}
+
+/**
+ * Every `{id}` route with a real id (the user's own and another user's) in each spelling that is
+ * no canonical UUID (issue 28 row 2): each must answer a documented 404, never a 5xx.
+ */
+export async function fuzzIdSpellings(target: FuzzTarget): Promise<FuzzFinding[]> {
+  const findings: FuzzFinding[] = [];
+  const headers = { authorization: `Basic ${Buffer.from(`${target.context.credentials.username}:${target.context.credentials.password}`).toString('base64')}`, 'content-type': 'application/json' };
+  const ids = [...new Set(target.context.pathValues.id)];
+  for (const op of target.contract.operations.filter((o) => o.base === null && o.params.some((p) => p.in === 'path' && p.name === 'id'))) {
+    for (const id of ids) {
+      for (const [what, spell] of ID_SPELLINGS) {
+        const url = `${API}${op.path.replace('{id}', encodePathValue(spell(id)))}`;
+        const res = await callRawPath(target.server.url, op.method, url, { headers, rawBody: op.method === 'GET' ? undefined : '{}' });
+        const problems = target.contract.check(op, res.status, res.headers.get('content-type'), res.body);
+        if (res.status !== 404) problems.unshift(`answers ${answerOf(res)} to an id with ${what}, not 404`);
+        if (problems.length > 0) findings.push({ operation: op.id, request: `${op.method} ${url.slice(0, 200)}`, status: res.status, problems });
       }
     }
   }
