@@ -55,6 +55,8 @@ export interface BillingApp {
   schedulerStatus: SchedulerStatus;
   /** Invoice and credit-note PDFs, rendered in worker threads (ended by close()). */
   documents: DocumentRenderer;
+  /** Failed-login counters (src/server.ts sweeps the expired ones). */
+  throttler: LoginThrottler;
   config: Config;
   logger: Logger;
   /** The webhook URL the gateway is told to notify. */
@@ -127,7 +129,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const documents = new DocumentRenderer((view) => renderPool.render(view), undefined, metrics);
 
   const keys = config.sessionSecrets.length > 0 ? config.sessionSecrets : [developmentSessionSecret(config.databaseUrl)];
-  const app = new Koa({ proxy: config.trustProxy, keys });
+  // With TRUST_PROXY the client is the last X-Forwarded-For entry, the one our balancer appended:
+  // whatever a client wrote into the header itself comes before it (login throttle, issue 28).
+  const app = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys });
   app.silent = true;
 
   app.use(requestMetrics(metrics));
@@ -197,6 +201,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     metrics,
     schedulerStatus,
     documents,
+    throttler,
     config,
     logger,
     notificationUrl,

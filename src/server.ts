@@ -54,6 +54,8 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
 
   const sweeper = setInterval(() => {
     deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: String(err) }));
+    // A client per address (TRUST_PROXY behind a balancer) leaves a counter per address: bounded by the window.
+    billing.throttler.deleteExpired().catch((err) => billing.logger.warn('login throttle sweep failed', { error: String(err) }));
   }, 60 * 60 * 1000);
   sweeper.unref();
   const billingScheduler =

@@ -1,9 +1,18 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { serializeUser } from '../../src/http/serializers.js';
+import { User } from '../../src/db/entities/user.js';
+import { NotFoundError } from '../../src/domain/errors.js';
 import { createUser } from '../../src/services/users/create-user.js';
+import { setPassword } from '../../src/services/users/set-password.js';
 import { listUsers } from '../../src/services/users/list-users.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
+
+/** The password from exactly one of --password and --password-stdin (one trailing newline dropped). */
+function passwordOption(opts: { password?: string; passwordStdin?: boolean }): string {
+  if (!opts.password === !opts.passwordStdin) throw new CliFailure('give exactly one of --password or --password-stdin', EXIT.usage);
+  return opts.passwordStdin ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : (opts.password as string);
+}
 
 export function registerUserCommands(program: Command): void {
   const users = program.command('users').description('accounts');
@@ -19,8 +28,7 @@ export function registerUserCommands(program: Command): void {
     .option('--last-name <name>', 'last name')
     .option('--staff', 'staff account (sees every plan, passes the access middleware)')
     .action(async (opts, cmd: Command) => {
-      if (!opts.password === !opts.passwordStdin) throw new CliFailure('give exactly one of --password or --password-stdin', EXIT.usage);
-      const password: string = opts.passwordStdin ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : opts.password;
+      const password = passwordOption(opts);
       const user = await withServices((s) =>
         createUser(s, {
           username: opts.username,
@@ -32,6 +40,26 @@ export function registerUserCommands(program: Command): void {
         }),
       );
       output(globalOptions(cmd), serializeUser(user), () => `Created user ${user.username} (${user.id})${user.isStaff ? ', staff' : ''}.`);
+    });
+
+  users
+    .command('set-password')
+    .description("give an account a new password; ends every session of the account and its cached Basic credentials on every server process within a second")
+    .requiredOption('--username <name>', 'login name')
+    .option('--password <password>', 'the new password (prefer --password-stdin: arguments are visible to other users)')
+    .option('--password-stdin', 'read the new password from standard input')
+    .action(async (opts, cmd: Command) => {
+      const password = passwordOption(opts);
+      const { user, sessionsEnded } = await withServices(async (s) => {
+        const found = await s.em.findOne(User, { username: opts.username });
+        if (!found) throw new NotFoundError(`User ${opts.username}`);
+        return { user: found, sessionsEnded: await setPassword(s, found, password) };
+      });
+      output(
+        globalOptions(cmd),
+        { username: user.username, id: user.id, sessions_ended: sessionsEnded },
+        () => `Password changed for ${user.username}; ${sessionsEnded} session${sessionsEnded === 1 ? '' : 's'} ended.`,
+      );
     });
 
   users

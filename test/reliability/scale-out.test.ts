@@ -40,6 +40,20 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('two server processes on one Pos
         expect(logout.status).toBe(204);
         expect((await call(a.url, 'GET', `${API}/auth/me/`, { cookie })).status).toBe(401);
 
+        // A password change on A ends, within a second (ACCESS_RECHECK_MS), B's session and the
+        // Basic credential B has cached (issue 28 row 11: it stayed valid for 58 s).
+        const again = await call(a.url, 'POST', `${API}/auth/login/`, { body: { username: 'carol', password: 'carol has a long password' } });
+        const oldBasic = { username: 'carol', password: 'carol has a long password' };
+        expect((await call(b.url, 'GET', `${API}/auth/me/`, { cookie: cookieOf(again) })).status).toBe(200);
+        expect((await call(b.url, 'GET', `${API}/auth/me/`, { basic: oldBasic })).status).toBe(200);
+        const changed = await call(a.url, 'POST', `${API}/auth/password/`, { basic: oldBasic, body: { current_password: oldBasic.password, new_password: 'carol changed her password' } });
+        expect(changed.status, changed.text).toBe(204);
+        await new Promise((r) => setTimeout(r, 1100));
+        expect((await call(b.url, 'GET', `${API}/auth/me/`, { cookie: cookieOf(again) })).status).toBe(401);
+        expect((await call(b.url, 'GET', `${API}/auth/me/`, { basic: oldBasic })).status).toBe(401);
+        expect((await call(b.url, 'GET', `${API}/auth/me/`, { basic: { username: 'carol', password: 'carol changed her password' } })).status).toBe(200);
+        expect((await runCli(['users', 'set-password', '--username', 'carol', '--password-stdin'], env, 'carol has a long password\n')).code).toBe(0);
+
         // Failed logins counted on either process add up (LOGIN_THROTTLE_LIMIT 5 per username).
         const wrong = { body: { username: 'carol', password: 'not the password' } };
         for (const url of [a.url, b.url, a.url, b.url, a.url]) expect((await call(url, 'POST', `${API}/auth/login/`, wrong)).status).toBe(401);

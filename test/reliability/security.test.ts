@@ -22,6 +22,7 @@ const VALID_BODIES: Record<string, unknown> = {
   createSubscription: { plan_id: 'basic-monthly', payment_type: 'gopay' },
   createTopup: { amount: 15000, payment_type: 'qris' },
   login: { username: 'alice', password: 'whatever it is' },
+  changePassword: { current_password: 'whatever it is', new_password: 'a long enough new one' },
 };
 
 describe.each(DATABASES)('security of a server process (%s)', (kind) => {

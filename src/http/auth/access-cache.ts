@@ -193,7 +193,7 @@ export class AccessCache {
    * The user by id: their wire fields, and `entity()`, which maps them into a fresh entity
    * manager (only operations that use the entity pay for it); null when there is none.
    */
-  async user(em: EntityManager, userId: string, ctx?: Context): Promise<{ entity: () => User; fields: UserFields } | null> {
+  async user(em: EntityManager, userId: string, ctx?: Context): Promise<{ entity: () => User; fields: UserFields; passwordHash: string } | null> {
     let entry = this.users.get(userId);
     if (!entry || entry.version !== (await this.versionFor(em, userId, ctx))) {
       this.users.delete(userId);
@@ -207,7 +207,7 @@ export class AccessCache {
       this.remember(userId, entry.version, generation, ctx);
     }
     const row = entry.row;
-    return { entity: () => em.fork().map(User, { ...row }), fields: entry.fields };
+    return { entity: () => em.fork().map(User, { ...row }), fields: entry.fields, passwordHash: String(row.password_hash) };
   }
 
   /** Whether a paid period of the user's subscription covers now: no query while the version and the answer stand. */

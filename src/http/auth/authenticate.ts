@@ -6,7 +6,7 @@ import { authenticate } from '../../services/users/authenticate.js';
 import { problem, sendProblem } from '../problem.js';
 import type { AccessCache } from './access-cache.js';
 import { parseBasicAuth, VerifiedCredentialCache, type BasicCredentials } from './basic-auth.js';
-import type { LoginThrottler } from './login-throttle.js';
+import { slowDown, type LoginThrottler } from './login-throttle.js';
 import { mayWrite } from '../methods.js';
 
 export type AuthMethod = 'basic' | 'session';
@@ -35,7 +35,11 @@ function setUserLazily(ctx: Context, entity: () => User): void {
   });
 }
 
-/** The client address, honouring X-Forwarded-For only when TRUST_PROXY is set (app.proxy). */
+/**
+ * The client address: the connection's, or with TRUST_PROXY (app.proxy) the last entry of
+ * X-Forwarded-For, the one the trusted balancer appended (app.maxIpsCount = 1): entries a client
+ * wrote itself come before it and are never read.
+ */
 export function clientIp(ctx: Context): string {
   return ctx.ip || ctx.socket.remoteAddress || 'unknown';
 }
@@ -44,8 +48,9 @@ export type BasicVerdict = { result: 'ok'; user: User } | { result: 'wrong' } | 
 
 /** One Basic password check, counted by the throttle before the compare, as a session login is. */
 async function verifyBasic(em: EntityManager, throttler: LoginThrottler, credentials: BasicCredentials, ip: string): Promise<BasicVerdict> {
-  const wait = await throttler.attempt(credentials.username, ip);
-  if (wait > 0) return { result: 'rate_limited', wait };
+  const attempt = await throttler.attempt(credentials.username, ip);
+  if (!attempt.allowed) return { result: 'rate_limited', wait: attempt.retryAfter };
+  await slowDown(attempt.delayMs);
   const user = await authenticate({ em }, credentials.username, credentials.password);
   if (!user) return { result: 'wrong' };
   await throttler.succeeded(credentials.username, ip);
@@ -60,9 +65,11 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
   // A user seen before costs no query here: the session read (or the Basic credential cache)
   // already read the user's access version for this request. The entity is made only when an
   // operation asks for it: the hot reads need the id and the wire fields alone.
-  const userById = async (em: EntityManager, id: string, ctx: Context): Promise<boolean> => {
+  // `passwordHash`: a cached Basic credential stands only while the user's password is the one it
+  // was verified against (a password change on any process shows in the user row).
+  const userById = async (em: EntityManager, id: string, ctx: Context, passwordHash?: string): Promise<boolean> => {
     const found = await access.user(em, id, ctx);
-    if (!found) return false;
+    if (!found || (passwordHash !== undefined && found.passwordHash !== passwordHash)) return false;
     ctx.state.userFields = found.fields;
     setUserLazily(ctx, found.entity);
     return true;
@@ -80,8 +87,9 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
     // identity map, so they need no forked entity manager; a cold Basic check forks one.
     const em = orm.em as EntityManager;
     if (credentials) {
-      const cachedId = cache.get(credentials);
-      if (!cachedId || !(await userById(em, cachedId, ctx))) {
+      const cached = cache.get(credentials);
+      if (!cached || !(await userById(em, cached.userId, ctx, cached.passwordHash))) {
+        if (cached) cache.forget(credentials);
         const verdict = await cache.verifyOnce(credentials, () => verifyBasic(orm.em.fork() as EntityManager, throttler, credentials, clientIp(ctx)));
         if (verdict.result === 'rate_limited') {
           ctx.set('Retry-After', String(verdict.wait));

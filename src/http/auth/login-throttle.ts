@@ -2,18 +2,41 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { Orm } from '../../db/orm.js';
 
 /**
- * Login attempts per username and per IP, kept in the database so every process sees them.
- * After `limit` attempts for one username that did not succeed (or ten times that from one IP,
- * which may be a shared office address) within the window, further attempts answer 429 until it
- * passes.
+ * Failed logins, counted so that guessing is slow and the owner is never locked out
+ * (DECISIONS §10, issue 28 row 7). Counters live in the database, so every process sees them:
  *
- * NOTE: an attempt is counted before its password is compared, by one atomic UPSERT that
- * returns the new count, and only an attempt whose count is within the limit may compare. So N
- * concurrent guesses, in one process or many, on SQLite or PostgreSQL, get at most `limit`
- * compares and the rest 429: reading the count first and writing it after the compare let all
- * of them through, and lost updates on PostgreSQL. A success takes its attempt back.
+ * - per (account, client): `limit` failures within the window, then 429 for that account from
+ *   that client only;
+ * - per client: ten times that across accounts (a shared office address), then 429 for that
+ *   client;
+ * - per account, across clients: never a refusal, only a slow-down of every attempt at that
+ *   account, growing with its failures beyond `limit` and bounded by `MAX_SLOWDOWN_MS`. A
+ *   stranger's failures cannot lock the owner out, from any number of addresses; they can only
+ *   make each of the owner's logins wait a few seconds.
+ *
+ * The client is the address the connection came from; `X-Forwarded-For` counts only with
+ * TRUST_PROXY, and then only its last entry, the one the trusted balancer appended (app.ts), so
+ * rotating the header buys an attacker nothing.
+ *
+ * NOTE: an attempt reserves its place by one atomic UPSERT that returns the new count, before
+ * its password is compared, and only an attempt within the limit may compare. So N concurrent
+ * guesses, in one process or many, on SQLite or PostgreSQL, get at most `limit` compares per
+ * (account, client). An attempt that is refused gives its reservations back, so refused
+ * attempts (429s) are no failures: fifty concurrent guesses at one account cost their client
+ * `limit` failures, not fifty, and the client's other accounts stay open. A success gives back
+ * its client's and account's reservations and clears the (account, client) count.
  */
-const IP_LIMIT_FACTOR = 10;
+const CLIENT_LIMIT_FACTOR = 10;
+/** The most a correct login can be made to wait by other clients' failures. */
+export const MAX_SLOWDOWN_MS = 3_000;
+/** The wait added per failure at an account beyond the limit, up to MAX_SLOWDOWN_MS. */
+const SLOWDOWN_STEP_MS = 500;
+
+export type LoginAttempt =
+  /** Compare the password (after waiting `delayMs`), then call `succeeded` or nothing. */
+  | { allowed: true; delayMs: number }
+  /** Answer 429 with Retry-After `retryAfter` seconds; nothing was compared. */
+  | { allowed: false; retryAfter: number };
 
 export class LoginThrottler {
   constructor(
@@ -22,12 +45,16 @@ export class LoginThrottler {
     private readonly windowMs: number,
   ) {}
 
-  private userKey(username: string): string {
+  private accountKey(username: string): string {
     return `user:${username.toLowerCase().slice(0, 150)}`;
   }
 
-  private ipKey(ip: string): string {
-    return `ip:${ip.slice(0, 200)}`;
+  private clientKey(client: string): string {
+    return `ip:${client.slice(0, 200)}`;
+  }
+
+  private pairKey(username: string, client: string): string {
+    return `pair:${client.slice(0, 200)}|${username.toLowerCase().slice(0, 150)}`;
   }
 
   /** Adds one attempt to a counter (a fresh window when the last one has passed); the new count and window. */
@@ -47,30 +74,59 @@ export class LoginThrottler {
     return { attempts: Number(rows[0].failures), windowStart: new Date(rows[0].window_start) };
   }
 
-  /**
-   * Counts an attempt for the username and the IP before anything is compared. Answers the
-   * seconds to wait when either is over its limit (the caller answers 429 and compares nothing),
-   * or 0 when the caller may compare the password.
-   */
-  async attempt(username: string, ip: string, now = new Date()): Promise<number> {
-    if (this.limit <= 0) return 0;
-    const em = this.orm.em.fork() as EntityManager;
-    let wait = 0;
-    for (const [key, limit] of [
-      [this.userKey(username), this.limit],
-      [this.ipKey(ip), this.limit * IP_LIMIT_FACTOR],
-    ] as const) {
-      const { attempts, windowStart } = await this.count(em, key, now);
-      if (attempts > limit) wait = Math.max(wait, Math.ceil((windowStart.getTime() + this.windowMs - now.getTime()) / 1000), 1);
-    }
-    return wait;
+  /** Gives back one reserved attempt. */
+  private async giveBack(em: EntityManager, key: string): Promise<void> {
+    await em.execute('update login_throttles set failures = failures - 1 where "key" = ? and failures > 0', [key], 'run');
   }
 
-  /** A correct password: the username's count starts again, and the IP's attempt is taken back. */
-  async succeeded(username: string, ip: string): Promise<void> {
+  private retryAfter(windowStart: Date, now: Date): number {
+    return Math.max(Math.ceil((windowStart.getTime() + this.windowMs - now.getTime()) / 1000), 1);
+  }
+
+  /**
+   * Counts an attempt for the (account, client) pair, the client and the account before anything
+   * is compared. Refused when the pair or the client is over its limit (nothing counted then);
+   * otherwise allowed, after the account's slow-down.
+   */
+  async attempt(username: string, client: string, now = new Date()): Promise<LoginAttempt> {
+    if (this.limit <= 0) return { allowed: true, delayMs: 0 };
+    const em = this.orm.em.fork() as EntityManager;
+    const pair = await this.count(em, this.pairKey(username, client), now);
+    if (pair.attempts > this.limit) {
+      await this.giveBack(em, this.pairKey(username, client));
+      return { allowed: false, retryAfter: this.retryAfter(pair.windowStart, now) };
+    }
+    const fromClient = await this.count(em, this.clientKey(client), now);
+    if (fromClient.attempts > this.limit * CLIENT_LIMIT_FACTOR) {
+      await this.giveBack(em, this.clientKey(client));
+      await this.giveBack(em, this.pairKey(username, client));
+      return { allowed: false, retryAfter: this.retryAfter(fromClient.windowStart, now) };
+    }
+    const account = await this.count(em, this.accountKey(username), now);
+    // Failures before this attempt beyond the limit slow every attempt at the account, boundedly.
+    const excess = account.attempts - 1 - this.limit;
+    return { allowed: true, delayMs: excess > 0 ? Math.min(MAX_SLOWDOWN_MS, excess * SLOWDOWN_STEP_MS) : 0 };
+  }
+
+  /** A correct password: the pair's count starts again; the client's and account's attempts are given back. */
+  async succeeded(username: string, client: string): Promise<void> {
     if (this.limit <= 0) return;
     const em = this.orm.em.fork() as EntityManager;
-    await em.execute('delete from login_throttles where "key" = ?', [this.userKey(username)], 'run');
-    await em.execute('update login_throttles set failures = failures - 1 where "key" = ? and failures > 0', [this.ipKey(ip)], 'run');
+    await em.execute('delete from login_throttles where "key" = ?', [this.pairKey(username, client)], 'run');
+    await this.giveBack(em, this.clientKey(client));
+    await this.giveBack(em, this.accountKey(username));
   }
+
+  /** Deletes counters whose window has passed (they would start again at 1); called periodically by the server. */
+  async deleteExpired(now = new Date()): Promise<number> {
+    const em = this.orm.em.fork() as EntityManager;
+    const expired = em.getPlatform().processDateProperty(new Date(now.getTime() - this.windowMs));
+    const result = (await em.execute('delete from login_throttles where window_start <= ?', [expired], 'run')) as { affectedRows?: number };
+    return result.affectedRows ?? 0;
+  }
+}
+
+/** Waits out an attempt's slow-down. */
+export function slowDown(delayMs: number): Promise<void> {
+  return delayMs > 0 ? new Promise((resolve) => setTimeout(resolve, delayMs)) : Promise.resolve();
 }

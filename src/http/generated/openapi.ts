@@ -128,8 +128,12 @@ export interface paths {
          * @description Checks the username and password and starts a session: the response sets the signed,
          *     `HttpOnly`, `SameSite=Lax` cookie `billing.sid` and returns the session's CSRF token,
          *     which must be sent as `X-CSRF-Token` on every unsafe request made with the cookie.
-         *     Invalid credentials answer `401` (`not_authenticated`); repeated failures for one
-         *     username or IP answer `429` (`rate_limited`).
+         *     Invalid credentials answer `401` (`not_authenticated`). Failures are counted per
+         *     (username, client) and per client: beyond `LOGIN_THROTTLE_LIMIT` failures for one
+         *     username from one client, or ten times that from one client, that client gets `429`
+         *     (`rate_limited`, with `Retry-After`). Failures from other clients never refuse a correct
+         *     password; they only slow every attempt at the username down, by at most 3 seconds. The
+         *     client is the connection's address (`X-Forwarded-For` only with `TRUST_PROXY`).
          */
         post: operations["login"];
         delete?: never;
@@ -154,6 +158,31 @@ export interface paths {
          *     answers `204`.
          */
         post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/password/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the current user's password
+         * @description Checks `current_password` and sets `new_password` (8 to 1,024 characters). Every session
+         *     of the user ends, this one included (the session cookie is cleared: log in again with the
+         *     new password), and HTTP Basic with the old password stops working, on every server
+         *     process within a second. A wrong `current_password` answers `400` naming it and is
+         *     counted as a failed login (`429` beyond the limit, as for `/auth/login/`). With the
+         *     session cookie the request needs `X-CSRF-Token`.
+         */
+        post: operations["changePassword"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1075,6 +1104,15 @@ export interface components {
             username: string;
             /** @example correct horse battery staple */
             password: string;
+        };
+        PasswordChangeRequest: {
+            /** @example correct horse battery staple */
+            current_password: string;
+            /**
+             * @description 8 to 1,024 characters.
+             * @example a longer passphrase nobody guesses
+             */
+            new_password: string;
         };
         LoginResponse: {
             user: components["schemas"]["User"];
@@ -3165,6 +3203,48 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Logged out. The session cookie is cleared. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    changePassword: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct horse battery staple",
+                 *       "new_password": "a longer passphrase nobody guesses"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordChangeRequest"];
+            };
+        };
+        responses: {
+            /** @description The password is changed; every session of the user has ended and the session cookie is cleared. */
             204: {
                 headers: {
                     [name: string]: unknown;

@@ -1,24 +1,38 @@
 import { randomBytes } from 'node:crypto';
-import { DomainError } from '../../domain/errors.js';
+import type { Context } from 'koa';
+import type { User } from '../../db/entities/user.js';
+import type { ServiceContext } from '../../services/context.js';
+import { DomainError, ValidationError } from '../../domain/errors.js';
 import { authenticate } from '../../services/users/authenticate.js';
+import { setPassword } from '../../services/users/set-password.js';
 import { clientIp } from '../auth/authenticate.js';
-import type { LoginThrottler } from '../auth/login-throttle.js';
+import { slowDown, type LoginThrottler } from '../auth/login-throttle.js';
 import { requireUser, type OperationHandlers } from '../operations.js';
 import { serializeUser } from '../serializers.js';
+
+/**
+ * One password guess by the request's client: counted before the compare (see LoginThrottler),
+ * so concurrent guesses cannot pass the limit; 429 when its client is over it. The user, or null
+ * for a wrong username or password.
+ */
+async function checkPassword(throttler: LoginThrottler, koa: Context, services: ServiceContext, username: string, password: string): Promise<User | null> {
+  const client = clientIp(koa);
+  const attempt = await throttler.attempt(username, client, services.clock.now());
+  if (!attempt.allowed) {
+    koa.set('Retry-After', String(attempt.retryAfter));
+    throw new DomainError('rate_limited', 'Too many failed logins; try again later.');
+  }
+  await slowDown(attempt.delayMs);
+  const user = await authenticate(services, username, password);
+  if (user) await throttler.succeeded(username, client);
+  return user;
+}
 
 export function authHandlers(throttler: LoginThrottler): OperationHandlers {
   return {
     async login({ koa, body, services }) {
-      const ip = clientIp(koa);
-      // Counted before the compare (see LoginThrottler), so concurrent guesses cannot pass the limit.
-      const wait = await throttler.attempt(body.username, ip, services.clock.now());
-      if (wait > 0) {
-        koa.set('Retry-After', String(wait));
-        throw new DomainError('rate_limited', 'Too many failed logins; try again later.');
-      }
-      const user = await authenticate(services, body.username, body.password);
+      const user = await checkPassword(throttler, koa, services, body.username, body.password);
       if (!user) throw new DomainError('not_authenticated', 'Invalid username or password.');
-      await throttler.succeeded(body.username, ip);
       // The CSRF token guards session-authenticated changes; regenerating stores the session
       // under a fresh id, so an id planted before login is worthless (no fixation).
       const csrfToken = randomBytes(24).toString('base64url');
@@ -30,6 +44,20 @@ export function authHandlers(throttler: LoginThrottler): OperationHandlers {
 
     async logout({ koa }) {
       koa.session = null;
+      return { status: 204, body: undefined };
+    },
+
+    async changePassword(req) {
+      const { koa, body, services } = req;
+      const me = requireUser(req);
+      // The current password is a guess like a login's, counted the same way: a stolen session
+      // cannot be used to find the password by trying.
+      if (!(await checkPassword(throttler, koa, services, me.username, body.current_password))) {
+        throw new ValidationError([{ field: 'current_password', message: 'is not the current password' }]);
+      }
+      await setPassword(services, me, body.new_password, 'new_password');
+      // Its row is gone with the others; nothing is written back under this cookie.
+      if (koa.state.authMethod === 'session') koa.session = null;
       return { status: 204, body: undefined };
     },
 

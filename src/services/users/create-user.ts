@@ -14,13 +14,19 @@ export interface CreateUserInput {
 }
 
 const USERNAME = /^[A-Za-z0-9_.@+-]{1,150}$/;
+
+/** What is wrong with a password, or null: the one rule for new accounts and new passwords. */
+export function passwordProblem(password: string): string | null {
+  return password.length < 8 || password.length > 1024 ? 'must be 8-1024 characters' : null;
+}
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** Creates an account (operators do this with `billing-admin users create`). */
 export async function createUser(ctx: DataContext, input: CreateUserInput): Promise<User> {
   const errors: FieldError[] = [];
   if (!USERNAME.test(input.username)) errors.push({ field: 'username', message: 'must be 1-150 letters, digits or _ . @ + -' });
-  if (input.password.length < 8 || input.password.length > 1024) errors.push({ field: 'password', message: 'must be 8-1024 characters' });
+  const passwordError = passwordProblem(input.password);
+  if (passwordError) errors.push({ field: 'password', message: passwordError });
   if (input.email && (!EMAIL.test(input.email) || input.email.length > 254)) errors.push({ field: 'email', message: 'is not an email address' });
   if (errors.length > 0) throw new ValidationError(errors);
 
