@@ -50,6 +50,8 @@ export interface Config {
   topupMaxAmount: string;
   walletCurrency: string;
   renewalDueDays: number;
+  /** `payments sync` also asks about payments and top-ups settled within this many days (0: only non-final ones). */
+  reconcileLookbackDays: number;
   dunningRetryDays: number[];
   /** Seconds between the server's own billing passes (0: off, an external scheduler runs `billing run`). */
   billingSchedulerIntervalSeconds: number;
@@ -298,6 +300,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     topupMaxAmount: amount(env, 'TOPUP_MAX_AMOUNT', '50000000'),
     walletCurrency: (env.WALLET_CURRENCY || 'IDR').toUpperCase(),
     renewalDueDays: integer(env, 'RENEWAL_DUE_DAYS', 3),
+    // The card dispute window: a chargeback may come that late (DECISIONS §9).
+    reconcileLookbackDays: integer(env, 'RECONCILE_LOOKBACK_DAYS', 120),
     dunningRetryDays: dunning,
     billingSchedulerIntervalSeconds: integer(env, 'BILLING_SCHEDULER_INTERVAL', 60),
     accessGraceMinutes: integer(env, 'ACCESS_GRACE_MINUTES', 60),

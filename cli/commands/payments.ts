@@ -3,7 +3,7 @@ import { serializePayment, serializeRefund, serializeWebhookLog } from '../../sr
 import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.js';
 import { reconcilePayments, type ReconcileItem } from '../../src/services/gateway-events/reconcile-payments.js';
 import { startProgress } from '../progress.js';
-import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { CliFailure, cliConfig, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
 import { parseLimit, parseTime } from './webhooks.js';
 
 function serializeItem(item: ReconcileItem) {
@@ -27,8 +27,9 @@ export function registerPaymentCommands(program: Command): void {
   payments
     .command('sync')
     .description(
-      'reconcile with the gateway: ask it for every payment and top-up that is not final (pending, or charge outcome unknown) ' +
-        'and apply what it says through the webhook pipeline (webhook logs with source sync)',
+      'reconcile with the gateway: ask it for every payment and top-up that is not final (pending, or charge outcome unknown), ' +
+        'and for those settled within RECONCILE_LOOKBACK_DAYS (a reversal, refund or chargeback whose notification was lost), ' +
+        'and apply what it says through the webhook pipeline (webhook logs with source sync); settled ones that did not change are only counted',
     )
     .option('--since <time>', 'only those created at or after this ISO 8601 time')
     .option('--limit <n>', 'at most this many, oldest first')
@@ -36,15 +37,20 @@ export function registerPaymentCommands(program: Command): void {
     .action(async (opts, cmd: Command) => {
       const input = { since: parseTime(opts.since, '--since'), limit: parseLimit(opts.limit), dryRun: Boolean(opts.dryRun) };
       const progress = startProgress();
-      const items = await withServices((s) =>
+      const all = await withServices((s) =>
         reconcilePayments(s, input, (item, i, total) =>
           progress.update(i + 1, total, `${item.orderId}: gateway ${item.gatewayStatus ?? '?'}, ${item.statusBefore} -> ${item.statusAfter} (${item.result})`),
         ),
       ).finally(() => progress.finish());
+      // A settled payment the gateway still holds as we recorded it is only counted: a daily run over
+      // months of them would bury the ones that matter.
+      const unchanged = all.filter((i) => i.result === 'unchanged').length;
+      const items = all.filter((i) => i.result !== 'unchanged');
       const changed = items.filter((i) => i.changes.length > 0);
-      output(globalOptions(cmd), { dry_run: input.dryRun, count: items.length, changed: changed.length, results: items.map(serializeItem) }, () =>
+      const lookedBack = `${unchanged} settled within the last ${cliConfig().reconcileLookbackDays} days unchanged.`;
+      output(globalOptions(cmd), { dry_run: input.dryRun, count: items.length, changed: changed.length, unchanged, results: items.map(serializeItem) }, () =>
         items.length === 0
-          ? 'Nothing to reconcile: no pending payments or top-ups.'
+          ? `Nothing to reconcile: no pending payments or top-ups, and ${lookedBack}`
           : `${table(
               items.map((i) => ({
                 kind: i.kind,
@@ -56,7 +62,7 @@ export function registerPaymentCommands(program: Command): void {
                 detail: i.error ?? i.changes.join('; '),
               })),
               ['kind', 'order_id', 'gateway', 'before', 'after', 'result', 'detail'],
-            )}\n${changed.length} of ${items.length} changed.`,
+            )}\n${changed.length} of ${items.length} changed; ${lookedBack}`,
       );
       if (items.some((i) => i.result === 'gateway_error')) process.exitCode = EXIT.unavailable;
       else if (!input.dryRun && items.some((i) => i.result === 'failed')) process.exitCode = EXIT.checkFailed;

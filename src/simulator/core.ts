@@ -340,6 +340,7 @@ export class SimulatorCore {
       }
     }
     if (!move.ok) throw new SimulatorError(409, move.reason);
+    if (opts.notify === false) return { order_id: tx.order_id, transaction_status: tx.transaction_status, notification: null };
     const [first] = await this.notifyNow(tx);
     return { order_id: tx.order_id, transaction_status: tx.transaction_status, notification: first! };
   }

@@ -163,6 +163,7 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
     const fraud = ctx.query['fraud_status'];
     try {
       const result = await core.act(id(ctx), action, {
+        notify: ctx.query['notify'] !== 'false',
         fraudStatus: typeof fraud === 'string' ? (fraud as 'accept' | 'challenge') : undefined,
         amount: amount as number | string | undefined,
       });

@@ -88,6 +88,8 @@ export const COMMAND_ACTIONS = ['settle', 'capture', 'deny', 'cancel', 'expire',
 export type CommandAction = (typeof COMMAND_ACTIONS)[number];
 
 export interface ActionOptions {
+  /** false: move the record and send no notification, as when the merchant's endpoint was down and the retries ran out. */
+  notify?: boolean;
   /** capture: accept (default) or challenge. */
   fraudStatus?: 'accept' | 'challenge';
   /** refund: integer IDR (number or digit string); the whole remaining amount when absent. */
@@ -103,8 +105,8 @@ export interface DeliveryOutcome {
 export interface ActionResult {
   order_id: string;
   transaction_status: SimStatus;
-  /** The first delivery attempt to the first notification URL. */
-  notification: DeliveryOutcome;
+  /** The first delivery attempt to the first notification URL; null when told not to notify (a lost notification). */
+  notification: DeliveryOutcome | null;
 }
 
 export const CORE_OPERATIONS = ['charge', 'status', 'cancel', 'expire', 'refund', 'direct_refund', 'approve', 'deny'] as const;

@@ -29,7 +29,7 @@ describe.each(DATABASES)('billing-admin payments sync on %s', (kind) => {
     await charge(waiting.payment.orderId, '150000.00');
     await charge(topup.orderId, '100000.00');
     const lost = await stage.server.running.billing.simulator!.act(settled.payment.orderId, 'settle');
-    expect(lost.notification.http_status).toBeNull();
+    expect(lost.notification!.http_status).toBeNull();
     await stage.server.running.billing.simulator!.act(topup.orderId, 'expire');
     expect((await em().findOneOrFail(Payment, settled.payment.id)).status).toBe('pending');
 

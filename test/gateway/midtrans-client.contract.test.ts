@@ -345,7 +345,7 @@ describe('order ids and idempotency', () => {
       const r = req({ notificationUrl: other.url });
       await h.client().charge(r);
       const result = await h.sim.act(r.orderId, 'settle');
-      expect(result.notification.url).toBe(other.url);
+      expect(result.notification!.url).toBe(other.url);
       await other.waitFor((all) => all.length === 2);
       expect(other.received.map((n) => n.body['transaction_status'])).toEqual(['pending', 'settlement']);
       expect(h.receiver.for(r.orderId)).toHaveLength(0);

@@ -273,7 +273,7 @@ describe.each(DATABASES)('POST /webhook/notification/ on %s', (kind) => {
       const { payment } = await newSubscription();
       await server.running.billing.gateway.charge({ orderId: payment.orderId, grossAmount: '150000.00', currency: 'IDR', paymentType: 'bank_transfer', bank: 'bca' });
       const acted = await server.running.billing.simulator!.act(payment.orderId, 'settle');
-      expect(acted.notification.http_status).toBe(200);
+      expect(acted.notification!.http_status).toBe(200);
       expect((await paymentState(payment.orderId)).status).toBe('settled');
     });
   });

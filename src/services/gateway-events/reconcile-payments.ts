@@ -13,7 +13,7 @@ import { previewGatewayEvent, recordAndApplyGatewayEvent, type NotificationResul
 export interface ReconcileInput {
   /** Only payments and top-ups created at or after this time. */
   since?: Date;
-  /** At most this many, oldest first. */
+  /** At most this many gateway questions, oldest first (the non-final ones before the look back). */
   limit?: number;
   dryRun?: boolean;
 }
@@ -26,7 +26,9 @@ export type ReconcileResult =
   /** The gateway could not be asked. */
   | 'gateway_error'
   /** The gateway never saw the charge and it is too old to be on its way: failed, `never_reached_gateway`. */
-  | 'closed';
+  | 'closed'
+  /** A settled payment or top-up of the look back whose status at the gateway is what we applied: nothing recorded. */
+  | 'unchanged';
 
 export interface ReconcileItem {
   kind: 'payment' | 'topup';
@@ -51,6 +53,56 @@ interface Candidate {
   createdAt: Date;
   /** A refund of it was sent to the gateway and never answered. */
   lostRefund?: boolean;
+  /** Settled within the look back: asked in case the gateway moved its money since (a lost notification). */
+  settled?: boolean;
+}
+
+/** Settled payments and top-ups are read in pages of this many (memory stays flat over 120 days of them). */
+const LOOKBACK_BATCH = 200;
+
+/**
+ * Payments and top-ups settled within RECONCILE_LOOKBACK_DAYS (DECISIONS §9): the gateway may
+ * have reversed, refunded or charged them back since, and the notification may be lost. Read in
+ * pages, oldest first, keyed on (paid_at, id); wallet payments never reach the gateway.
+ */
+async function* settledWithinLookback(ctx: ServiceContext, input: ReconcileInput, skip: Set<string>): AsyncGenerator<Candidate[]> {
+  const days = ctx.config.reconcileLookbackDays;
+  if (days <= 0) return;
+  const cutoff = new Date(ctx.clock.now().getTime() - days * 24 * 60 * 60 * 1000);
+  for (const kind of ['payment', 'topup'] as const) {
+    let after: { paidAt: Date; id: string } | null = null;
+    for (;;) {
+      const where: Record<string, unknown> = {
+        status: kind === 'payment' ? { $in: ['settled', 'partially_refunded'] } : 'success',
+        paidAt: { $gte: cutoff },
+        ...(kind === 'payment' ? { paymentType: { $ne: 'wallet' } } : {}),
+        ...(input.since ? { createdAt: { $gte: input.since } } : {}),
+      };
+      if (after) where.$or = [{ paidAt: { $gt: after.paidAt } }, { paidAt: after.paidAt, id: { $gt: after.id } }];
+      const options = { orderBy: [{ paidAt: 'asc' as const }, { id: 'asc' as const }], limit: LOOKBACK_BATCH };
+      const em = ctx.em.fork();
+      const rows: (Payment | Topup)[] = kind === 'payment' ? await em.find(Payment, where as FilterQuery<Payment>, options) : await em.find(Topup, where as FilterQuery<Topup>, options);
+      if (rows.length === 0) break;
+      yield rows
+        .filter((r) => !skip.has(r.id))
+        .map((r) => ({ kind, id: r.id, orderId: r.orderId, status: r.status, createdAt: r.createdAt, settled: true }));
+      const last = rows[rows.length - 1]!;
+      after = { paidAt: last.paidAt!, id: last.id };
+      if (rows.length < LOOKBACK_BATCH) break;
+    }
+  }
+}
+
+/** How many the look back will ask about (for progress). */
+async function countSettledWithinLookback(ctx: ServiceContext, input: ReconcileInput): Promise<number> {
+  const days = ctx.config.reconcileLookbackDays;
+  if (days <= 0) return 0;
+  const cutoff = new Date(ctx.clock.now().getTime() - days * 24 * 60 * 60 * 1000);
+  const since = input.since ? { createdAt: { $gte: input.since } } : {};
+  const em = ctx.em.fork();
+  const payments = await em.count(Payment, { status: { $in: ['settled', 'partially_refunded'] }, paidAt: { $gte: cutoff }, paymentType: { $ne: 'wallet' }, ...since } as FilterQuery<Payment>);
+  const topups = await em.count(Topup, { status: 'success', paidAt: { $gte: cutoff }, ...since } as FilterQuery<Topup>);
+  return payments + topups;
 }
 
 async function candidates(ctx: ServiceContext, input: ReconcileInput): Promise<Candidate[]> {
@@ -109,8 +161,11 @@ async function resendLostRefunds(ctx: ServiceContext, paymentId: string): Promis
 
 /**
  * Reconciliation (`billing-admin payments sync`): asks the gateway for every payment and top-up
- * that is not final and applies what it says through the webhook pipeline as a `sync` log, so a
- * lost or failed notification is made good exactly once (a status already applied is a duplicate).
+ * that is not final, and for those settled within RECONCILE_LOOKBACK_DAYS, and applies what it
+ * says through the webhook pipeline as a `sync` log, so a lost or failed notification is made
+ * good exactly once (a status already applied is a duplicate). A settled one whose status is
+ * the one already applied is `unchanged` and records nothing, so a daily run over months of
+ * payments does not grow the webhook log.
  */
 export async function reconcilePayments(
   ctx: ServiceContext,
@@ -118,47 +173,65 @@ export async function reconcilePayments(
   onProgress?: (item: ReconcileItem, index: number, total: number) => void,
 ): Promise<ReconcileItem[]> {
   const list = await candidates(ctx, input);
+  const limit = input.limit ?? Number.POSITIVE_INFINITY;
+  const total = Math.min(limit, list.length + (list.length < limit ? await countSettledWithinLookback(ctx, input) : 0));
   const items: ReconcileItem[] = [];
-  for (const [index, c] of list.entries()) {
-    const base = { kind: c.kind, id: c.id, orderId: c.orderId, statusBefore: c.status, statusAfter: c.status, changes: [] as string[], log: null };
-    let item: ReconcileItem;
-    try {
-      let answer = await ctx.gateway.status(c.orderId);
-      // NOTE: a payment we canceled whose cancel never reached the gateway is still payable
-      // there: cancel it now, and apply what the gateway answers like any status.
-      if (!input.dryRun && c.kind === 'payment' && c.status === 'canceled' && answer.transactionStatus === 'pending') {
-        answer = await ctx.gateway.cancel(c.orderId);
-      }
-      const event = eventFromTransaction(answer);
-      if (input.dryRun) {
-        const preview = await previewGatewayEvent(ctx, event);
-        item = { ...base, gatewayStatus: event.transactionStatus, result: preview.result, error: preview.error };
-      } else {
-        const outcome = await recordAndApplyGatewayEvent(ctx, { event, source: 'sync' });
-        // The status answer lists the refunds the gateway made (applied above); the others are sent again.
-        const resent = c.lostRefund ? await resendLostRefunds(ctx, c.id) : { changes: [], error: null };
-        item = {
-          ...base,
-          statusAfter: await currentStatus(ctx, c),
-          gatewayStatus: event.transactionStatus,
-          result: resent.error ? 'gateway_error' : outcome.result,
-          changes: [...outcome.changes, ...resent.changes],
-          error: resent.error ?? outcome.error,
-          log: outcome.log,
-        };
-      }
-    } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      const notFound = err.kind === 'not_found';
-      item = { ...base, gatewayStatus: null, result: notFound ? 'not_found' : 'gateway_error', error: `gateway ${err.kind}: ${err.message}` };
-      // A charge the gateway never saw, old enough that nobody is still sending it: closed as failed.
-      if (notFound && !input.dryRun && c.kind === 'payment' && c.status === 'pending' && !c.lostRefund && isPastReach(ctx, c.createdAt)) {
-        const changes = await closeUnsentPayment(ctx, c.id);
-        item = { ...item, result: 'closed', statusAfter: await currentStatus(ctx, c), changes, error: null };
-      }
-    }
+  let asked = 0;
+  const ask = async (c: Candidate) => {
+    const item = await reconcileOne(ctx, c, input);
     items.push(item);
-    onProgress?.(item, index, list.length);
+    onProgress?.(item, asked, total);
+    asked += 1;
+  };
+  for (const c of list) {
+    if (asked >= limit) return items;
+    await ask(c);
+  }
+  for await (const batch of settledWithinLookback(ctx, input, new Set(list.map((c) => c.id)))) {
+    for (const c of batch) {
+      if (asked >= limit) return items;
+      await ask(c);
+    }
   }
   return items;
+}
+
+async function reconcileOne(ctx: ServiceContext, c: Candidate, input: ReconcileInput): Promise<ReconcileItem> {
+  const base = { kind: c.kind, id: c.id, orderId: c.orderId, statusBefore: c.status, statusAfter: c.status, changes: [] as string[], log: null };
+  try {
+    let answer = await ctx.gateway.status(c.orderId);
+    // NOTE: a payment we canceled whose cancel never reached the gateway is still payable
+    // there: cancel it now, and apply what the gateway answers like any status.
+    if (!input.dryRun && c.kind === 'payment' && c.status === 'canceled' && answer.transactionStatus === 'pending') {
+      answer = await ctx.gateway.cancel(c.orderId);
+    }
+    const event = eventFromTransaction(answer);
+    if (input.dryRun || c.settled) {
+      const preview = await previewGatewayEvent(ctx, event);
+      if (c.settled && preview.result === 'duplicate') return { ...base, gatewayStatus: event.transactionStatus, result: 'unchanged', error: null };
+      if (input.dryRun) return { ...base, gatewayStatus: event.transactionStatus, result: preview.result, error: preview.error };
+    }
+    const outcome = await recordAndApplyGatewayEvent(ctx, { event, source: 'sync' });
+    // The status answer lists the refunds the gateway made (applied above); the others are sent again.
+    const resent = c.lostRefund ? await resendLostRefunds(ctx, c.id) : { changes: [], error: null };
+    return {
+      ...base,
+      statusAfter: await currentStatus(ctx, c),
+      gatewayStatus: event.transactionStatus,
+      result: resent.error ? 'gateway_error' : outcome.result,
+      changes: [...outcome.changes, ...resent.changes],
+      error: resent.error ?? outcome.error,
+      log: outcome.log,
+    };
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err;
+    const notFound = err.kind === 'not_found';
+    const item: ReconcileItem = { ...base, gatewayStatus: null, result: notFound ? 'not_found' : 'gateway_error', error: `gateway ${err.kind}: ${err.message}` };
+    // A charge the gateway never saw, old enough that nobody is still sending it: closed as failed.
+    if (notFound && !input.dryRun && c.kind === 'payment' && c.status === 'pending' && !c.lostRefund && isPastReach(ctx, c.createdAt)) {
+      const changes = await closeUnsentPayment(ctx, c.id);
+      return { ...item, result: 'closed', statusAfter: await currentStatus(ctx, c), changes, error: null };
+    }
+    return item;
+  }
 }

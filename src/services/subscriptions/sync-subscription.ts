@@ -5,6 +5,8 @@ import { findWalletOwner } from '../wallet/find-wallet-owner.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
 import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
+import { eventFromTransaction } from '../gateway-events/gateway-event.js';
+import { previewGatewayEvent } from '../gateway-events/process-notification.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 
 export interface PaymentSyncResult {
@@ -17,9 +19,11 @@ export interface PaymentSyncResult {
 }
 
 /**
- * Asks the gateway for the status of each of the subscription's pending payments and applies
- * the answers like webhook notifications (logged with `source: sync`). Works for any
- * subscription; callers scope it to a user.
+ * Asks the gateway for the status of each of the subscription's pending payments, and of those
+ * settled within RECONCILE_LOOKBACK_DAYS (a reversal, refund or chargeback whose notification was
+ * lost, DECISIONS §9), and applies the answers like webhook notifications (logged with
+ * `source: sync`; a settled one the gateway still holds as we recorded it is `unchanged` and
+ * records nothing). Works for any subscription; callers scope it to a user.
  */
 export async function syncSubscriptionPayments(ctx: ServiceContext, subscriptionId: string): Promise<PaymentSyncResult[]> {
   const pending = await ctx.em.fork().find(
@@ -27,8 +31,22 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
     { subscription: subscriptionId, status: 'pending', paymentType: { $ne: 'wallet' } },
     { orderBy: { createdAt: 'asc' } },
   );
+  const days = ctx.config.reconcileLookbackDays;
+  const settled =
+    days > 0
+      ? await ctx.em.fork().find(
+          Payment,
+          {
+            subscription: subscriptionId,
+            status: { $in: ['settled', 'partially_refunded'] },
+            paymentType: { $ne: 'wallet' },
+            paidAt: { $gte: new Date(ctx.clock.now().getTime() - days * 24 * 60 * 60 * 1000) },
+          },
+          { orderBy: { paidAt: 'asc' } },
+        )
+      : [];
   const results: PaymentSyncResult[] = [];
-  for (const payment of pending) {
+  for (const payment of [...pending, ...settled]) {
     let tx;
     try {
       tx = await ctx.gateway.status(payment.orderId);
@@ -39,6 +57,10 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
         continue;
       }
       throw err;
+    }
+    if (payment.status !== 'pending' && (await previewGatewayEvent(ctx, eventFromTransaction(tx))).result === 'duplicate') {
+      results.push({ order_id: payment.orderId, gateway_status: tx.transactionStatus, outcome: 'unchanged', changes: [], error: null });
+      continue;
     }
     const outcome = await applyStatusAnswer(ctx, payment.id, tx);
     results.push({ order_id: payment.orderId, gateway_status: tx.transactionStatus, outcome: outcome.result, changes: outcome.changes, error: outcome.error });
