@@ -64,6 +64,21 @@ export function gatewayErrorToProblemCode(e: GatewayError): GatewayProblemCode {
   return 'gateway_error';
 }
 
+/** A payment's `failure_reason` when a charge failed on our side or the gateway's, never the customer's. */
+export type MerchantSideFailure = 'gateway_rejected_credentials' | 'gateway_unavailable';
+export const MERCHANT_SIDE_FAILURES: readonly string[] = ['gateway_rejected_credentials', 'gateway_unavailable'] satisfies MerchantSideFailure[];
+
+/**
+ * Whether a refused charge is the merchant's failure (a wrong server key, the gateway down or
+ * overloaded) rather than the customer's (a declined card, bad card data): DECISIONS §9, such a
+ * failure counts no dunning attempt and moves no subscription. Null for the customer's.
+ */
+export function merchantSideFailure(e: GatewayError): MerchantSideFailure | null {
+  if (e.kind === 'unauthorized') return 'gateway_rejected_credentials';
+  if (e.kind === 'unavailable' || e.kind === 'timeout' || e.kind === 'bad_response') return 'gateway_unavailable';
+  return null;
+}
+
 /** The gateway client's part of the one classification (src/domain/failure.ts). */
 export function recogniseGatewayFailure(err: unknown): Failure | null {
   if (!(err instanceof GatewayError)) return null;

@@ -34,7 +34,7 @@ export interface paths {
          *     - `billing_billing_runs_total{result}` and `billing_billing_run_outcomes_total{outcome}`:
          *       in-server billing passes (`BILLING_SCHEDULER_INTERVAL`) by result (`ok`, `failed`, or
          *       `skipped` when another process held the pass lock) and what they did (`renewed`,
-         *       `charged`, `failed`, `past_due`, …, `error`). A `billing-admin billing run` is another
+         *       `charged`, `failed`, `merchant_failed` (a charge that failed on our side or the gateway's: wrong key, outage), `past_due`, …, `error`). A `billing-admin billing run` is another
          *       process and is not counted here.
          *     - `billing_scheduler_last_pass_timestamp_seconds`,
          *       `billing_scheduler_last_pass_duration_seconds` and
@@ -1799,7 +1799,11 @@ export interface components {
             fraud_status: string | null;
             /**
              * @description Why a `failed` payment failed when the gateway never said: `never_reached_gateway`
-             *     (the charge was lost before the gateway saw it; `payments sync` closed it).
+             *     (the charge was lost before the gateway saw it; `payments sync` closed it),
+             *     `gateway_rejected_credentials` (the gateway refused the service's server key) or
+             *     `gateway_unavailable` (the gateway was down or overloaded). The last two are the
+             *     merchant's failures, never the customer's: a renewal that fails so takes no dunning
+             *     step (no `past_due`, no retry counted, no cancellation) and is charged again.
              * @example null
              */
             failure_reason?: string | null;

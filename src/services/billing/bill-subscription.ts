@@ -8,7 +8,7 @@ import { Invoice } from '../../db/entities/invoice.js';
 import { boundaryAfter, isoDate } from '../../domain/billing-calendar.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
-import { GatewayError } from '../../gateway/errors.js';
+import { GatewayError, MERCHANT_SIDE_FAILURES, merchantSideFailure } from '../../gateway/errors.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { createInvoice, type CreateInvoiceInput } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
@@ -129,6 +129,13 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
 async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): Promise<StepResult> {
   const at = ctx.clock.now();
   const schedule = dunningSchedule(invoice.createdAt, ctx.config);
+  if (await lastAttemptFailedOnOurSide(ctx, invoice)) {
+    // DECISIONS §9: a wrong server key or a gateway outage is not the customer's failure. No
+    // dunning step is taken on it (no past_due, no retry counted, no cancellation): the charge
+    // is only made again, and the schedule resumes once an attempt reaches the customer.
+    const collection = await collectInvoice(ctx, sub, invoice, nextDunningStep(schedule, at, invoice.retryCount));
+    return result(sub, 'collect', { counts: collection.counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice });
+  }
   if (at.getTime() >= schedule.cancelAt.getTime()) {
     invoiceStates.apply(invoice, 'mark_uncollectible', at);
     invoice.nextRetryAt = null;
@@ -160,6 +167,12 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
     if (recheck.getTime() < invoice.nextRetryAt.getTime()) invoice.nextRetryAt = recheck;
   }
   return result(sub, 'collect', { counts, invoiceNumber: invoice.number, invoice });
+}
+
+/** Whether the invoice's latest charge failed because of us or the gateway (payment.failure_reason). */
+async function lastAttemptFailedOnOurSide(ctx: DataContext, invoice: Invoice): Promise<boolean> {
+  const latest = await ctx.em.findOne(Payment, { invoice }, { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
+  return latest !== null && latest.status === 'failed' && latest.failureReason !== null && MERCHANT_SIDE_FAILURES.includes(latest.failureReason);
 }
 
 function expire(ctx: DataContext, sub: Subscription): StepResult {
@@ -309,6 +322,7 @@ export async function finishStep(ctx: ServiceContext, step: StepResult): Promise
   } catch (err) {
     if (!(err instanceof GatewayError)) throw err;
     declined = DECLINES.includes(err.kind);
+    if (merchantSideFailure(err)) bump('merchant_failed');
     // A declined card is the customer's outcome. A gateway that is down, or whose answer was
     // lost (the payment stays pending for sync), is the run's failure: the operator must know.
     if (declined) step.outcome = `gateway ${err.kind}: ${err.message}`;

@@ -22,6 +22,8 @@ export type BillingCounter =
   | 'charged'
   | 'pending'
   | 'failed'
+  /** A charge that failed on our side or the gateway's (wrong key, outage): no dunning step taken. */
+  | 'merchant_failed'
   | 'retried'
   | 'past_due'
   | 'canceled'

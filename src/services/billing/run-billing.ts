@@ -54,6 +54,7 @@ export const COUNTERS: readonly BillingCounter[] = [
   'charged',
   'pending',
   'failed',
+  'merchant_failed',
   'retried',
   'past_due',
   'canceled',

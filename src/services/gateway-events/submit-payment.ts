@@ -1,6 +1,6 @@
 import { Payment } from '../../db/entities/payment.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
-import { GatewayError } from '../../gateway/errors.js';
+import { GatewayError, merchantSideFailure } from '../../gateway/errors.js';
 import type { Bank, ChargeRequest, GatewayPaymentType, GatewayTransaction } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
@@ -65,7 +65,10 @@ export async function submitPayment(ctx: ServiceContext, paymentId: string, opts
         locked.outcomeUnknown = true;
         return;
       }
-      if (paymentStates.applyIfAllowed(locked, 'fail', ctx.clock.now())) await opts.onRejected?.({ ...ctx, em }, locked);
+      if (paymentStates.applyIfAllowed(locked, 'fail', ctx.clock.now())) {
+        locked.failureReason = merchantSideFailure(err);
+        await opts.onRejected?.({ ...ctx, em }, locked);
+      }
     });
     throw err;
   }

@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Subscription } from '../../../src/db/entities/subscription.js';
+import { runBilling } from '../../../src/services/billing/run-billing.js';
 import { DATABASES } from '../../helpers/database.js';
+import { Invoice } from '../../../src/db/entities/invoice.js';
+import { MidtransClient } from '../../../src/gateway/midtrans-client.js';
+import { runCli } from '../../helpers/cli.js';
+import { cliEnv } from '../../helpers/cli-server.js';
 import { iso, startBilling, type BillingHarness } from '../../helpers/billing.js';
 
 describe.each(DATABASES)('billing run: gateway renewals (%s)', (kind) => {
@@ -91,5 +96,52 @@ describe.each(DATABASES)('billing run: gateway renewals (%s)', (kind) => {
     const notes = await h.notifications(user);
     expect(notes).toContain('payment_failed');
     expect(notes).toContain('subscription_past_due');
+  });
+
+  // Issue 27 / DECISIONS §9: a wrong server key (the gateway answers 401) or a gateway outage
+  // during renewals is the merchant's failure, not the customer's. It was counted as dunning:
+  // every renewing customer went past_due and was then canceled.
+  it('a wrong server key: the charge fails on our side; no past_due, no retry counted, no cancellation, the run reports it; the right key renews', async () => {
+    const user = await h.user();
+    const sub = await h.subscribe(user, 'pro-monthly', 'credit_card', 'sim-card-accept-4811');
+    const { config, orm } = h.server.running.billing;
+    const wrongKey = new MidtransClient({ baseUrl: `${h.server.url}/_simulator`, serverKey: 'SB-Mid-server-rotated-by-mistake', timeoutMs: 5000 });
+    const runWithWrongKey = () => runBilling({ ...h.ctx(), gateway: wrongKey });
+
+    h.clock.set(new Date('2027-02-28T10:00:00.000Z'));
+    const first = await runWithWrongKey();
+    expect(first).toMatchObject({ renewed: 1, charged: 0, merchant_failed: 1, past_due: 0 });
+    expect(first.errors).toHaveLength(1);
+    expect(first.errors[0].message).toMatch(/unauthorized|401/);
+    expect((await h.payments(sub.id))[1]).toMatchObject({ status: 'failed', failureReason: 'gateway_rejected_credentials' });
+
+    // Past the due date, every retry and the cancellation date: still the key, never the customer.
+    for (const day of ['2027-03-04T10:00:00.000Z', '2027-03-05T10:00:00.000Z', '2027-03-08T10:00:00.000Z', '2027-03-12T10:00:00.000Z', '2027-03-20T10:00:00.000Z']) {
+      h.clock.set(new Date(day));
+      const report = await runWithWrongKey();
+      expect(report, day).toMatchObject({ past_due: 0, canceled: 0, retried: 0, merchant_failed: 1 });
+      expect(report.errors, day).toHaveLength(1);
+      expect((await h.sub(sub.id)).status, day).toBe('active');
+    }
+    const [, renewal] = await h.invoices(sub.id);
+    expect(renewal).toMatchObject({ status: 'open', retryCount: 0 });
+    const notes = await h.notifications(user);
+    expect(notes).not.toContain('subscription_past_due');
+    expect(notes).not.toContain('subscription_canceled');
+
+    // billing-admin billing run exits 1 with the reason (the CLI with the wrong key).
+    const cli = await runCli(['billing', 'run', '--at', '2027-03-20T11:00:00.000Z', '--json'], { ...cliEnv(h.server), GATEWAY_BASE_URL: `${h.server.url}/_simulator`, GATEWAY_SERVER_KEY: 'SB-Mid-server-rotated-by-mistake' });
+    expect(cli.code, cli.stderr).toBe(1);
+    expect(cli.json).toMatchObject({ merchant_failed: 1, past_due: 0, canceled: 0 });
+
+    // The key is fixed: the next run charges the saved card and the period is paid.
+    h.clock.set(new Date('2027-03-20T12:00:00.000Z'));
+    const fixed = await h.run();
+    expect(fixed).toMatchObject({ charged: 1, merchant_failed: 0, errors: [] });
+    const renewed = await h.sub(sub.id);
+    expect(renewed.status).toBe('active');
+    expect(iso(renewed.currentPeriodEnd)).toBe('2027-03-31T10:00:00.000Z');
+    expect((await orm.em.fork().findOneOrFail(Invoice, renewal.id)).status).toBe('paid');
+    expect(config.gateway.serverKey).not.toBe('SB-Mid-server-rotated-by-mistake');
   });
 });
