@@ -104,7 +104,7 @@ describe.each(DATABASES)('notifications on %s', (kind) => {
     expect(theirs.status).toBe(404);
     expect(theirs.body.code).toBe('not_found');
     expect((await server.api('GET', '/notifications/00000000-0000-4000-8000-000000000000/', { auth: alice })).status).toBe(404);
-    expect((await server.api('GET', '/notifications/42/', { auth: alice })).status).toBe(400);
+    expect((await server.api('GET', '/notifications/42/', { auth: alice })).status).toBe(404);
   });
 
   it('lists unread in-app entries newest first: at most 50, with the total count', async () => {
