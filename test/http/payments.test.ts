@@ -64,7 +64,7 @@ describe.each(DATABASES)('payments on %s', (kind) => {
       expect((await server.api('GET', '/payments/?ordering=amount', { auth: user })).status).toBe(400);
     });
 
-    it('detail includes payment_details; another user gets 404; a malformed id is 400', async () => {
+    it('detail includes payment_details; another user gets 404; a malformed id names nothing (404)', async () => {
       await newUser();
       const created = await subscribe(server, user, { plan_id: 'basic-monthly', payment_type: 'echannel' });
       const res = await getPayment(created.body.payment.id);

@@ -124,7 +124,7 @@ describe.each(DATABASES)('GET /subscriptions/{id}/sync/ and billing-admin subscr
     expect((await server.api('GET', `/subscriptions/${created.body.subscription.id}/`, { auth: user })).body.status).toBe('pending');
   });
 
-  it("another user's subscription is 404 and is not synced; a malformed id is 400", async () => {
+  it("another user's subscription is 404 and is not synced; a malformed id names nothing (404)", async () => {
     user = await server.createUser();
     const created = await subscribe(server, user, { plan_id: 'basic-monthly', payment_type: 'bank_transfer' });
     await simulate(server, created.body.payment.order_id, 'settle');
