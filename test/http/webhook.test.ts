@@ -441,13 +441,14 @@ describe.each(DATABASES)('POST /webhook/notification/ on %s', (kind) => {
 });
 
 describe.each(DATABASES)('webhook edge configurations on %s', (kind) => {
-  it('with TRUST_PROXY the sender IP comes from X-Forwarded-For', async () => {
+  it("with TRUST_PROXY the sender IP is X-Forwarded-For's last entry, the one the balancer appended", async () => {
     const server = await startTestServer(kind, { env: { TRUST_PROXY: 'true' } });
     try {
       const topup = await makeTopup(server.running.billing.orm.em.fork() as EntityManager);
       const res = await server.api('POST', '/webhook/notification/', {
         body: signedNotification(server.config.gateway.serverKey, { order_id: topup.orderId, transaction_status: 'pending', gross_amount: '100000.00' }),
-        headers: { 'x-forwarded-for': '203.0.113.9, 10.0.0.1' },
+        // What the sender wrote itself comes first and is not read.
+        headers: { 'x-forwarded-for': '198.51.100.66, 203.0.113.9' },
       });
       expect(res.status).toBe(200);
       const entry = await server.running.billing.orm.em.fork().findOneOrFail(WebhookLog, res.body.webhook_log_id);
