@@ -9,4 +9,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261124031732',
   'Migration20261125032414',
   'Migration20261125032423',
+  'Migration20261126074415',
 ];

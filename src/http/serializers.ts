@@ -47,12 +47,12 @@ export const SUBSCRIPTION_FIELDS = [
 ] as const satisfies readonly (keyof SubscriptionFields)[];
 
 type PaymentScalars =
-  | 'id' | 'orderId' | 'status' | 'paymentType' | 'grossAmount' | 'currency' | 'refundedAmount' | 'creditedAmount' | 'transactionId'
+  | 'id' | 'orderId' | 'status' | 'paymentType' | 'grossAmount' | 'currency' | 'refundedAmount' | 'creditedAmount' | 'customerFee' | 'transactionId'
   | 'fraudStatus' | 'failureReason' | 'paymentDetails' | 'paidAt' | 'expiresAt' | 'createdAt' | 'updatedAt';
 export type PaymentFields = Pick<Payment, PaymentScalars> & { subscription: Ref | null; invoice: Ref | null };
 export const PAYMENT_FIELDS = [
   'id', 'orderId', 'subscription', 'invoice', 'status', 'paymentType', 'grossAmount', 'currency', 'refundedAmount', 'creditedAmount',
-  'transactionId', 'fraudStatus', 'failureReason', 'paymentDetails', 'paidAt', 'expiresAt', 'createdAt', 'updatedAt',
+  'customerFee', 'transactionId', 'fraudStatus', 'failureReason', 'paymentDetails', 'paidAt', 'expiresAt', 'createdAt', 'updatedAt',
 ] as const satisfies readonly (keyof PaymentFields)[];
 
 const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
@@ -150,6 +150,7 @@ export function serializePayment(p: PaymentFields): Schemas['Payment'] {
     currency: p.currency,
     refunded_amount: p.refundedAmount,
     credited_amount: p.creditedAmount,
+    customer_fee: p.customerFee,
     transaction_id: p.transactionId,
     fraud_status: p.fraudStatus,
     failure_reason: p.failureReason,

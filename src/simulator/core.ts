@@ -312,6 +312,7 @@ export class SimulatorCore {
     switch (action as CommandAction) {
       case 'settle':
         move = moves.settle(tx, now);
+        if (move.ok && opts.customerFee) imposeCustomerFee(tx, opts.customerFee);
         break;
       case 'capture': {
         const fraud = opts.fraudStatus ?? 'accept';
@@ -383,4 +384,14 @@ export class SimulatorCore {
     this.requests.length = 0;
     this.notifier.log.length = 0;
   }
+}
+
+/** Automatic Fee Imposition (MIDTRANS.md §7.2): the customer paid `fee` on top of the order amount. */
+function imposeCustomerFee(tx: SimTransaction, fee: number): void {
+  const original = tx.gross_amount;
+  tx.gross_amount = original + fee;
+  tx.metadata = {
+    ...(tx.metadata ?? {}),
+    extra_info: { gross_amount_info: { original_amount: money(original), gross_amount: money(tx.gross_amount), customer_imposed_payment_fee: money(fee) } },
+  };
 }

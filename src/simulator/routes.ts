@@ -161,9 +161,14 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
       amount = (read.value as { amount?: unknown } | null)?.amount;
     }
     const fraud = ctx.query['fraud_status'];
+    const fee = ctx.query['customer_fee'];
+    if (fee !== undefined && (typeof fee !== 'string' || !/^[1-9]\d{0,11}$/.test(fee) || action !== 'settle')) {
+      return send(ctx, 400, { error: 'customer_fee must be a positive whole amount, on settle' });
+    }
     try {
       const result = await core.act(id(ctx), action, {
         notify: ctx.query['notify'] !== 'false',
+        customerFee: fee === undefined ? undefined : Number(fee),
         fraudStatus: typeof fraud === 'string' ? (fraud as 'accept' | 'challenge') : undefined,
         amount: amount as number | string | undefined,
       });

@@ -88,6 +88,11 @@ export const COMMAND_ACTIONS = ['settle', 'capture', 'deny', 'cancel', 'expire',
 export type CommandAction = (typeof COMMAND_ACTIONS)[number];
 
 export interface ActionOptions {
+  /**
+   * settle: the customer paid this fee on top (Automatic Fee Imposition, MIDTRANS.md §7.2): from
+   * then on gross_amount includes it and metadata.extra_info.gross_amount_info says so.
+   */
+  customerFee?: number;
   /** false: move the record and send no notification, as when the merchant's endpoint was down and the retries ran out. */
   notify?: boolean;
   /** capture: accept (default) or challenge. */

@@ -24,6 +24,11 @@ export class Payment {
    * it bounds what can still be refunded: refundable = gross − refunded − credited.
    */
   creditedAmount!: string;
+  /**
+   * What the customer paid the gateway on top of gross_amount under Midtrans' Automatic Fee
+   * Imposition ("0.00" without it). It is the gateway's, never ours: nothing refunds or credits it.
+   */
+  customerFee!: string;
   transactionId: string | null = null;
   fraudStatus: string | null = null;
   /** The last transaction_status the gateway reported, verbatim. */
@@ -80,6 +85,7 @@ export const PaymentSchema = new EntitySchema<Payment>({
     currency: { type: 'string', length: 3 },
     refundedAmount: zeroMoneyProperty,
     creditedAmount: zeroMoneyProperty,
+    customerFee: zeroMoneyProperty,
     transactionId: { type: 'string', length: 100, nullable: true },
     fraudStatus: { type: 'string', length: 20, nullable: true },
     gatewayStatus: { type: 'string', length: 30, nullable: true },

@@ -1500,6 +1500,7 @@ export interface components {
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
          *         "credited_amount": "0.00",
+         *         "customer_fee": "0.00",
          *         "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1638,6 +1639,7 @@ export interface components {
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
          *         "credited_amount": "0.00",
+         *         "customer_fee": "0.00",
          *         "transaction_id": "0d8c6b4a-2e0f-4c8e-a6b4-2f0d8c6e4a2b",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1754,6 +1756,7 @@ export interface components {
          *       "currency": "IDR",
          *       "refunded_amount": "0.00",
          *       "credited_amount": "0.00",
+         *       "customer_fee": "0.00",
          *       "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *       "fraud_status": "accept",
          *       "payment_details": {
@@ -1790,6 +1793,13 @@ export interface components {
              *     `gross_amount − refunded_amount − credited_amount`.
              */
             credited_amount: components["schemas"]["Money"];
+            /**
+             * @description What the customer paid the gateway on top of `gross_amount` under Midtrans'
+             *     Automatic Fee Imposition (`"0.00"` without it). The settlement is accepted when its
+             *     amount is exactly `gross_amount` plus this fee, as the gateway itemises it; the fee
+             *     is the gateway's, so nothing refunds or credits it.
+             */
+            customer_fee: components["schemas"]["Money"];
             /** @description The gateway's transaction id; null for wallet payments. */
             transaction_id: string | null;
             /**
@@ -1834,6 +1844,7 @@ export interface components {
          *           "currency": "IDR",
          *           "refunded_amount": "0.00",
          *           "credited_amount": "0.00",
+         *           "customer_fee": "0.00",
          *           "transaction_id": "2a4c6e8b-0d2f-4a6c-8e0b-2d4f6a8c0e2a",
          *           "fraud_status": null,
          *           "payment_details": {
@@ -1889,6 +1900,7 @@ export interface components {
          *         "currency": "IDR",
          *         "refunded_amount": "0.00",
          *         "credited_amount": "0.00",
+         *         "customer_fee": "0.00",
          *         "transaction_id": "2a4c6e8b-0d2f-4a6c-8e0b-2d4f6a8c0e2a",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1961,6 +1973,7 @@ export interface components {
          *         "currency": "IDR",
          *         "refunded_amount": "50000.00",
          *         "credited_amount": "0.00",
+         *         "customer_fee": "0.00",
          *         "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *         "fraud_status": "accept",
          *         "payment_details": {

@@ -1,4 +1,4 @@
-import { isPositive } from '../../domain/money.js';
+import { compare, isPositive } from '../../domain/money.js';
 import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
 import type { DataContext } from '../context.js';
 import { issueRefundCreditNotes } from '../credit-notes/issue-credit-note.js';
@@ -36,7 +36,12 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
   payment.outcomeUnknown = false;
 
   if (isSuccess(event)) {
-    assertAmount(event, payment.grossAmount);
+    const customerFee = assertAmount(event, payment.grossAmount);
+    // A card's capture may be the success and its settlement the first event to itemise the fee.
+    if (isPositive(customerFee) && compare(customerFee, payment.customerFee) !== 0) {
+      payment.customerFee = customerFee;
+      changes.push(`customer paid a fee of ${customerFee} at the gateway (Automatic Fee Imposition)`);
+    }
     changes.push(...saveCardFromVerifiedEvent(payment, event));
     if (paymentStates.applyIfAllowed(payment, 'settle', at)) {
       changes.push(`payment settled`);
