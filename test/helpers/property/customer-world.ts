@@ -232,7 +232,10 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
       if (!inGrace && (!s.trialEnd || s.trialEnd.getTime() <= now.getTime())) problems.push(`subscription ${s.id} is trialing but no trial covers ${now.toISOString()}`);
       continue;
     }
-    const periodCovers = s.currentPeriodEnd !== null && s.currentPeriodEnd.getTime() > now.getTime();
+    // NOTE: a period paid up to this very instant still counts: its renewal falls due now, and
+    // only a billing pass at or after now can issue it (seed 201625129: a catch-up renewal
+    // ordered at the instant its period ended was paid at that instant, after the pass).
+    const periodCovers = s.currentPeriodEnd !== null && s.currentPeriodEnd.getTime() >= now.getTime();
     // A wallet in debt (a reversal took back the money it had) paid for nothing (issue 28, row 5).
     const walletInDebt = compare(wallet?.balance ?? ZERO, ZERO) < 0;
     const paidFor = payments.some(
