@@ -67,9 +67,9 @@ describe.each(DATABASES)('customer sequences on %s', (kind) => {
     it('a payment refunded in part before its settlement, then reversed', async () => {
       await runMoves(world, [new Subscribe('p-cheap', 'bank_transfer'), new RefundBeforeSettlement(0, 40), new Pay(0, 'deny')]);
     });
-    // Seed 201625129: a catch-up renewal ordered at the very end of its period, paid at that instant.
-    it('a catch-up renewal paid at the instant its period ends', async () => {
-      await runMoves(world, [new Subscribe('p-weekly', 'bank_transfer'), new Pay(0, 'settle'), new TimePasses(14, 0), new RefundBeforeSettlement(0, 40)]);
+    // Seed 201625129: a catch-up renewal for a period that is over, paid after the pass.
+    it.each([0, 1])('a catch-up renewal paid after its period ended (%i h after the end): no access until the next pass renews', async (hours) => {
+      await runMoves(world, [new Subscribe('p-weekly', 'bank_transfer'), new Pay(0, 'settle'), new TimePasses(14, hours), new RefundBeforeSettlement(0, 40)]);
     });
   });
 

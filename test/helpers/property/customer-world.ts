@@ -153,8 +153,10 @@ const STILL_PAID: readonly string[] = ['settled', 'partially_refunded'];
  *    gateway refund took back from them) never exceed it; per subscription, likewise with the
  *    proration credits of its plan changes;
  * 3. a subscription grants access only while a settled payment (not fully refunded) or a trial
- *    covers now (or within the renewal's due days, the grace every unpaid renewal gets); a
- *    wallet payment counts only while the wallet is not in debt (issue 28);
+ *    covers now (its period end plus ACCESS_GRACE_MINUTES, or within the renewal's due days, the
+ *    grace every unpaid renewal gets); a wallet payment counts only while the wallet is not in
+ *    debt (issue 28); a subscription whose status still shows a period that is over must give
+ *    no access (GET /subscriptions/active/ answers 404);
  * 4. one trial per user per plan;
  * 5. the user's wallet balance equals its ledger (the per-wallet check of `wallet verify`);
  * 6. no payment is kept silently: of the payments of one invoice one pays it, the others are
@@ -232,10 +234,10 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
       if (!inGrace && (!s.trialEnd || s.trialEnd.getTime() <= now.getTime())) problems.push(`subscription ${s.id} is trialing but no trial covers ${now.toISOString()}`);
       continue;
     }
-    // NOTE: a period paid up to this very instant still counts: its renewal falls due now, and
-    // only a billing pass at or after now can issue it (seed 201625129: a catch-up renewal
-    // ordered at the instant its period ended was paid at that instant, after the pass).
-    const periodCovers = s.currentPeriodEnd !== null && s.currentPeriodEnd.getTime() >= now.getTime();
+    // NOTE: the access rule (DECISIONS §10) gives a paid period ACCESS_GRACE_MINUTES beyond its
+    // end, for the pass that renews it: the model counts it the same way.
+    const graceMs = config.accessGraceMinutes * 60_000;
+    const periodCovers = s.currentPeriodEnd !== null && s.currentPeriodEnd.getTime() + graceMs > now.getTime();
     // A wallet in debt (a reversal took back the money it had) paid for nothing (issue 28, row 5).
     const walletInDebt = compare(wallet?.balance ?? ZERO, ZERO) < 0;
     const paidFor = payments.some(
@@ -247,7 +249,13 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
         (p.invoice?.billingReason !== 'subscription_cycle' || (p.invoice.periodEnd !== null && s.currentPeriodEnd !== null && p.invoice.periodEnd.getTime() >= s.currentPeriodEnd.getTime())),
     );
     if (!((periodCovers && paidFor) || inGrace)) {
-      problems.push(`subscription ${s.id} (${s.plan.slug}) is ${s.status} at ${now.toISOString()} without a settled payment covering now (period end ${s.currentPeriodEnd?.toISOString() ?? 'none'})`);
+      // NOTE: the status may show a period that ended until the next pass renews it (a catch-up
+      // renewal paid after the pass, seed 201625129: it buys the period it was ordered for, and
+      // that period is over). What must hold is the access: the service's own answer, over HTTP.
+      const active = await c.world.server.api('GET', '/subscriptions/active/', { auth: c.user });
+      if (active.status !== 404 || active.body?.code !== 'not_found') {
+        problems.push(`subscription ${s.id} (${s.plan.slug}) is ${s.status} and gives access (GET /subscriptions/active/ ${active.status}) at ${now.toISOString()} without a settled payment covering now (period end ${s.currentPeriodEnd?.toISOString() ?? 'none'})`);
+      }
     }
   }
 
