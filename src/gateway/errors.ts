@@ -66,7 +66,12 @@ export function gatewayErrorToProblemCode(e: GatewayError): GatewayProblemCode {
 
 /** A payment's `failure_reason` when a charge failed on our side or the gateway's, never the customer's. */
 export type MerchantSideFailure = 'gateway_rejected_credentials' | 'gateway_unavailable';
-export const MERCHANT_SIDE_FAILURES: readonly string[] = ['gateway_rejected_credentials', 'gateway_unavailable'] satisfies MerchantSideFailure[];
+const MERCHANT_SIDE_FAILURES: readonly string[] = ['gateway_rejected_credentials', 'gateway_unavailable'] satisfies MerchantSideFailure[];
+
+/** Whether a payment's `failure_reason` is one merchantSideFailure gives. */
+export function isMerchantSideFailure(failureReason: string | null): boolean {
+  return failureReason !== null && MERCHANT_SIDE_FAILURES.includes(failureReason);
+}
 
 /**
  * Whether a refused charge is the merchant's failure (a wrong server key, the gateway down or

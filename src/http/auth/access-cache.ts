@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Context } from 'koa';
-import { isPostgres } from '../../db/dialect.js';
+import { isPostgres, sessionUserIdSql } from '../../db/dialect.js';
 import { User } from '../../db/entities/user.js';
 import { hotRows } from '../../db/hot-sql.js';
 import { rowReader, toDate } from '../../db/row-fields.js';
@@ -163,9 +163,7 @@ export class AccessCache {
       return cached.expiresAt > Date.now() ? (JSON.parse(cached.data) as Record<string, unknown>) : undefined;
     }
     // The row and its user's version in one statement: one snapshot.
-    const userIdOf = isPostgres(em)
-      ? `(case when s.data like '{%' then s.data::jsonb ->> 'userId' end)`
-      : `(case when json_valid(s.data) then json_extract(s.data, '$.userId') end)`;
+    const userIdOf = sessionUserIdSql(em, 's.data');
     const generation = this.generation;
     const [row] = await hotRows<{ data: string; expires_at: unknown; user_id: unknown; version: unknown }>(
       em,

@@ -44,16 +44,26 @@ export function clientIp(ctx: Context): string {
   return ctx.ip || ctx.socket.remoteAddress || 'unknown';
 }
 
-export type BasicVerdict = { result: 'ok'; user: User } | { result: 'wrong' } | { result: 'rate_limited'; wait: number };
+export type PasswordVerdict = { result: 'ok'; user: User } | { result: 'wrong' } | { result: 'rate_limited'; wait: number };
 
-/** One Basic password check, counted by the throttle before the compare, as a session login is. */
-async function verifyBasic(em: EntityManager, throttler: LoginThrottler, credentials: BasicCredentials, ip: string): Promise<BasicVerdict> {
-  const attempt = await throttler.attempt(credentials.username, ip);
+/**
+ * One password guess by a client, whatever carries it (Basic, a session login, a password
+ * change's current password): counted by the throttle before the compare, so concurrent guesses
+ * cannot pass its limit, and slowed down as the throttle says (LoginThrottler).
+ */
+export async function checkPassword(
+  em: EntityManager,
+  throttler: LoginThrottler,
+  credentials: BasicCredentials,
+  client: string,
+  now = new Date(),
+): Promise<PasswordVerdict> {
+  const attempt = await throttler.attempt(credentials.username, client, now);
   if (!attempt.allowed) return { result: 'rate_limited', wait: attempt.retryAfter };
   await slowDown(attempt.delayMs);
   const user = await authenticate({ em }, credentials.username, credentials.password);
   if (!user) return { result: 'wrong' };
-  await throttler.succeeded(credentials.username, ip);
+  await throttler.succeeded(credentials.username, client);
   return { result: 'ok', user };
 }
 
@@ -90,7 +100,7 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
       const cached = cache.get(credentials);
       if (!cached || !(await userById(em, cached.userId, ctx, cached.passwordHash))) {
         if (cached) cache.forget(credentials);
-        const verdict = await cache.verifyOnce(credentials, () => verifyBasic(orm.em.fork() as EntityManager, throttler, credentials, clientIp(ctx)));
+        const verdict = await cache.verifyOnce(credentials, () => checkPassword(orm.em.fork() as EntityManager, throttler, credentials, clientIp(ctx)));
         if (verdict.result === 'rate_limited') {
           ctx.set('Retry-After', String(verdict.wait));
           return sendProblem(ctx, problem('rate_limited', 'Too many failed logins; try again later.'));

@@ -3,35 +3,26 @@ import type { Context } from 'koa';
 import type { User } from '../../db/entities/user.js';
 import type { ServiceContext } from '../../services/context.js';
 import { DomainError, ValidationError } from '../../domain/errors.js';
-import { authenticate } from '../../services/users/authenticate.js';
 import { setPassword } from '../../services/users/set-password.js';
-import { clientIp } from '../auth/authenticate.js';
-import { slowDown, type LoginThrottler } from '../auth/login-throttle.js';
+import { checkPassword, clientIp } from '../auth/authenticate.js';
+import type { LoginThrottler } from '../auth/login-throttle.js';
 import { requireUser, type OperationHandlers } from '../operations.js';
 import { serializeUser } from '../serializers.js';
 
-/**
- * One password guess by the request's client: counted before the compare (see LoginThrottler),
- * so concurrent guesses cannot pass the limit; 429 when its client is over it. The user, or null
- * for a wrong username or password.
- */
-async function checkPassword(throttler: LoginThrottler, koa: Context, services: ServiceContext, username: string, password: string): Promise<User | null> {
-  const client = clientIp(koa);
-  const attempt = await throttler.attempt(username, client, services.clock.now());
-  if (!attempt.allowed) {
-    koa.set('Retry-After', String(attempt.retryAfter));
+/** A password guess by the request's client (checkPassword): the user, null when wrong, 429 over the throttle's limit. */
+async function guess(throttler: LoginThrottler, koa: Context, services: ServiceContext, username: string, password: string): Promise<User | null> {
+  const verdict = await checkPassword(services.em, throttler, { username, password }, clientIp(koa), services.clock.now());
+  if (verdict.result === 'rate_limited') {
+    koa.set('Retry-After', String(verdict.wait));
     throw new DomainError('rate_limited', 'Too many failed logins; try again later.');
   }
-  await slowDown(attempt.delayMs);
-  const user = await authenticate(services, username, password);
-  if (user) await throttler.succeeded(username, client);
-  return user;
+  return verdict.result === 'ok' ? verdict.user : null;
 }
 
 export function authHandlers(throttler: LoginThrottler): OperationHandlers {
   return {
     async login({ koa, body, services }) {
-      const user = await checkPassword(throttler, koa, services, body.username, body.password);
+      const user = await guess(throttler, koa, services, body.username, body.password);
       if (!user) throw new DomainError('not_authenticated', 'Invalid username or password.');
       // The CSRF token guards session-authenticated changes; regenerating stores the session
       // under a fresh id, so an id planted before login is worthless (no fixation).
@@ -52,7 +43,7 @@ export function authHandlers(throttler: LoginThrottler): OperationHandlers {
       const me = requireUser(req);
       // The current password is a guess like a login's, counted the same way: a stolen session
       // cannot be used to find the password by trying.
-      if (!(await checkPassword(throttler, koa, services, me.username, body.current_password))) {
+      if (!(await guess(throttler, koa, services, me.username, body.current_password))) {
         throw new ValidationError([{ field: 'current_password', message: 'is not the current password' }]);
       }
       await setPassword(services, me, body.new_password, 'new_password');

@@ -8,7 +8,7 @@ import { Invoice } from '../../db/entities/invoice.js';
 import { boundaryAfter, isoDate } from '../../domain/billing-calendar.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
-import { GatewayError, MERCHANT_SIDE_FAILURES, merchantSideFailure } from '../../gateway/errors.js';
+import { GatewayError, isMerchantSideFailure, merchantSideFailure } from '../../gateway/errors.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { createInvoice, type CreateInvoiceInput } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
@@ -18,7 +18,7 @@ import { retryingTransaction } from '../shared/retrying-transaction.js';
 import { cancelAtGateway, endSubscriptionNow } from '../subscription-rules/end-subscription.js';
 import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js';
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
-import { collectInvoice, followUp, markPastDue, nothingAfter, renewalSubmitOptions, type AfterCommit, type Counts } from './collect-renewal.js';
+import { collectInvoice, followUp, latestAttempt, markPastDue, nothingAfter, renewalSubmitOptions, type AfterCommit, type Counts } from './collect-renewal.js';
 import { dunningSchedule, nextDunningStep, RESUBMIT_AFTER_MS, retriesDueBy } from './dunning-schedule.js';
 
 export type StepAction = DueAction['kind'] | 'locked_elsewhere' | 'already_invoiced';
@@ -129,7 +129,8 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
 async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): Promise<StepResult> {
   const at = ctx.clock.now();
   const schedule = dunningSchedule(invoice.createdAt, ctx.config);
-  if (await lastAttemptFailedOnOurSide(ctx, invoice)) {
+  const latest = await latestAttempt(ctx, invoice);
+  if (latest?.status === 'failed' && isMerchantSideFailure(latest.failureReason)) {
     // DECISIONS §9: a wrong server key or a gateway outage is not the customer's failure. No
     // dunning step is taken on it (no past_due, no retry counted, no cancellation): the charge
     // is only made again, and the schedule resumes once an attempt reaches the customer.
@@ -146,7 +147,7 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
   if (at.getTime() >= schedule.dueAt.getTime() && markPastDue(ctx, sub, at)) counts.past_due = 1;
   const retries = retriesDueBy(schedule, at);
   const retry = retries > invoice.retryCount;
-  const next = retry ? null : await followUp(ctx, invoice, at);
+  const next = retry ? null : followUp(latest, at);
   if (retry) invoice.retryCount = retries;
   invoice.nextRetryAt = nextDunningStep(schedule, at, invoice.retryCount);
   if (retry || next === 'reattempt') {
@@ -167,12 +168,6 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
     if (recheck.getTime() < invoice.nextRetryAt.getTime()) invoice.nextRetryAt = recheck;
   }
   return result(sub, 'collect', { counts, invoiceNumber: invoice.number, invoice });
-}
-
-/** Whether the invoice's latest charge failed because of us or the gateway (payment.failure_reason). */
-async function lastAttemptFailedOnOurSide(ctx: DataContext, invoice: Invoice): Promise<boolean> {
-  const latest = await ctx.em.findOne(Payment, { invoice }, { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
-  return latest !== null && latest.status === 'failed' && latest.failureReason !== null && MERCHANT_SIDE_FAILURES.includes(latest.failureReason);
 }
 
 function expire(ctx: DataContext, sub: Subscription): StepResult {

@@ -169,13 +169,17 @@ export function payableMinutes(sub: Pick<Subscription, 'paymentType'>, at: Date,
 
 export type FollowUp = 'reattempt' | 'resubmit' | 'wait' | null;
 
+/** The invoice's latest payment (its latest collection attempt), or null before the first. */
+export function latestAttempt(ctx: DataContext, invoice: Invoice): Promise<Payment | null> {
+  return ctx.em.findOne(Payment, { invoice }, { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
+}
+
 /**
  * Between dunning retries: does the invoice need another attempt now? Yes when it never had
  * one or the last one never reached the gateway (it was down); a committed payment the gateway
  * never answered is re-sent once it is older than RESUBMIT_AFTER_MS ('wait' until then).
  */
-export async function followUp(ctx: DataContext, invoice: Invoice, at: Date): Promise<FollowUp> {
-  const latest = await ctx.em.findOne(Payment, { invoice }, { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
+export function followUp(latest: Payment | null, at: Date): FollowUp {
   if (!latest) return 'reattempt';
   if (latest.status === 'failed' && latest.gatewayStatus === null) return 'reattempt';
   if (latest.status === 'pending' && latest.gatewayStatus === null && latest.transactionId === null && latest.paymentType !== 'wallet') {

@@ -4,7 +4,7 @@ import { Notification, type NotificationChannel, type NotificationStatus } from 
 import { User } from '../../db/entities/user.js';
 import { NotFoundError, ValidationError, type FieldError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
-import { isUuid, parseUuid } from '../../domain/ids.js';
+import { parseUuid } from '../../domain/ids.js';
 
 const CHANNELS: NotificationChannel[] = ['email', 'webhook', 'in_app'];
 const STATUSES: NotificationStatus[] = ['queued', 'sent', 'read', 'failed'];
@@ -30,7 +30,8 @@ export async function listNotificationEntries(ctx: DataContext, filter: Notifica
   if (filter.channel) where.channel = filter.channel as NotificationChannel;
   if (filter.status) where.status = filter.status as NotificationStatus;
   if (filter.user) {
-    const user = await ctx.em.findOne(User, isUuid(filter.user) ? { $or: [{ id: parseUuid(filter.user)! }, { username: filter.user }] } : { username: filter.user });
+    const id = parseUuid(filter.user);
+    const user = await ctx.em.findOne(User, id ? { $or: [{ id }, { username: filter.user }] } : { username: filter.user });
     if (!user) throw new NotFoundError(`User ${filter.user}`);
     where.user = user;
   }

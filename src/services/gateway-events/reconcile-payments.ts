@@ -9,6 +9,7 @@ import { eventFromTransaction } from './gateway-event.js';
 import { refundAtGateway } from '../refunds/refund-payment.js';
 import { closeUnsentPayment, isPastReach } from './close-unsent-payment.js';
 import { previewGatewayEvent, recordAndApplyGatewayEvent, type NotificationResult } from './process-notification.js';
+import { lookbackCutoff, settledPaymentsSince, settledTopupsSince } from './settled-lookback.js';
 
 export interface ReconcileInput {
   /** Only payments and top-ups created at or after this time. */
@@ -60,28 +61,30 @@ interface Candidate {
 /** Settled payments and top-ups are read in pages of this many (memory stays flat over 120 days of them). */
 const LOOKBACK_BATCH = 200;
 
+/** What the look back selects, `--since` included (settled-lookback.ts). */
+function lookbackFilters(cutoff: Date, input: ReconcileInput): { payment: FilterQuery<Payment>; topup: FilterQuery<Topup> } {
+  const since = input.since ? { createdAt: { $gte: input.since } } : {};
+  return { payment: { ...(settledPaymentsSince(cutoff) as object), ...since }, topup: { ...(settledTopupsSince(cutoff) as object), ...since } };
+}
+
 /**
- * Payments and top-ups settled within RECONCILE_LOOKBACK_DAYS (DECISIONS §9): the gateway may
- * have reversed, refunded or charged them back since, and the notification may be lost. Read in
- * pages, oldest first, keyed on (paid_at, id); wallet payments never reach the gateway.
+ * The payments and top-ups settled within the look back, in pages, oldest first, keyed on
+ * (paid_at, id); those already among the non-final candidates (`skip`) are left out.
  */
 async function* settledWithinLookback(ctx: ServiceContext, input: ReconcileInput, skip: Set<string>): AsyncGenerator<Candidate[]> {
-  const days = ctx.config.reconcileLookbackDays;
-  if (days <= 0) return;
-  const cutoff = new Date(ctx.clock.now().getTime() - days * 24 * 60 * 60 * 1000);
+  const cutoff = lookbackCutoff(ctx);
+  if (!cutoff) return;
+  const filters = lookbackFilters(cutoff, input);
   for (const kind of ['payment', 'topup'] as const) {
     let after: { paidAt: Date; id: string } | null = null;
     for (;;) {
-      const where: Record<string, unknown> = {
-        status: kind === 'payment' ? { $in: ['settled', 'partially_refunded'] } : 'success',
-        paidAt: { $gte: cutoff },
-        ...(kind === 'payment' ? { paymentType: { $ne: 'wallet' } } : {}),
-        ...(input.since ? { createdAt: { $gte: input.since } } : {}),
-      };
-      if (after) where.$or = [{ paidAt: { $gt: after.paidAt } }, { paidAt: after.paidAt, id: { $gt: after.id } }];
+      const page = after ? { $or: [{ paidAt: { $gt: after.paidAt } }, { paidAt: after.paidAt, id: { $gt: after.id } }] } : {};
       const options = { orderBy: [{ paidAt: 'asc' as const }, { id: 'asc' as const }], limit: LOOKBACK_BATCH };
       const em = ctx.em.fork();
-      const rows: (Payment | Topup)[] = kind === 'payment' ? await em.find(Payment, where as FilterQuery<Payment>, options) : await em.find(Topup, where as FilterQuery<Topup>, options);
+      const rows: (Payment | Topup)[] =
+        kind === 'payment'
+          ? await em.find(Payment, { $and: [filters.payment, page] } as FilterQuery<Payment>, options)
+          : await em.find(Topup, { $and: [filters.topup, page] } as FilterQuery<Topup>, options);
       if (rows.length === 0) break;
       yield rows
         .filter((r) => !skip.has(r.id))
@@ -95,14 +98,11 @@ async function* settledWithinLookback(ctx: ServiceContext, input: ReconcileInput
 
 /** How many the look back will ask about (for progress). */
 async function countSettledWithinLookback(ctx: ServiceContext, input: ReconcileInput): Promise<number> {
-  const days = ctx.config.reconcileLookbackDays;
-  if (days <= 0) return 0;
-  const cutoff = new Date(ctx.clock.now().getTime() - days * 24 * 60 * 60 * 1000);
-  const since = input.since ? { createdAt: { $gte: input.since } } : {};
+  const cutoff = lookbackCutoff(ctx);
+  if (!cutoff) return 0;
+  const filters = lookbackFilters(cutoff, input);
   const em = ctx.em.fork();
-  const payments = await em.count(Payment, { status: { $in: ['settled', 'partially_refunded'] }, paidAt: { $gte: cutoff }, paymentType: { $ne: 'wallet' }, ...since } as FilterQuery<Payment>);
-  const topups = await em.count(Topup, { status: 'success', paidAt: { $gte: cutoff }, ...since } as FilterQuery<Topup>);
-  return payments + topups;
+  return (await em.count(Payment, filters.payment)) + (await em.count(Topup, filters.topup));
 }
 
 async function candidates(ctx: ServiceContext, input: ReconcileInput): Promise<Candidate[]> {
@@ -207,6 +207,7 @@ async function reconcileOne(ctx: ServiceContext, c: Candidate, input: ReconcileI
     }
     const event = eventFromTransaction(answer);
     if (input.dryRun || c.settled) {
+      // One look serves both: a settled one already processed is `unchanged` (unchangedAtGateway).
       const preview = await previewGatewayEvent(ctx, event);
       if (c.settled && preview.result === 'duplicate') return { ...base, gatewayStatus: event.transactionStatus, result: 'unchanged', error: null };
       if (input.dryRun) return { ...base, gatewayStatus: event.transactionStatus, result: preview.result, error: preview.error };

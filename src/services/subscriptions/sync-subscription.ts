@@ -6,7 +6,7 @@ import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
 import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
 import { eventFromTransaction } from '../gateway-events/gateway-event.js';
-import { previewGatewayEvent } from '../gateway-events/process-notification.js';
+import { lookbackCutoff, settledPaymentsSince, unchangedAtGateway } from '../gateway-events/settled-lookback.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 
 export interface PaymentSyncResult {
@@ -31,20 +31,10 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
     { subscription: subscriptionId, status: 'pending', paymentType: { $ne: 'wallet' } },
     { orderBy: { createdAt: 'asc' } },
   );
-  const days = ctx.config.reconcileLookbackDays;
-  const settled =
-    days > 0
-      ? await ctx.em.fork().find(
-          Payment,
-          {
-            subscription: subscriptionId,
-            status: { $in: ['settled', 'partially_refunded'] },
-            paymentType: { $ne: 'wallet' },
-            paidAt: { $gte: new Date(ctx.clock.now().getTime() - days * 24 * 60 * 60 * 1000) },
-          },
-          { orderBy: { paidAt: 'asc' } },
-        )
-      : [];
+  const cutoff = lookbackCutoff(ctx);
+  const settled = cutoff
+    ? await ctx.em.fork().find(Payment, { $and: [settledPaymentsSince(cutoff), { subscription: subscriptionId }] }, { orderBy: { paidAt: 'asc' } })
+    : [];
   const results: PaymentSyncResult[] = [];
   for (const payment of [...pending, ...settled]) {
     let tx;
@@ -58,7 +48,7 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
       }
       throw err;
     }
-    if (payment.status !== 'pending' && (await previewGatewayEvent(ctx, eventFromTransaction(tx))).result === 'duplicate') {
+    if (payment.status !== 'pending' && (await unchangedAtGateway(ctx, eventFromTransaction(tx)))) {
       results.push({ order_id: payment.orderId, gateway_status: tx.transactionStatus, outcome: 'unchanged', changes: [], error: null });
       continue;
     }

@@ -1,7 +1,7 @@
 import { User } from '../../db/entities/user.js';
 import { DomainError, ValidationError, type FieldError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
-import { hashPassword } from './passwords.js';
+import { hashPassword, passwordProblem } from './passwords.js';
 
 export interface CreateUserInput {
   username: string;
@@ -14,11 +14,6 @@ export interface CreateUserInput {
 }
 
 const USERNAME = /^[A-Za-z0-9_.@+-]{1,150}$/;
-
-/** What is wrong with a password, or null: the one rule for new accounts and new passwords. */
-export function passwordProblem(password: string): string | null {
-  return password.length < 8 || password.length > 1024 ? 'must be 8-1024 characters' : null;
-}
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** Creates an account (operators do this with `billing-admin users create`). */

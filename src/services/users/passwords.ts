@@ -11,6 +11,11 @@ function derive(password: string, salt: Buffer, params: ScryptOptions, keyLength
   );
 }
 
+/** What is wrong with a password, or null: the one rule for new accounts and new passwords. */
+export function passwordProblem(password: string): string | null {
+  return password.length < 8 || password.length > 1024 ? 'must be 8-1024 characters' : null;
+}
+
 /** `scrypt$N$r$p$salt$hash`, base64 parts: the parameters travel with the hash so they can change later. */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);

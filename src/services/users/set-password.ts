@@ -1,9 +1,8 @@
 import { User } from '../../db/entities/user.js';
-import { isPostgres } from '../../db/dialect.js';
+import { sessionUserIdSql } from '../../db/dialect.js';
 import { ValidationError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
-import { passwordProblem } from './create-user.js';
-import { hashPassword } from './passwords.js';
+import { hashPassword, passwordProblem } from './passwords.js';
 
 /**
  * Gives a user a new password and ends every session they have, in one transaction
@@ -22,11 +21,7 @@ export async function setPassword(ctx: DataContext, user: User, newPassword: str
   const passwordHash = await hashPassword(newPassword);
   return ctx.em.transactional(async (em) => {
     await em.nativeUpdate(User, { id: user.id }, { passwordHash, updatedAt: ctx.clock.now() });
-    // A session's user is in its JSON data (koa-session's store, src/http/auth/session-store.ts).
-    const userIdOfSession = isPostgres(em)
-      ? `(case when data like '{%' then data::jsonb ->> 'userId' end)`
-      : `(case when json_valid(data) then json_extract(data, '$.userId') end)`;
-    const result = (await em.execute(`delete from sessions where ${userIdOfSession} = ?`, [user.id], 'run')) as { affectedRows?: number };
+    const result = (await em.execute(`delete from sessions where ${sessionUserIdSql(em, 'data')} = ?`, [user.id], 'run')) as { affectedRows?: number };
     user.passwordHash = passwordHash;
     return result.affectedRows ?? 0;
   });
