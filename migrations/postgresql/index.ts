@@ -9,6 +9,7 @@ import { Migration20261124031732 } from './Migration20261124031732.js';
 import { Migration20261125032414 } from './Migration20261125032414.js';
 import { Migration20261125032423 } from './Migration20261125032423.js';
 import { Migration20261126074416 } from './Migration20261126074416.js';
+import { Migration20261126104044 } from './Migration20261126104044.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -21,4 +22,5 @@ export const migrations = [
   { name: 'Migration20261125032414', class: Migration20261125032414 },
   { name: 'Migration20261125032423', class: Migration20261125032423 },
   { name: 'Migration20261126074416', class: Migration20261126074416 },
+  { name: 'Migration20261126104044', class: Migration20261126104044 },
 ];

@@ -10,4 +10,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261125032414',
   'Migration20261125032423',
   'Migration20261126074415',
+  'Migration20261126104044',
 ];

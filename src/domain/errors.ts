@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'insufficient_funds'
   | 'nothing_due'
   | 'idempotency_key_reused'
+  | 'refund_refused'
   | 'rate_limited'
   | 'gateway_error'
   | 'gateway_unavailable'

@@ -19,6 +19,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   payload_too_large: [413, 'Payload too large'],
   unsupported_media_type: [415, 'Unsupported media type'],
   idempotency_key_reused: [422, 'Idempotency key reused'],
+  refund_refused: [422, 'Refund refused'],
   rate_limited: [429, 'Too many requests'],
   not_implemented: [501, 'Not implemented'],
   gateway_error: [502, 'Payment gateway error'],

@@ -47,12 +47,12 @@ export const SUBSCRIPTION_FIELDS = [
 ] as const satisfies readonly (keyof SubscriptionFields)[];
 
 type PaymentScalars =
-  | 'id' | 'orderId' | 'status' | 'paymentType' | 'grossAmount' | 'currency' | 'refundedAmount' | 'creditedAmount' | 'customerFee' | 'transactionId'
-  | 'fraudStatus' | 'failureReason' | 'paymentDetails' | 'paidAt' | 'expiresAt' | 'createdAt' | 'updatedAt';
+  | 'id' | 'orderId' | 'status' | 'paymentType' | 'grossAmount' | 'currency' | 'refundedAmount' | 'creditedAmount' | 'customerFee' | 'chargebackAmount' | 'transactionId'
+  | 'fraudStatus' | 'outcomeUnknown' | 'failureReason' | 'paymentDetails' | 'paidAt' | 'expiresAt' | 'createdAt' | 'updatedAt';
 export type PaymentFields = Pick<Payment, PaymentScalars> & { subscription: Ref | null; invoice: Ref | null };
 export const PAYMENT_FIELDS = [
   'id', 'orderId', 'subscription', 'invoice', 'status', 'paymentType', 'grossAmount', 'currency', 'refundedAmount', 'creditedAmount',
-  'customerFee', 'transactionId', 'fraudStatus', 'failureReason', 'paymentDetails', 'paidAt', 'expiresAt', 'createdAt', 'updatedAt',
+  'customerFee', 'chargebackAmount', 'transactionId', 'fraudStatus', 'outcomeUnknown', 'failureReason', 'paymentDetails', 'paidAt', 'expiresAt', 'createdAt', 'updatedAt',
 ] as const satisfies readonly (keyof PaymentFields)[];
 
 const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
@@ -151,6 +151,8 @@ export function serializePayment(p: PaymentFields): Schemas['Payment'] {
     refunded_amount: p.refundedAmount,
     credited_amount: p.creditedAmount,
     customer_fee: p.customerFee,
+    chargeback_amount: p.chargebackAmount,
+    outcome_unknown: p.outcomeUnknown,
     transaction_id: p.transactionId,
     fraud_status: p.fraudStatus,
     failure_reason: p.failureReason,
@@ -163,7 +165,15 @@ export function serializePayment(p: PaymentFields): Schemas['Payment'] {
 }
 
 export function serializeRefund(r: Refund) {
-  return { refund_key: r.refundKey, amount: r.amount, status: r.status, destination: r.destination, method: r.method };
+  return {
+    refund_key: r.refundKey,
+    amount: r.amount,
+    status: r.status,
+    gateway_status_code: r.gatewayStatusCode,
+    gateway_message: r.gatewayMessage,
+    destination: r.destination,
+    method: r.method,
+  };
 }
 
 export function serializeInvoice(i: Invoice): Schemas['Invoice'] {

@@ -23,6 +23,7 @@ export type NotificationType =
   | 'topup_expired'
   | 'payment_credited_to_wallet'
   | 'payment_reversed'
+  | 'payment_charged_back'
   | 'card_expiring';
 
 export class Notification {

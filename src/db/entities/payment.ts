@@ -4,7 +4,7 @@ import { Invoice } from './invoice.js';
 import { Subscription, type PaymentType } from './subscription.js';
 import { User } from './user.js';
 
-export type PaymentStatus = 'pending' | 'settled' | 'failed' | 'canceled' | 'expired' | 'refunded' | 'partially_refunded' | 'reversed';
+export type PaymentStatus = 'pending' | 'settled' | 'failed' | 'canceled' | 'expired' | 'refunded' | 'partially_refunded' | 'reversed' | 'charged_back';
 
 export class Payment {
   id!: string;
@@ -29,6 +29,8 @@ export class Payment {
    * Imposition ("0.00" without it). It is the gateway's, never ours: nothing refunds or credits it.
    */
   customerFee!: string;
+  /** What the cardholder's bank took back by chargeback or partial_chargeback ("0.00" until then). */
+  chargebackAmount!: string;
   transactionId: string | null = null;
   fraudStatus: string | null = null;
   /** The last transaction_status the gateway reported, verbatim. */
@@ -66,6 +68,11 @@ export class Refund {
   direct = false;
   method: RefundMethod = 'refund';
   reason: string | null = null;
+  /** Staff's refund that leaves the subscription running (--keep-subscription), applied when the gateway accepts it. */
+  keepSubscription = false;
+  /** The gateway's status_code and status_message when it refused the refund. */
+  gatewayStatusCode: string | null = null;
+  gatewayMessage: string | null = null;
   createdAt!: Date;
 }
 
@@ -86,6 +93,7 @@ export const PaymentSchema = new EntitySchema<Payment>({
     refundedAmount: zeroMoneyProperty,
     creditedAmount: zeroMoneyProperty,
     customerFee: zeroMoneyProperty,
+    chargebackAmount: zeroMoneyProperty,
     transactionId: { type: 'string', length: 100, nullable: true },
     fraudStatus: { type: 'string', length: 20, nullable: true },
     gatewayStatus: { type: 'string', length: 30, nullable: true },
@@ -113,6 +121,9 @@ export const RefundSchema = new EntitySchema<Refund>({
     direct: { type: 'boolean', default: false },
     method: { type: 'string', length: 20, default: 'refund' },
     reason: { type: 'string', length: 255, nullable: true },
+    keepSubscription: { type: 'boolean', default: false },
+    gatewayStatusCode: { type: 'string', length: 10, nullable: true },
+    gatewayMessage: { type: 'string', length: 255, nullable: true },
     createdAt: createdAtProperty,
   },
 });

@@ -3,7 +3,7 @@ import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty, zeroMo
 import type { PaymentType } from './subscription.js';
 import { User } from './user.js';
 
-export type TopupStatus = 'pending' | 'success' | 'failed' | 'expired' | 'reversed';
+export type TopupStatus = 'pending' | 'success' | 'failed' | 'expired' | 'reversed' | 'charged_back';
 
 export class Topup {
   id!: string;

@@ -553,8 +553,16 @@ export interface paths {
          *     for, and never more than is refundable (`gross_amount − refunded_amount −
          *     credited_amount`); `amount` defaults to that and may not exceed it (`400`; `409` when it
          *     is nothing). When the payment paid for time still to come, its subscription is
-         *     `canceled` at once with `cancel_reason: refunded` and its pending payments canceled.
-         *     (Support staff refund beyond that, or without ending the subscription, with
+         *     `canceled` with `cancel_reason: refunded` and its pending payments canceled, once the
+         *     gateway accepts the refund (DECISIONS §9: a refund takes effect when the gateway
+         *     accepts it). A refusal by the gateway (a refund window that has closed, a partial
+         *     refund of a ShopeePay or OVO payment, the merchant's balance, a direct refund denied by
+         *     the bank) answers `422` `refund_refused` with the gateway's `status_code` and
+         *     `status_message` in `detail` and changes nothing else (the attempt is kept as a
+         *     `failed` refund). When the gateway's answer is lost (a timeout, a 5xx) the refund is
+         *     `pending` and the answer is `202`: nothing else changes until the gateway confirms it
+         *     by its notification, a status query or `payments sync`; retrying the request retries
+         *     the same refund (same `refund_key`). (Support staff refund beyond that, or without ending the subscription, with
          *     `billing-admin payments refund ORDER_ID [--amount A] --reason R [--keep-subscription]`.)
          *     Payments the gateway cannot refund (`wallet`, `bank_transfer`, `echannel`) are
          *     refunded to the user's wallet (`destination: wallet`); the others go back through the
@@ -1083,7 +1091,7 @@ export interface components {
              * @example validation_error
              * @enum {string}
              */
-            code: "validation_error" | "not_authenticated" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
+            code: "validation_error" | "not_authenticated" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
             /** @description For `validation_error`, one entry per invalid field. */
             errors?: components["schemas"]["FieldError"][];
         };
@@ -1501,6 +1509,8 @@ export interface components {
          *         "refunded_amount": "0.00",
          *         "credited_amount": "0.00",
          *         "customer_fee": "0.00",
+         *         "chargeback_amount": "0.00",
+         *         "outcome_unknown": false,
          *         "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1640,6 +1650,8 @@ export interface components {
          *         "refunded_amount": "0.00",
          *         "credited_amount": "0.00",
          *         "customer_fee": "0.00",
+         *         "chargeback_amount": "0.00",
+         *         "outcome_unknown": false,
          *         "transaction_id": "0d8c6b4a-2e0f-4c8e-a6b4-2f0d8c6e4a2b",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1663,11 +1675,13 @@ export interface components {
          * @description `pending` (awaiting payment, or a card capture under fraud review), `settled`, `failed`
          *     (denied), `canceled`, `expired`, `refunded`, `partially_refunded`, `reversed` (the
          *     gateway took back a settled payment: a `deny` or `cancel` after `settlement`; its
-         *     invoice is open again). A payment never moves backwards, except by a reversal.
+         *     invoice is open again), `charged_back` (the cardholder's bank took the money back by a
+         *     `chargeback`: a reversal with its own status). A payment never moves backwards, except
+         *     by a reversal or a chargeback.
          * @example settled
          * @enum {string}
          */
-        PaymentStatus: "pending" | "settled" | "failed" | "canceled" | "expired" | "refunded" | "partially_refunded" | "reversed";
+        PaymentStatus: "pending" | "settled" | "failed" | "canceled" | "expired" | "refunded" | "partially_refunded" | "reversed" | "charged_back";
         /**
          * @description How to pay, or how it was paid; the shape depends on `payment_type` (top-ups use the
          *     same shapes):
@@ -1757,6 +1771,8 @@ export interface components {
          *       "refunded_amount": "0.00",
          *       "credited_amount": "0.00",
          *       "customer_fee": "0.00",
+         *       "chargeback_amount": "0.00",
+         *       "outcome_unknown": false,
          *       "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *       "fraud_status": "accept",
          *       "payment_details": {
@@ -1800,6 +1816,19 @@ export interface components {
              *     is the gateway's, so nothing refunds or credits it.
              */
             customer_fee: components["schemas"]["Money"];
+            /**
+             * @description What the cardholder's bank has taken back by `chargeback` or `partial_chargeback`
+             *     (`"0.00"` until then). A partial chargeback records its amount here with a credit
+             *     note (reason `chargeback`) and changes nothing else; a full one makes the payment
+             *     `charged_back`, with the effects of a reversal.
+             */
+            chargeback_amount: components["schemas"]["Money"];
+            /**
+             * @description The gateway's answer to the charge was lost (a timeout, a network error, a 5xx): the
+             *     money may have moved. The payment stays `pending`, nothing is canceled or failed,
+             *     and the gateway's status is asked before anything else is done with the order.
+             */
+            outcome_unknown: boolean;
             /** @description The gateway's transaction id; null for wallet payments. */
             transaction_id: string | null;
             /**
@@ -1845,6 +1874,8 @@ export interface components {
          *           "refunded_amount": "0.00",
          *           "credited_amount": "0.00",
          *           "customer_fee": "0.00",
+         *           "chargeback_amount": "0.00",
+         *           "outcome_unknown": false,
          *           "transaction_id": "2a4c6e8b-0d2f-4a6c-8e0b-2d4f6a8c0e2a",
          *           "fraud_status": null,
          *           "payment_details": {
@@ -1901,6 +1932,8 @@ export interface components {
          *         "refunded_amount": "0.00",
          *         "credited_amount": "0.00",
          *         "customer_fee": "0.00",
+         *         "chargeback_amount": "0.00",
+         *         "outcome_unknown": false,
          *         "transaction_id": "2a4c6e8b-0d2f-4a6c-8e0b-2d4f6a8c0e2a",
          *         "fraud_status": null,
          *         "payment_details": {
@@ -1940,10 +1973,26 @@ export interface components {
             refund_key: string;
             amount: components["schemas"]["Money"];
             /**
-             * @description The refund's local status (for example `succeeded`).
+             * @description `pending` while the gateway's outcome is unknown (its answer was lost, or it
+             *     answered with a 5xx): nothing else has changed yet, and the gateway's confirmation
+             *     (its notification, a status query, `payments sync`) settles it. `succeeded` once
+             *     the gateway accepted it: only then is the subscription ended, the credit note
+             *     issued and the wallet moved. `failed` when the gateway refused it (kept for
+             *     support staff, with the gateway's code and message).
              * @example succeeded
+             * @enum {string}
              */
-            status: string;
+            status: "pending" | "succeeded" | "failed";
+            /**
+             * @description The gateway's `status_code` for a refused refund (for example `414`); null otherwise.
+             * @example null
+             */
+            gateway_status_code?: string | null;
+            /**
+             * @description The gateway's `status_message` for a refused refund; null otherwise.
+             * @example null
+             */
+            gateway_message?: string | null;
             /**
              * @description Where the money goes back: through the gateway, or to the user's wallet for payment types the gateway cannot refund.
              * @example wallet
@@ -1974,6 +2023,8 @@ export interface components {
          *         "refunded_amount": "50000.00",
          *         "credited_amount": "0.00",
          *         "customer_fee": "0.00",
+         *         "chargeback_amount": "0.00",
+         *         "outcome_unknown": false,
          *         "transaction_id": "513f1f01-c9da-474c-9fc9-d5c64364b709",
          *         "fraud_status": "accept",
          *         "payment_details": {
@@ -2172,11 +2223,11 @@ export interface components {
             results: components["schemas"]["Invoice"][];
         };
         /**
-         * @description Why money went back: `refund` (to the card, bank or wallet), `proration_credit` (unused time a plan change credited to the wallet), `unusable_settlement` (a payment nobody could use, credited to the wallet), `period_passed` (a renewal paid only after the period it was for had ended: the invoice is paid, its money credited to the wallet).
+         * @description Why money went back: `refund` (to the card, bank or wallet), `proration_credit` (unused time a plan change credited to the wallet), `unusable_settlement` (a payment nobody could use, credited to the wallet), `period_passed` (a renewal paid only after the period it was for had ended: the invoice is paid, its money credited to the wallet), `chargeback` (the cardholder's bank took money back through the gateway).
          * @example refund
          * @enum {string}
          */
-        CreditNoteReason: "refund" | "proration_credit" | "unusable_settlement" | "period_passed";
+        CreditNoteReason: "refund" | "proration_credit" | "unusable_settlement" | "period_passed" | "chargeback";
         /** @description A credit note as its invoice lists it. */
         InvoiceCreditNote: {
             /** Format: uuid */
@@ -2301,7 +2352,7 @@ export interface components {
          * @example payment_pending
          * @enum {string}
          */
-        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired" | "payment_credited_to_wallet" | "payment_reversed" | "card_expiring";
+        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired" | "payment_credited_to_wallet" | "payment_reversed" | "payment_charged_back" | "card_expiring";
         /**
          * @example in_app
          * @enum {string}
@@ -2489,11 +2540,12 @@ export interface components {
         };
         /**
          * @description `reversed`: the gateway took back a settled top-up (a `deny` or `cancel` after
-         *     `settlement`); its amount was debited from the wallet again, even below zero.
+         *     `settlement`); `charged_back`: the cardholder's bank took it back by a `chargeback`.
+         *     Either way its amount was debited from the wallet again, even below zero.
          * @example success
          * @enum {string}
          */
-        TopupStatus: "pending" | "success" | "failed" | "expired" | "reversed";
+        TopupStatus: "pending" | "success" | "failed" | "expired" | "reversed" | "charged_back";
         /**
          * @example {
          *       "id": "1c3e5a7b-9d1f-4c3e-b5a7-9c1e3a5b7d9f",
@@ -2742,6 +2794,28 @@ export interface components {
                  *       "status": 422,
                  *       "detail": "This Idempotency-Key was used with a different request body.",
                  *       "code": "idempotency_key_reused"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `refund_refused`: the gateway refused the refund; `detail` carries its `status_code`
+         *     and `status_message`, and nothing else changed. Or `idempotency_key_reused`: the
+         *     `Idempotency-Key` was already used with a different request body.
+         */
+        RefundUnprocessable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/refund-refused",
+                 *       "title": "Refund refused",
+                 *       "status": 422,
+                 *       "detail": "The gateway refused the refund: 414 ShopeePay supports only full refunds",
+                 *       "code": "refund_refused"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["Problem"];
@@ -4044,6 +4118,18 @@ export interface operations {
                     "application/json": components["schemas"]["RefundResponse"];
                 };
             };
+            /**
+             * @description The gateway's answer was lost: the refund is `pending` and the payment unchanged
+             *     until the gateway confirms it.
+             */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundResponse"];
+                };
+            };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
@@ -4051,7 +4137,7 @@ export interface operations {
             409: components["responses"]["InvalidState"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
+            422: components["responses"]["RefundUnprocessable"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];

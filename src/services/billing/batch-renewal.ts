@@ -152,7 +152,7 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
         paymentDetails: { wallet_transaction_id: randomUUID() },
       };
       payments.push({
-        ...payment, user: sub.user.id, subscription: sub.id, invoice: invoiceId, status: 'settled', refundedAmount: ZERO, creditedAmount: ZERO, customerFee: ZERO, transactionId: null,
+        ...payment, user: sub.user.id, subscription: sub.id, invoice: invoiceId, status: 'settled', refundedAmount: ZERO, creditedAmount: ZERO, customerFee: ZERO, chargebackAmount: ZERO, transactionId: null,
         fraudStatus: null, gatewayStatus: 'settlement', outcomeUnknown: false, paidAt: at, expiresAt: null, createdAt: at, updatedAt: now,
       });
       // The period this payment bought (periodBought in gateway-events/apply-to-subscription.ts).

@@ -225,6 +225,18 @@ const TEMPLATES: Record<NotificationType, (d: Data) => EmailDraft> = {
     ],
     facts: [['Order', str(d.order_id)], ['Amount', money(d.currency, d.amount)]],
   }),
+  payment_charged_back: (d) => ({
+    subject: `Payment${ref(d)} was charged back`,
+    heading: 'Payment charged back',
+    paragraphs: [
+      d.topup_id
+        ? 'Your card issuer took back a top-up payment through a chargeback, so its amount was taken back from your wallet.'
+        : d.fully_charged_back === false
+          ? `Your card issuer took back ${money(d.currency, d.chargeback_amount)} of this payment through a chargeback. A credit note records it; your subscription is unchanged.`
+          : 'Your card issuer took back this payment through a chargeback, so its invoice is open again. Please pay it to keep your subscription.',
+    ],
+    facts: [['Order', str(d.order_id)], ['Amount', money(d.currency, d.amount)], ['Charged back', money(d.currency, d.chargeback_amount)]],
+  }),
   card_expiring: (d) => ({
     subject: 'The card saved for your subscription is expiring',
     heading: 'Saved card expiring',

@@ -43,6 +43,10 @@ const CONTENT: Record<NotificationType, (d: Data) => { title: string; message: s
     title: 'Payment reversed',
     message: `Your bank reversed the payment of ${text(d.currency)} ${text(d.amount)} for ${d.topup_id ? 'wallet top-up' : 'order'} ${text(d.order_id)}${d.topup_id ? '; the amount was taken back from your wallet' : '; please pay the invoice again'}.`,
   }),
+  payment_charged_back: (d) => ({
+    title: 'Payment charged back',
+    message: `Your card issuer charged back ${text(d.currency)} ${text(d.chargeback_amount)} of ${d.topup_id ? 'wallet top-up' : 'order'} ${text(d.order_id)}${d.topup_id ? '; the amount was taken back from your wallet' : d.fully_charged_back === false ? '; your subscription is unchanged' : '; please pay the invoice again'}.`,
+  }),
   card_expiring: (d) => ({
     title: 'Saved card expiring',
     message: `The card saved for your ${text(d.plan_name)} subscription stops working on ${text(d.card_expires_at)}, before the next renewal on ${text(d.next_billing_date)}. Pay with a new card to keep it.`,

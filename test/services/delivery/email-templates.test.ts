@@ -26,12 +26,13 @@ const CASES: Record<NotificationType, { data: Record<string, unknown>; shows: st
   topup_expired: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'expired'] },
   payment_credited_to_wallet: { data: { ...payment, reason: 'invoice_already_paid' }, shows: ['SUB-ORDER42', 'IDR 150,000.00', 'wallet'] },
   payment_reversed: { data: topup, shows: ['TOPUP-77', 'IDR 250,000.00', 'reversed'] },
+  payment_charged_back: { data: { ...payment, chargeback_amount: '50000.00', fully_charged_back: false }, shows: ['IDR 50,000.00', 'chargeback', 'unchanged'] },
   card_expiring: { data: { plan_name: 'Pro', card_expires_at: '2027-03-01T00:00:00.000Z', next_billing_date: '2027-03-15T00:00:00.000Z' }, shows: ['Pro', 'expiring'] },
 };
 
 describe('notification emails', () => {
-  it('covers all 19 notification types', () => {
-    expect(Object.keys(CASES)).toHaveLength(19);
+  it('covers all 20 notification types', () => {
+    expect(Object.keys(CASES)).toHaveLength(20);
   });
 
   it.each(Object.entries(CASES))('renders %s with a subject, a text and an HTML body that carry its key data', (type, { data, shows }) => {
