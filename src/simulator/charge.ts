@@ -146,6 +146,7 @@ export function createTransaction(v: ValidCharge, ctx: CreateContext): SimTransa
     actions: [],
     card: null,
     refunds: [],
+    chargebacks: [],
     override_notification_urls: ctx.overrideUrls,
     append_notification_urls: ctx.appendUrls,
     custom_fields: v.custom_fields,

@@ -1,5 +1,6 @@
 import { createTransaction, MERCHANT_ID, type ThreeDsMode } from './charge.js';
 import { validateCharge } from './charge-validation.js';
+import { applyChargeback } from './chargebacks.js';
 import { FaultInjector } from './faults.js';
 import { IdempotencyStore } from './idempotency.js';
 import { MIDTRANS_RETRY_DELAYS_MS, Notifier } from './notifier.js';
@@ -333,10 +334,16 @@ export class SimulatorCore {
         move = tx.transaction_status === 'pending' ? { ok: true } : { ok: false, reason: `transaction is ${tx.transaction_status}, not pending` };
         break;
       case 'refund': {
-        const amount = integerOrNull(opts.amount);
-        if (amount === 'invalid') throw new SimulatorError(400, 'amount must be a positive integer');
-        const outcome = applyRefund(tx, { amount, refundKey: `sim-${newId()}`, reason: 'simulator', direct: false }, now);
+        const outcome = applyRefund(tx, { amount: commandAmount(opts), refundKey: `sim-${newId()}`, reason: 'simulator', direct: false }, now);
         move = outcome.ok ? { ok: true } : { ok: false, reason: outcome.message };
+        break;
+      }
+      case 'chargeback':
+      case 'partial_chargeback': {
+        const partial = action === 'partial_chargeback';
+        const amount = commandAmount(opts);
+        if (partial && amount === null) throw new SimulatorError(400, 'a partial chargeback needs {"amount": N}');
+        move = applyChargeback(tx, { amount, partial }, now);
         break;
       }
     }
@@ -384,6 +391,13 @@ export class SimulatorCore {
     this.requests.length = 0;
     this.notifier.log.length = 0;
   }
+}
+
+/** The amount a command's body gave: integer IDR, or null when absent. */
+function commandAmount(opts: ActionOptions): number | null {
+  const amount = integerOrNull(opts.amount);
+  if (amount === 'invalid') throw new SimulatorError(400, 'amount must be a positive integer');
+  return amount;
 }
 
 /** Automatic Fee Imposition (MIDTRANS.md §7.2): the customer paid `fee` on top of the order amount. */

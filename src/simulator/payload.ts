@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import { chargedBackAmount, isChargedBack } from './chargebacks.js';
 import { newId, stableDigits } from './random.js';
+import { refundedAmount } from './refunds.js';
 import { formatGmt7 } from './time.js';
 import type { SimTransaction } from './types.js';
 
@@ -27,6 +29,9 @@ export function lifecycleStatusCode(tx: SimTransaction): string {
     case 'settlement':
     case 'refund':
     case 'partial_refund':
+    // Not in Midtrans' samples (MIDTRANS.md §7.5): money moved as the status says, like a refund.
+    case 'chargeback':
+    case 'partial_chargeback':
       return '200';
     case 'capture':
       return tx.fraud_status === 'challenge' ? '201' : '200';
@@ -121,24 +126,39 @@ function typeFields(tx: SimTransaction, purpose: Purpose): Body {
   }
 }
 
+/**
+ * refunds[] lists refunds and chargebacks together, as Midtrans does; refund_amount is the total
+ * of the kind the status names: what was charged back once a chargeback is the status
+ * (DECISIONS.md §9), else what was refunded.
+ */
 function refundFields(tx: SimTransaction): Body {
-  if (tx.refunds.length === 0) return {};
+  if (tx.refunds.length === 0 && tx.chargebacks.length === 0) return {};
+  const chargebacks: Body[] = tx.chargebacks.map((c) => ({
+    refund_chargeback_id: c.refund_chargeback_id,
+    refund_chargeback_uuid: c.refund_chargeback_uuid,
+    refund_amount: money(c.chargeback_amount),
+    created_at: formatGmt7(c.created_at),
+    reason: 'chargeback',
+  }));
   return {
-    refund_amount: money(tx.refunds.reduce((sum, r) => sum + r.refund_amount, 0)),
-    refunds: tx.refunds.map((r) => {
-      const shown: Body = {
-        refund_chargeback_id: r.refund_chargeback_id,
-        refund_chargeback_uuid: r.refund_chargeback_uuid,
-        refund_amount: money(r.refund_amount),
-        created_at: formatGmt7(r.created_at),
-        reason: r.reason,
-        refund_key: r.refund_key,
-        refund_method: r.refund_method,
-      };
-      // Absent until the bank confirms: the first of the two refund notifications has none.
-      if (r.bank_confirmed_at !== null) shown['bank_confirmed_at'] = formatGmt7(r.bank_confirmed_at);
-      return shown;
-    }),
+    refund_amount: money(isChargedBack(tx) ? chargedBackAmount(tx) : refundedAmount(tx)),
+    refunds: [
+      ...tx.refunds.map((r) => {
+        const shown: Body = {
+          refund_chargeback_id: r.refund_chargeback_id,
+          refund_chargeback_uuid: r.refund_chargeback_uuid,
+          refund_amount: money(r.refund_amount),
+          created_at: formatGmt7(r.created_at),
+          reason: r.reason,
+          refund_key: r.refund_key,
+          refund_method: r.refund_method,
+        };
+        // Absent until the bank confirms: the first of the two refund notifications has none.
+        if (r.bank_confirmed_at !== null) shown['bank_confirmed_at'] = formatGmt7(r.bank_confirmed_at);
+        return shown;
+      }),
+      ...chargebacks,
+    ],
   };
 }
 

@@ -10,6 +10,8 @@ import { COMMAND_ACTIONS, SimulatorError, type CoreOperation, type FaultMode } f
 
 export const PREFIX = '/_simulator';
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** Commands whose JSON body may carry {"amount": N}. */
+const AMOUNT_ACTIONS: readonly string[] = ['refund', 'chargeback', 'partial_chargeback'];
 const CORE_ACTIONS: Partial<Record<string, CoreOperation>> = { cancel: 'cancel', expire: 'expire', refund: 'refund', approve: 'approve', deny: 'deny' };
 
 type Handler = (ctx: Koa.Context, body: unknown) => CoreAnswer;
@@ -155,7 +157,7 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
 
   const command = async (ctx: Koa.Context, action: string): Promise<void> => {
     let amount: unknown;
-    if (action === 'refund') {
+    if (AMOUNT_ACTIONS.includes(action)) {
       const read = await readJsonBody(ctx, limit);
       if (!read.ok) return send(ctx, read.reason === 'too_large' ? 413 : 400, { error: 'body must be JSON, e.g. {"amount": 50000}' });
       amount = (read.value as { amount?: unknown } | null)?.amount;

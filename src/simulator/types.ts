@@ -4,7 +4,17 @@ export type SimPaymentType = (typeof SIM_PAYMENT_TYPES)[number];
 export const SIM_BANKS = ['bca', 'bni', 'bri', 'cimb', 'permata'] as const;
 export type SimBank = (typeof SIM_BANKS)[number];
 
-export type SimStatus = 'pending' | 'capture' | 'settlement' | 'deny' | 'cancel' | 'expire' | 'refund' | 'partial_refund';
+export type SimStatus =
+  | 'pending'
+  | 'capture'
+  | 'settlement'
+  | 'deny'
+  | 'cancel'
+  | 'expire'
+  | 'refund'
+  | 'partial_refund'
+  | 'chargeback'
+  | 'partial_chargeback';
 export type SimFraudStatus = 'accept' | 'challenge' | 'deny';
 
 export interface SimAction {
@@ -49,6 +59,19 @@ export interface SimRefund {
   direct: boolean;
 }
 
+/**
+ * A cardholder's dispute the issuer won (MIDTRANS.md §7.3). Kept apart from the refunds, which
+ * the merchant made: a refund's totals and limits stay the refunds' own.
+ */
+export interface SimChargeback {
+  /** Midtrans numbers refunds and chargebacks in one sequence per transaction. */
+  refund_chargeback_id: number;
+  refund_chargeback_uuid: string;
+  /** Integer IDR. */
+  chargeback_amount: number;
+  created_at: Date;
+}
+
 /** The simulator's own record of one transaction; exposed as-is by GET /_simulator/transactions/:id. */
 export interface SimTransaction {
   transaction_id: string;
@@ -73,6 +96,7 @@ export interface SimTransaction {
   actions: SimAction[];
   card: SimCard | null;
   refunds: SimRefund[];
+  chargebacks: SimChargeback[];
   /** X-Override-Notification: when set, notifications go only here. */
   override_notification_urls: string[] | null;
   /** X-Append-Notification: in addition to the default URL. */
@@ -84,7 +108,7 @@ export interface SimTransaction {
   history: { transaction_status: SimStatus; fraud_status: SimFraudStatus | null; at: Date }[];
 }
 
-export const COMMAND_ACTIONS = ['settle', 'capture', 'deny', 'cancel', 'expire', 'pending', 'refund'] as const;
+export const COMMAND_ACTIONS = ['settle', 'capture', 'deny', 'cancel', 'expire', 'pending', 'refund', 'chargeback', 'partial_chargeback'] as const;
 export type CommandAction = (typeof COMMAND_ACTIONS)[number];
 
 export interface ActionOptions {
@@ -97,7 +121,10 @@ export interface ActionOptions {
   notify?: boolean;
   /** capture: accept (default) or challenge. */
   fraudStatus?: 'accept' | 'challenge';
-  /** refund: integer IDR (number or digit string); the whole remaining amount when absent. */
+  /**
+   * refund, chargeback, partial_chargeback: integer IDR (number or digit string). A refund or a
+   * chargeback takes the whole remaining amount when absent; a partial chargeback requires it.
+   */
   amount?: number | string;
 }
 

@@ -7,10 +7,10 @@ import { WalletTransaction } from './wallet.js';
 
 /**
  * Why money went back against an invoice: a refund (to the card, the bank or the wallet), the
- * unused time a plan change credited to the wallet, or a settlement nobody could use credited
- * to the wallet.
+ * unused time a plan change credited to the wallet, a settlement nobody could use credited
+ * to the wallet, or a partial chargeback the card's issuer took back.
  */
-export type CreditNoteReason = 'refund' | 'proration_credit' | 'unusable_settlement' | 'period_passed';
+export type CreditNoteReason = 'refund' | 'proration_credit' | 'unusable_settlement' | 'period_passed' | 'chargeback';
 
 /**
  * The document of money given back against an invoice (issue 20). Issued only by

@@ -1,16 +1,17 @@
 import type { Payment, PaymentStatus } from '../../db/entities/payment.js';
 import { StateMachine } from './state-machine.js';
 
-export type PaymentEvent = 'settle' | 'fail' | 'cancel' | 'withdraw' | 'expire' | 'refund_partially' | 'refund_fully' | 'reverse';
+export type PaymentEvent = 'settle' | 'fail' | 'cancel' | 'withdraw' | 'expire' | 'refund_partially' | 'refund_fully' | 'reverse' | 'charge_back';
 
-/** Final statuses: the gateway will not move them any more (except refunds of settled ones). */
-export const FINAL_PAYMENT_STATUSES: readonly PaymentStatus[] = ['settled', 'failed', 'canceled', 'expired', 'refunded', 'partially_refunded', 'reversed'];
+/** Final statuses: the gateway will not move them any more (except refunds and chargebacks of settled ones). */
+export const FINAL_PAYMENT_STATUSES: readonly PaymentStatus[] = ['settled', 'failed', 'canceled', 'expired', 'refunded', 'partially_refunded', 'reversed', 'charged_back'];
 
 /**
  * NOTE: a payment never moves backwards — a late pending or expire after a settlement changes
  * nothing. A settlement after a failure, cancel or expiry is accepted: the money arrived. The one
  * way back: a `deny` or `cancel` after `settlement` is the gateway reversing it (MIDTRANS.md §7.3,
- * DECISIONS.md §4), and the payment becomes `reversed`.
+ * DECISIONS.md §4), and the payment becomes `reversed`; a `chargeback` is the same with its own
+ * status, `charged_back` (DECISIONS.md §9; a partial one leaves the status as it is).
  */
 export const paymentStates = new StateMachine<PaymentStatus, PaymentEvent, Payment>('payment', {
   settle: { from: ['pending', 'failed', 'canceled', 'expired'], to: 'settled', stamp: (p, at) => (p.paidAt ??= at) },
@@ -23,4 +24,5 @@ export const paymentStates = new StateMachine<PaymentStatus, PaymentEvent, Payme
   refund_partially: { from: ['settled', 'partially_refunded'], to: 'partially_refunded' },
   refund_fully: { from: ['settled', 'partially_refunded'], to: 'refunded' },
   reverse: { from: ['settled', 'partially_refunded'], to: 'reversed' },
+  charge_back: { from: ['settled', 'partially_refunded'], to: 'charged_back' },
 });

@@ -1,7 +1,7 @@
 import type { Topup, TopupStatus } from '../../db/entities/topup.js';
 import { StateMachine } from './state-machine.js';
 
-export type TopupEvent = 'succeed' | 'fail' | 'expire' | 'reverse';
+export type TopupEvent = 'succeed' | 'fail' | 'expire' | 'reverse' | 'charge_back';
 
 /**
  * The specification's top-up table, plus one move it does not show: a settlement that arrives
@@ -13,4 +13,6 @@ export const topupStates = new StateMachine<TopupStatus, TopupEvent, Topup>('top
   expire: { from: ['pending'], to: 'expired' },
   // A deny or cancel after settlement: the gateway took the money back (MIDTRANS.md §7.3).
   reverse: { from: ['success'], to: 'reversed' },
+  // The card's issuer took all that was left back (MIDTRANS.md §7.3, DECISIONS.md §9).
+  charge_back: { from: ['success'], to: 'charged_back' },
 });

@@ -12,8 +12,9 @@ import { nextCreditNoteNumber } from '../invoices/next-invoice-number.js';
  * NOTE: money that goes back against an invoice leaves a document (issue 20): every refund and
  * every wallet credit drawn from a payment of an invoice (a proration credit, a settlement
  * nobody could use) issues a credit note, exactly once, in the transaction that gives the money
- * back. This module is the only writer of credit notes. Top-ups and staff wallet adjustments
- * were never invoiced, so they issue none.
+ * back; so does a partial chargeback, money the card's issuer gave back. This module is the only
+ * writer of credit notes. Top-ups and staff wallet adjustments were never invoiced, so they
+ * issue none.
  *
  * The invariant: the sum of an invoice's credit notes never exceeds what was paid on it (the
  * gross of its payments that settled). Checked here under the invoice's row lock; a credit that
@@ -140,13 +141,39 @@ export async function issueRefundCreditNotes(ctx: DataContext, payment: Payment)
 }
 
 /**
+ * Brings a payment's chargeback credit note up to its partial chargebacks (DECISIONS §9): one
+ * note for what no note covers yet, "once per total" as for refunds made at the gateway (each
+ * partial chargeback raises the total). NOTE: like those refunds, a chargeback can pay out to the
+ * card what a wallet credit of this payment already gave back and documented (reverse-payment.ts
+ * takes it back from the wallet): the payment's notes never exceed its gross, so that part gets
+ * no second note. A full chargeback opens the invoice again instead and issues none.
+ */
+export async function issueChargebackCreditNotes(ctx: DataContext, payment: Payment): Promise<string[]> {
+  if (!payment.paidAt || !payment.invoice) return [];
+  await ctx.em.populate(payment, ['invoice']);
+  const notes = await ctx.em.find(CreditNote, { payment });
+  const noted = add(ZERO, ...notes.filter((n) => n.reason === 'chargeback').map((n) => n.amount));
+  const all = add(ZERO, ...notes.map((n) => n.amount));
+  const owed = minimum(subtract(payment.chargebackAmount, noted), subtract(payment.grossAmount, all));
+  const note = await issueCreditNote(ctx, {
+    payment,
+    reason: 'chargeback',
+    amount: owed,
+    walletTransaction: null,
+    memo: null,
+    lines: [{ description: `Chargeback of payment ${payment.orderId} by the card's issuer (invoice ${payment.invoice.number}), ${payment.chargebackAmount} in all`, amount: owed }],
+  });
+  return note ? [`credit note ${note.number} issued for ${owed}`] : [];
+}
+
+/**
  * Documents a wallet credit drawn from payments of invoices: one credit note per payment (a
  * proration credit may draw on several), each against that payment's invoice.
  */
 export async function issueWalletCreditNotes(
   ctx: DataContext,
   entry: WalletTransaction,
-  reason: Exclude<CreditNoteReason, 'refund'>,
+  reason: Exclude<CreditNoteReason, 'refund' | 'chargeback'>,
   parts: { payment: Payment; amount: Money; description: string }[],
   memo: string | null = null,
 ): Promise<CreditNote[]> {

@@ -40,10 +40,12 @@ export const CREDIT_REASONS: Record<CreditNoteReason, string> = {
   proration_credit: 'Proration credit',
   unusable_settlement: 'Payment that could not be used',
   period_passed: 'Paid after its period had ended',
+  chargeback: 'Chargeback',
 };
 
 /** Where a credit note's money went ("back to GoPay", "to the wallet"), to follow a word like "Refund". */
 export function creditDestinationOf(note: Pick<CreditNote, 'reason' | 'refund' | 'payment'>): string {
-  const toGateway = note.reason === 'refund' && note.refund?.destination !== 'wallet' && note.payment;
+  // A chargeback's money went back to the card too, taken by its issuer.
+  const toGateway = ((note.reason === 'refund' && note.refund?.destination !== 'wallet') || note.reason === 'chargeback') && note.payment;
   return toGateway ? `back to ${paymentMethodOf(note.payment!)}` : 'to the wallet';
 }

@@ -1,3 +1,4 @@
+import type { Payment } from '../../db/entities/payment.js';
 import { compare, isPositive } from '../../domain/money.js';
 import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
 import type { DataContext } from '../context.js';
@@ -7,10 +8,11 @@ import { paymentData } from '../notifications/payloads.js';
 import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
 import { endWhatRefundsBeforeSettlementPaidBack } from '../refunds/refund-rules.js';
 import { refundEvent } from '../refunds/refund-totals.js';
+import { applyPaymentChargeback } from './apply-chargeback.js';
 import { recordGatewayRefunds } from './apply-refund.js';
 import { onPaymentFailed, onPaymentSettled } from './apply-to-subscription.js';
 import { assertAmount, type EventOutcome } from './event-outcome.js';
-import { isFailure, isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
+import { isChargeback, isFailure, isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 import { isReversal, reversePayment } from './reverse-payment.js';
 import { saveCardFromVerifiedEvent } from './saved-card.js';
 
@@ -27,35 +29,23 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
   const at = ctx.clock.now();
   const changes: string[] = [];
   payment.transactionId ??= event.transactionId;
-  // NOTE: a stale notification (a late pending, expire or challenge after the money arrived)
-  // must not overwrite what the gateway reported since; settlements and refunds always count.
-  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || isReversal(event, payment.status, payment.cancelRequestedAt)) {
+  // NOTE: a stale notification (a late pending, expire or challenge after the money arrived, a
+  // partial chargeback after the full one) must not overwrite what the gateway reported since;
+  // settlements and refunds always count.
+  const chargeback = isChargeback(event) && payment.status !== 'charged_back';
+  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || chargeback || isReversal(event, payment.status, payment.cancelRequestedAt)) {
     payment.gatewayStatus = event.transactionStatus;
     if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
   }
   payment.outcomeUnknown = false;
 
   if (isSuccess(event)) {
-    const customerFee = assertAmount(event, payment.grossAmount);
-    // A card's capture may be the success and its settlement the first event to itemise the fee.
-    if (isPositive(customerFee) && compare(customerFee, payment.customerFee) !== 0) {
-      payment.customerFee = customerFee;
-      changes.push(`customer paid a fee of ${customerFee} at the gateway (Automatic Fee Imposition)`);
-    }
-    changes.push(...saveCardFromVerifiedEvent(payment, event));
-    if (paymentStates.applyIfAllowed(payment, 'settle', at)) {
-      changes.push(`payment settled`);
-      changes.push(...(await onPaymentSettled(ctx, payment, at)));
-      // NOTE: a refund notification can overtake the settlement's; refunds already recorded count now.
-      if (isPositive(payment.refundedAmount)) {
-        paymentStates.apply(payment, refundEvent(payment, payment.refundedAmount), at);
-        changes.push(`payment ${payment.status} by refunds recorded before the settlement`);
-        if (await endWhatRefundsBeforeSettlementPaidBack(ctx, payment)) {
-          changes.push('subscription canceled: its payment was refunded in full at the gateway');
-        }
-        changes.push(...(await issueRefundCreditNotes(ctx, payment)));
-      }
-    }
+    changes.push(...(await settle(ctx, payment, event, at)));
+  } else if (isChargeback(event)) {
+    // NOTE: a chargeback takes back money that arrived: a payment still pending here (its
+    // settlement's notification lost) settles first, as the facts happened.
+    if (paymentStates.can(payment, 'settle')) changes.push(...(await settle(ctx, payment, event, at)));
+    changes.push(...(await applyPaymentChargeback(ctx, payment, event, at)));
   } else if (event.transactionStatus === 'capture') {
     changes.push(`capture held with fraud status ${event.fraudStatus ?? 'none'}`);
   } else if (event.transactionStatus === 'pending') {
@@ -77,4 +67,29 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
     changes.push(`status ${event.transactionStatus} recorded`);
   }
   return { changes };
+}
+
+/** The money arrived: the payment settles and buys what it paid for. */
+async function settle(ctx: DataContext, payment: Payment, event: GatewayEvent, at: Date): Promise<string[]> {
+  const changes: string[] = [];
+  const customerFee = assertAmount(event, payment.grossAmount);
+  // A card's capture may be the success and its settlement the first event to itemise the fee.
+  if (isPositive(customerFee) && compare(customerFee, payment.customerFee) !== 0) {
+    payment.customerFee = customerFee;
+    changes.push(`customer paid a fee of ${customerFee} at the gateway (Automatic Fee Imposition)`);
+  }
+  changes.push(...saveCardFromVerifiedEvent(payment, event));
+  if (!paymentStates.applyIfAllowed(payment, 'settle', at)) return changes;
+  changes.push(`payment settled`);
+  changes.push(...(await onPaymentSettled(ctx, payment, at)));
+  // NOTE: a refund notification can overtake the settlement's; refunds already recorded count now.
+  if (isPositive(payment.refundedAmount)) {
+    paymentStates.apply(payment, refundEvent(payment, payment.refundedAmount), at);
+    changes.push(`payment ${payment.status} by refunds recorded before the settlement`);
+    if (await endWhatRefundsBeforeSettlementPaidBack(ctx, payment)) {
+      changes.push('subscription canceled: its payment was refunded in full at the gateway');
+    }
+    changes.push(...(await issueRefundCreditNotes(ctx, payment)));
+  }
+  return changes;
 }

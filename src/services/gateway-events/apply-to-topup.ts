@@ -6,10 +6,11 @@ import { notify } from '../notifications/notify.js';
 import { topupSummaryData } from '../notifications/payloads.js';
 import { creditUnusableSettlement } from '../payments/credit-unusable-settlement.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { applyTopupChargeback } from './apply-chargeback.js';
 import { assertAmount, type EventOutcome } from './event-outcome.js';
-import { isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
+import { isChargeback, isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 import { refundTopupAtGateway, takeBackTopupRefunds } from './refund-topup-at-gateway.js';
-import { isReversal, reverseTopup } from './reverse-payment.js';
+import { isReversal, takeBackTopup } from './reverse-payment.js';
 
 const TOPUP_FAILURES: Record<string, TopupEvent> = { deny: 'fail', failure: 'fail', cancel: 'fail', expire: 'expire' };
 
@@ -24,38 +25,14 @@ export async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promi
   topup.outcomeUnknown = false;
   const data = topupSummaryData(topup);
 
-  if (isSuccess(event)) {
-    assertAmount(event, topup.amount);
-    const wasCanceled = topup.status === 'failed' || topup.status === 'expired';
-    if (!topupStates.applyIfAllowed(topup, 'succeed', at)) return { changes: [] };
-    if (wasCanceled) {
-      // The customer paid a top-up we had given up on: the money still reaches the wallet, loudly.
-      const change = await creditUnusableSettlement(ctx, {
-        user: topup.user,
-        orderId: topup.orderId,
-        amount: topup.amount,
-        currency: topup.currency,
-        reason: 'topup_canceled',
-        source: 'topup',
-        referenceId: topup.id,
-      });
-      // The top-up did succeed, whatever its order of arrival: told as any success is, too.
-      notify(ctx, topup.user, 'topup_succeeded', data);
-      return { changes: ['top-up success after it had ended', change, ...(await takeBackTopupRefunds(ctx, topup))] };
-    }
-    await postWalletEntry(ctx, {
-      user: topup.user,
-      kind: 'credit',
-      amount: topup.amount,
-      currency: topup.currency,
-      source: 'topup',
-      referenceId: topup.id,
-      description: `Top-up ${topup.orderId}`,
-    });
-    notify(ctx, topup.user, 'topup_succeeded', data);
-    return { changes: ['top-up success', `wallet credited ${topup.amount}`, ...(await takeBackTopupRefunds(ctx, topup))] };
+  if (isSuccess(event)) return { changes: await succeed(ctx, topup, event, at) };
+  if (isChargeback(event)) {
+    // NOTE: a chargeback takes back money that arrived: a top-up still pending here (its
+    // settlement's notification lost) is credited first, as the facts happened.
+    const credited = topupStates.can(topup, 'succeed') ? await succeed(ctx, topup, event, at) : [];
+    return { changes: [...credited, ...(await applyTopupChargeback(ctx, topup, event, at))] };
   }
-  if (isReversal(event, topup.status)) return { changes: await reverseTopup(ctx, topup, event, at) };
+  if (isReversal(event, topup.status)) return { changes: await takeBackTopup(ctx, topup, event, at, 'reverse') };
   if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') return { changes: await refundTopupAtGateway(ctx, topup, event) };
   const move = TOPUP_FAILURES[event.transactionStatus];
   if (move && topupStates.applyIfAllowed(topup, move, at)) {
@@ -63,4 +40,38 @@ export async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promi
     return { changes: [`top-up ${topup.status}`] };
   }
   return { changes: [] };
+}
+
+/** The money arrived: the wallet is credited with the top-up, once. */
+async function succeed(ctx: DataContext, topup: Topup, event: GatewayEvent, at: Date): Promise<string[]> {
+  const data = topupSummaryData(topup);
+  assertAmount(event, topup.amount);
+  const wasCanceled = topup.status === 'failed' || topup.status === 'expired';
+  if (!topupStates.applyIfAllowed(topup, 'succeed', at)) return [];
+  if (wasCanceled) {
+    // The customer paid a top-up we had given up on: the money still reaches the wallet, loudly.
+    const change = await creditUnusableSettlement(ctx, {
+      user: topup.user,
+      orderId: topup.orderId,
+      amount: topup.amount,
+      currency: topup.currency,
+      reason: 'topup_canceled',
+      source: 'topup',
+      referenceId: topup.id,
+    });
+    // The top-up did succeed, whatever its order of arrival: told as any success is, too.
+    notify(ctx, topup.user, 'topup_succeeded', data);
+    return ['top-up success after it had ended', change, ...(await takeBackTopupRefunds(ctx, topup))];
+  }
+  await postWalletEntry(ctx, {
+    user: topup.user,
+    kind: 'credit',
+    amount: topup.amount,
+    currency: topup.currency,
+    source: 'topup',
+    referenceId: topup.id,
+    description: `Top-up ${topup.orderId}`,
+  });
+  notify(ctx, topup.user, 'topup_succeeded', data);
+  return ['top-up success', `wallet credited ${topup.amount}`, ...(await takeBackTopupRefunds(ctx, topup))];
 }

@@ -24,7 +24,7 @@ export interface GatewayEvent {
   grossAmount: string | null;
   transactionId: string | null;
   paymentType: string | null;
-  /** Cumulative refunded amount after this event (refund notifications). */
+  /** Cumulative refunded amount after this event (refund notifications); the cumulative charged-back amount in chargeback ones (DECISIONS §9). */
   refundAmount: string | null;
   /** Individual refunds as the gateway lists them (`refunds[]`). */
   refunds: { refundKey: string | null; amount: string }[];
@@ -68,14 +68,16 @@ export function eventFromTransaction(tx: GatewayTransaction): GatewayEvent {
 /**
  * The deduplication key of DECISIONS §5: `(order_id, transaction_status)`, refined with the
  * fraud status for captures (a challenged capture later accepted is a second capture) and with
- * the cumulative refund amount for refunds (each partial refund raises it).
+ * the cumulative refund amount for refunds and chargebacks (each partial one raises it).
  */
 export function dedupKey(event: GatewayEvent): string {
   const parts = [event.orderId, event.transactionStatus];
   if (event.transactionStatus === 'capture') parts.push(event.fraudStatus ?? '');
-  if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') parts.push(event.refundAmount ?? '');
+  if (CUMULATIVE_STATUSES.includes(event.transactionStatus)) parts.push(event.refundAmount ?? '');
   return parts.join('|');
 }
+
+const CUMULATIVE_STATUSES = ['refund', 'partial_refund', 'chargeback', 'partial_chargeback'];
 
 /** Money arrived: a settlement, or a card capture the fraud check accepted. */
 export function isSuccess(event: GatewayEvent): boolean {
@@ -84,4 +86,9 @@ export function isSuccess(event: GatewayEvent): boolean {
 
 export function isFailure(event: GatewayEvent): boolean {
   return ['deny', 'cancel', 'expire', 'failure'].includes(event.transactionStatus);
+}
+
+/** The cardholder's bank took money back (MIDTRANS.md §7.3): all that was left, or part of it. */
+export function isChargeback(event: GatewayEvent): boolean {
+  return event.transactionStatus === 'chargeback' || event.transactionStatus === 'partial_chargeback';
 }

@@ -1,6 +1,7 @@
 import { Payment, Refund } from '../../db/entities/payment.js';
 import type { Topup } from '../../db/entities/topup.js';
-import { compare, isPositive } from '../../domain/money.js';
+import { WalletTransaction } from '../../db/entities/wallet.js';
+import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
 import { refundStates } from '../../domain/states/refund-states.js';
@@ -15,11 +16,17 @@ import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import type { GatewayEvent } from './gateway-event.js';
 
 /*
- * Reversals (MIDTRANS.md §7.3, DECISIONS.md §4): a `deny` or `cancel` after `settlement` means
- * the gateway took the money back (Permata VA, Mandiri bill and Indomaret settlements can flip
- * to deny minutes later; a card capture can be voided before it settles). The payment becomes
- * `reversed`, what it paid for is owed again, and the customer is told.
+ * Money the gateway takes back after a settlement (MIDTRANS.md §7.3, DECISIONS.md §4 and §9): a
+ * `deny` or `cancel` after `settlement` is a reversal (Permata VA, Mandiri bill and Indomaret
+ * settlements can flip to deny minutes later; a card capture can be voided before it settles),
+ * and a `chargeback` is the card's issuer taking back all that was left after a dispute. The
+ * payment becomes `reversed` or `charged_back`, what it paid for is owed again, and the customer
+ * is told. The one home of that undoing and of the wallet arithmetic it needs; a partial
+ * chargeback (apply-chargeback.ts) takes back through the same functions.
  */
+
+/** A reversal or a chargeback of all that is left: the state machines' move and what the customer is told. */
+export type TakeBack = 'reverse' | 'charge_back';
 
 /**
  * Whether the event takes back money this payment or top-up already counted as received. A
@@ -31,11 +38,15 @@ export function isReversal(event: GatewayEvent, status: string, cancelRequestedA
   return (event.transactionStatus === 'deny' || event.transactionStatus === 'cancel') && ['settled', 'partially_refunded', 'success'].includes(status);
 }
 
+/** What the gateway still holds of a payment: its gross less what was refunded and charged back. */
+export function heldOfPayment(payment: Pick<Payment, 'grossAmount' | 'refundedAmount' | 'chargebackAmount'>): Money {
+  return subtract(payment.grossAmount, add(payment.refundedAmount, payment.chargebackAmount));
+}
+
 /**
  * Reverses a settled payment inside applyGatewayEvent's transaction (subscription and payment
- * locked there): payment `reversed`, its invoice open again and due at once for dunning, the
- * subscription `past_due`. A `cancel` that confirms our own void (a refund by cancel of an
- * unsettled card capture, refund-by-cancel.ts) is that refund succeeding, not a reversal.
+ * locked there). A `cancel` that confirms our own void (a refund by cancel of an unsettled card
+ * capture, refund-by-cancel.ts) is that refund succeeding, not a reversal.
  */
 export async function reversePayment(
   ctx: DataContext,
@@ -51,10 +62,34 @@ export async function reversePayment(
       return [`refund ${ownVoid.refundKey} confirmed by the gateway's cancel`, ...(await settleRefundTotals(ctx, payment, refunds))];
     }
   }
-  if (!paymentStates.applyIfAllowed(payment, 'reverse', at)) return [];
-  const changes = [`payment reversed by the gateway (${event.transactionStatus} after settlement)`];
-  notify(ctx, payment.user, 'payment_reversed', { ...paymentSummaryData(payment), gateway_status: event.transactionStatus });
-  changes.push(...(await takeBackWalletCredits(ctx, payment, event)));
+  return takeBackPayment(ctx, payment, event, at, 'reverse');
+}
+
+/**
+ * What taking a settled payment's money back undoes: the payment `reversed` or `charged_back`
+ * (a chargeback records all that was left as charged back), its wallet credits taken back, its
+ * invoice open again and due at once for dunning, the subscription `past_due`.
+ */
+export async function takeBackPayment(ctx: DataContext, payment: Payment, event: GatewayEvent, at: Date, move: TakeBack): Promise<string[]> {
+  const held = heldOfPayment(payment);
+  if (!paymentStates.applyIfAllowed(payment, move, at)) return [];
+  const what = `${event.transactionStatus} after settlement`;
+  const changes: string[] = [];
+  if (move === 'reverse') {
+    changes.push(`payment reversed by the gateway (${what})`);
+    notify(ctx, payment.user, 'payment_reversed', { ...paymentSummaryData(payment), gateway_status: event.transactionStatus });
+  } else {
+    payment.chargebackAmount = add(payment.chargebackAmount, held);
+    changes.push(`payment charged back: ${held} taken by the card's issuer, ${payment.chargebackAmount} in all`);
+    notify(ctx, payment.user, 'payment_charged_back', { ...paymentSummaryData(payment), chargeback_amount: payment.chargebackAmount, fully_charged_back: true });
+  }
+  // Nothing of it is left with us: every wallet credit it made was money the gateway paid out again.
+  changes.push(
+    ...(await takeBackWalletCredits(ctx, payment, payment.grossAmount, {
+      referenceId: `${REVERSAL_REFERENCE}${payment.id}`,
+      description: `Payment ${payment.orderId} taken back by the gateway (${what}): its wallet credit taken back`,
+    })),
+  );
   // What it still paid for is unpaid again: a plan change or a refund must not count its unused
   // share as money in hand (a repayment funds the period anew).
   await withdrawFunds(ctx, payment, payment.grossAmount, at);
@@ -80,46 +115,70 @@ export async function reversePayment(
   return changes;
 }
 
-/** The wallet reference of a reversal's debit: this prefix and the payment's or top-up's id. */
+/** The wallet reference of a reversal's or a chargeback's debit: this prefix and the payment's or top-up's id. */
 export const REVERSAL_REFERENCE = 'reversal:';
 
 /**
- * What the wallet received from a payment the gateway took back goes out again: a settlement
- * nobody could use credited whole, or proration credits from its funds (`creditedAmount`). Left
- * there, it would be money from nowhere. Like a top-up's reversal, this debit may go below zero.
+ * NOTE: money out never exceeds money in, per payment. Once the gateway has paid out `paidOut`
+ * of it to the card (refunds and chargebacks; the whole gross in a reversal), the wallet credits
+ * it made beyond what is left (a settlement nobody could use credited whole, proration credits
+ * from its funds: `creditedAmount`) would be money from nowhere: that part is taken back, even
+ * below zero like a top-up's reversal, and the payment's credited amount falls by as much.
+ * `entry.referenceId` names what was paid out, so the same fact never debits twice.
  */
-async function takeBackWalletCredits(ctx: DataContext, payment: Payment, event: GatewayEvent): Promise<string[]> {
-  if (!isPositive(payment.creditedAmount)) return [];
-  const entry = await postWalletEntry(ctx, {
+export async function takeBackWalletCredits(
+  ctx: DataContext,
+  payment: Payment,
+  paidOut: Money,
+  entry: { referenceId: string; description: string },
+): Promise<string[]> {
+  const beyond = subtract(add(paidOut, payment.creditedAmount), payment.grossAmount);
+  if (!isPositive(beyond) || !isPositive(payment.creditedAmount)) return [];
+  const amount = minimum(beyond, payment.creditedAmount);
+  const posted = await postWalletEntry(ctx, {
     user: payment.user,
     kind: 'debit',
-    amount: payment.creditedAmount,
+    amount,
     currency: payment.currency,
     source: 'payment',
-    referenceId: `${REVERSAL_REFERENCE}${payment.id}`,
-    description: `Payment ${payment.orderId} reversed by the gateway (${event.transactionStatus} after settlement): its wallet credit taken back`,
+    referenceId: entry.referenceId,
+    description: entry.description,
     allowNegative: true,
   });
-  return [`wallet debited ${payment.creditedAmount}, credited from the reversed payment (balance now ${entry.balanceAfter})`];
+  payment.creditedAmount = subtract(payment.creditedAmount, amount);
+  return [`wallet debited ${amount} of what payment ${payment.orderId} credited to it (balance now ${posted.balanceAfter})`];
+}
+
+/** The wallet reference of a top-up's partial chargebacks: this prefix, the top-up's id and the charged-back total. */
+export const TOPUP_CHARGEBACK_REFERENCE = 'chargeback:';
+
+/** What the partial chargebacks of a top-up took from the wallet so far. */
+export async function chargedBackOfTopup(ctx: DataContext, topup: Topup): Promise<Money> {
+  const debits = await ctx.em.find(WalletTransaction, { source: 'topup', kind: 'debit', referenceId: { $like: `${TOPUP_CHARGEBACK_REFERENCE}${topup.id}:%` } });
+  return add(ZERO, ...debits.map((d) => d.amount));
 }
 
 /**
- * Reverses a credited top-up: its amount is debited from the wallet again, even below zero (the
- * only debit allowed to; `wallet verify` shows such balances), and the customer is told.
+ * Takes a credited top-up's money back from the wallet, even below zero (the customer may have
+ * spent it; `wallet verify` shows such balances): a reversal or a chargeback takes what the
+ * refunds and partial chargebacks left, and the customer is told.
  */
-export async function reverseTopup(ctx: DataContext, topup: Topup, event: GatewayEvent, at: Date): Promise<string[]> {
-  if (!topupStates.applyIfAllowed(topup, 'reverse', at)) return [];
-  const entry = await postWalletEntry(ctx, {
-    user: topup.user,
-    kind: 'debit',
-    amount: topup.amount,
-    currency: topup.currency,
-    source: 'topup',
-    referenceId: `${REVERSAL_REFERENCE}${topup.id}`,
-    description: `Top-up ${topup.orderId} reversed by the gateway (${event.transactionStatus} after settlement)`,
-    allowNegative: true,
-  });
-  notify(ctx, topup.user, 'payment_reversed', { ...topupSummaryData(topup), balance_after: entry.balanceAfter });
-  const negative = compare(entry.balanceAfter, '0') < 0 ? ` (balance now ${entry.balanceAfter})` : '';
-  return [`top-up reversed`, `wallet debited ${topup.amount}${negative}`];
+export async function takeBackTopup(ctx: DataContext, topup: Topup, event: GatewayEvent, at: Date, move: TakeBack): Promise<string[]> {
+  const chargedBack = await chargedBackOfTopup(ctx, topup);
+  const held = subtract(topup.amount, add(topup.refundedAmount, chargedBack));
+  if (!topupStates.applyIfAllowed(topup, move, at)) return [];
+  const how = move === 'reverse' ? 'reversed by the gateway' : "charged back by the card's issuer";
+  const debit = isPositive(held)
+    ? await debitTopup(ctx, topup, held, `${REVERSAL_REFERENCE}${topup.id}`, `Top-up ${topup.orderId} ${how} (${event.transactionStatus} after settlement)`)
+    : null;
+  const balance = debit ? { balance_after: debit.balanceAfter } : {};
+  if (move === 'reverse') notify(ctx, topup.user, 'payment_reversed', { ...topupSummaryData(topup), ...balance });
+  else notify(ctx, topup.user, 'payment_charged_back', { ...topupSummaryData(topup), chargeback_amount: add(chargedBack, debit?.amount ?? ZERO), fully_charged_back: true, ...balance });
+  const negative = debit && compare(debit.balanceAfter, ZERO) < 0 ? ` (balance now ${debit.balanceAfter})` : '';
+  return [`top-up ${topup.status}`, ...(debit ? [`wallet debited ${debit.amount}${negative}`] : [])];
+}
+
+/** A debit of a top-up's money from the wallet, allowed below zero (the only source that may go there, verify-wallets.ts). */
+export function debitTopup(ctx: DataContext, topup: Topup, amount: Money, referenceId: string, description: string): Promise<WalletTransaction> {
+  return postWalletEntry(ctx, { user: topup.user, kind: 'debit', amount, currency: topup.currency, source: 'topup', referenceId, description, allowNegative: true });
 }
