@@ -277,7 +277,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       baseUrl: gatewayBaseUrl,
       serverKey: serverKey || DEVELOPMENT_SERVER_KEY,
       notificationUrl: env.GATEWAY_NOTIFICATION_URL || null,
-      timeoutMs: integer(env, 'GATEWAY_TIMEOUT_MS', 10_000),
+      // NOTE: no shorter than Midtrans' own clients wait (midtrans-go: 80 s; the Node client: no
+      // limit): a charge given up early is one whose outcome we do not know (DECISIONS §9).
+      timeoutMs: integer(env, 'GATEWAY_TIMEOUT_MS', 80_000),
     },
     simulator: {
       threeDs: simulatorThreeDs(env.SIMULATOR_3DS),

@@ -86,8 +86,11 @@ export function registerPaymentCommands(program: Command): void {
       const payment = serializePayment(refunded.payment);
       const refund = serializeRefund(refunded.refund);
       output(globalOptions(cmd), { payment, refund }, () =>
-        `Refunded ${refund.amount} ${payment.currency} of ${payment.order_id} to the ${refund.destination} (${refund.refund_key}, ${refund.status}); ` +
-        `payment ${payment.status}, refunded ${payment.refunded_amount}, credited ${payment.credited_amount}.`,
+        refund.status === 'pending'
+          ? `Refund ${refund.refund_key} of ${refund.amount} ${payment.currency} of ${payment.order_id} sent, but the gateway's answer was lost: ` +
+            `pending until the gateway confirms it (its notification, or payments sync); nothing else has changed yet.`
+          : `Refunded ${refund.amount} ${payment.currency} of ${payment.order_id} to the ${refund.destination} (${refund.refund_key}, ${refund.status}); ` +
+            `payment ${payment.status}, refunded ${payment.refunded_amount}, credited ${payment.credited_amount}.`,
       );
     });
 }

@@ -87,8 +87,10 @@ export function interpretAnswer(op: GatewayOperation, answer: RawAnswer, redact:
 
   if (httpStatus >= 400) {
     const bodyCode = code !== null && Number(code) >= 400 ? Number(code) : null;
-    // A 5xx without a Midtrans body came from a proxy in front of it: the call may have gone through.
-    const unknown = STATE_CHANGING.has(op) && bodyCode === null && httpStatus >= 500;
+    // NOTE: a 5xx, from a proxy in front of the gateway or from Midtrans itself (its "Sorry, Our
+    // system is recovering" body), may come after the card was charged (DECISIONS §9, charge
+    // outcome unknown): only a 4xx-class code is a refusal.
+    const unknown = STATE_CHANGING.has(op) && (httpStatus >= 500 || (bodyCode !== null && bodyCode >= 500));
     const effective = bodyCode ?? httpStatus;
     throw fail(kindForCode(effective), `${effective} ${messages[0] ?? `HTTP ${httpStatus}`}`, unknown);
   }
@@ -103,7 +105,7 @@ export function interpretAnswer(op: GatewayOperation, answer: RawAnswer, redact:
   const n = Number(code);
   if (n >= 200 && n < 300) return body;
   if (n === 407 && (op === 'status' || op === 'expire')) return body;
-  throw fail(kindForCode(n), `${code} ${messages[0] ?? ''}`.trim());
+  throw fail(kindForCode(n), `${code} ${messages[0] ?? ''}`.trim(), STATE_CHANGING.has(op) && n >= 500);
 }
 
 export function toTransaction(op: GatewayOperation, body: Body, fallbackOrderId: string): GatewayTransaction {

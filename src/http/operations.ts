@@ -15,7 +15,7 @@ type Params<K extends OperationId, Where extends 'query' | 'path'> = operations[
 
 export type RequestBody<K extends OperationId> = operations[K] extends { requestBody?: infer R } ? JsonContent<NonNullable<R>> : undefined;
 
-type SuccessStatus = 200 | 201 | 204 | 304;
+type SuccessStatus = 200 | 201 | 202 | 204 | 304;
 
 /** A JSON response's typed body; a PDF response's bytes. */
 type ResponseBody<T> = T extends { content: { 'application/pdf': unknown } } ? Buffer : JsonContent<T>;

@@ -47,6 +47,12 @@ export interface SimulatorOptions {
   sweepIntervalMs?: number;
   /** Time between a refund and the bank's confirmation (the second refund notification); default 60 s. */
   refundConfirmationDelayMs?: number;
+  /**
+   * Refuse ShopeePay refunds from 23:55 to 06:00 GMT+7 as ShopeePay does (MIDTRANS.md §5.2).
+   * Default off: the simulator runs on the wall clock, and a test's outcome must not depend on
+   * the hour it runs at; a test that wants it sets it with its own clock.
+   */
+  shopeePayQuietHours?: boolean;
   /** Body size limit of Core API requests; default 1 MB. */
   bodyLimitBytes?: number;
   /**
@@ -61,6 +67,8 @@ export interface CoreAnswer {
   body: Body;
   /** Send this transaction's notification after answering. */
   notify?: SimTransaction;
+  /** How long after answering (default at once). */
+  notifyDelayMs?: number;
 }
 
 export interface RequestRecord {
@@ -210,8 +218,8 @@ export class SimulatorCore {
       appendUrls: urlList(headers.append),
     });
     this.store.add(tx);
-    this.notifyInBackground(tx, this.opts.chargeNotificationDelayMs ?? 50);
-    return ok(chargeAnswer(tx));
+    // Sent by the route with the answer, so that a fault can lose it too (Fault.notify).
+    return { ...ok(chargeAnswer(tx), tx), notifyDelayMs: this.opts.chargeNotificationDelayMs ?? 50 };
   }
 
   status(id: string): CoreAnswer {
@@ -272,7 +280,7 @@ export class SimulatorCore {
       if (tx.transaction_status !== 'settlement' && tx.transaction_status !== 'partial_refund') return cannotModify();
       return ok({ ...this.#refundAnswerBase(tx), status_code: '202', status_message: 'Refund denied by the bank', refund_amount: '0.00', refund_key: refundKey });
     }
-    const outcome = applyRefund(tx, { amount, refundKey, reason: typeof reason === 'string' ? reason : '', direct }, this.now());
+    const outcome = applyRefund(tx, { amount, refundKey, reason: typeof reason === 'string' ? reason : '', direct, shopeePayQuietHours: this.opts.shopeePayQuietHours }, this.now());
     if (!outcome.ok) return businessError(outcome.statusCode, outcome.message);
     const answer: Body = {
       status_code: '200',
@@ -334,7 +342,7 @@ export class SimulatorCore {
         move = tx.transaction_status === 'pending' ? { ok: true } : { ok: false, reason: `transaction is ${tx.transaction_status}, not pending` };
         break;
       case 'refund': {
-        const outcome = applyRefund(tx, { amount: commandAmount(opts), refundKey: `sim-${newId()}`, reason: 'simulator', direct: false }, now);
+        const outcome = applyRefund(tx, { amount: commandAmount(opts), refundKey: `sim-${newId()}`, reason: 'simulator', direct: false, shopeePayQuietHours: this.opts.shopeePayQuietHours }, now);
         move = outcome.ok ? { ok: true } : { ok: false, reason: outcome.message };
         break;
       }

@@ -44,12 +44,17 @@ function isPermataCharge(body: unknown): boolean {
 }
 
 /** What a faulty gateway (or a proxy in front of it) gives back instead of its answer. */
-function answerWithFault(ctx: Koa.Context, mode: Exclude<FaultMode, 'none'>, held: HeldRequests): Promise<void> | void {
+function answerWithFault(ctx: Koa.Context, mode: Exclude<FaultMode, 'none'>, held: HeldRequests, op: CoreOperation): Promise<void> | void {
   switch (mode) {
     case 'timeout':
       return held.hold(ctx);
     case 'http_500':
       return send(ctx, 500, errorBody('500', 'Sorry, Our system is recovering from unexpected issues. Please retry.'));
+    case 'refuse':
+      // Midtrans answers many business errors with HTTP 200 (MIDTRANS.md §1.6). A refund is
+      // refused for the merchant's balance (414, §5.4), anything else for the channel.
+      if (op === 'refund' || op === 'direct_refund') return send(ctx, 200, errorBody('414', 'Merchant balance is insufficient for this refund'));
+      return send(ctx, 200, errorBody('402', 'Payment channel is not activated.'));
     case 'malformed':
       ctx.status = 200;
       ctx.type = 'text/html';
@@ -107,7 +112,7 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
     async (ctx: Koa.Context): Promise<void> => {
       core.recordRequest({ operation: op, method: ctx.method, path: ctx.path, at: core.now() });
       const fault = core.faults.take(op);
-      if (fault.when === 'before' && fault.mode !== 'none') return answerWithFault(ctx, fault.mode, held);
+      if ((fault.when === 'before' || fault.mode === 'refuse') && fault.mode !== 'none') return answerWithFault(ctx, fault.mode, held, op);
       if (!isAuthorized(ctx.get('authorization'), core.opts.serverKey)) {
         return send(ctx, 401, errorBody('401', 'Access denied due to unauthorized transaction, please check client or server key'));
       }
@@ -127,9 +132,9 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
       if (key !== null && answer.httpStatus === 200 && /^(20[0-2]|407)$/.test(code)) {
         core.idempotency.remember(key, { httpStatus: answer.httpStatus, body: answer.body });
       }
-      if (answer.notify) core.notifyInBackground(answer.notify);
+      if (answer.notify && fault.notify) core.notifyInBackground(answer.notify, answer.notifyDelayMs);
       // The gateway did the work; only its answer is lost on the way back.
-      if (fault.when === 'after' && fault.mode !== 'none') return answerWithFault(ctx, fault.mode, held);
+      if (fault.when === 'after' && fault.mode !== 'none') return answerWithFault(ctx, fault.mode, held, op);
       send(ctx, answer.httpStatus, answer.body);
     };
 

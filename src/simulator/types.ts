@@ -144,7 +144,11 @@ export interface ActionResult {
 export const CORE_OPERATIONS = ['charge', 'status', 'cancel', 'expire', 'refund', 'direct_refund', 'approve', 'deny'] as const;
 export type CoreOperation = (typeof CORE_OPERATIONS)[number];
 
-export const FAULT_MODES = ['none', 'http_500', 'timeout', 'malformed', 'redirect'] as const;
+/**
+ * `refuse` is the gateway saying no to the request itself (a 4xx-class status_code: nothing was
+ * done, whatever `when` says); the others lose or spoil the answer.
+ */
+export const FAULT_MODES = ['none', 'http_500', 'timeout', 'malformed', 'redirect', 'refuse'] as const;
 export type FaultMode = (typeof FAULT_MODES)[number];
 
 /**
@@ -163,6 +167,11 @@ export interface Fault {
   count?: number;
   /** Which Core API operations; all when absent. */
   operations?: CoreOperation[];
+  /**
+   * False: the notification of what the call did is lost as well (the merchant's endpoint was
+   * down through every retry), so only a status query finds it. Default true.
+   */
+  notify?: boolean;
 }
 
 /** Raised by act() and the command routes; the HTTP status is what the command route answers. */

@@ -264,11 +264,17 @@ describe('MidtransClient answers', () => {
       expect((await gatewayFailure(client.cancel('ORD-1'))).kind).toBe('cannot_modify');
     });
 
-    it('marks a charge lost behind a proxy 502 as outcome unknown, but not a Midtrans 500 answer', async () => {
+    it('marks a charge answered 5xx as outcome unknown, from a proxy or from Midtrans itself (DECISIONS §9), and a 4xx code as a refusal', async () => {
       const proxy = clientWith(() => new Response('<html>502</html>', { status: 502 }));
       expect(await gatewayFailure(proxy.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: true });
       const midtrans = clientWith(() => json({ status_code: '500', status_message: 'Sorry' }, 500));
-      expect(await gatewayFailure(midtrans.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
+      expect(await gatewayFailure(midtrans.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: true });
+      const inBody = clientWith(() => json({ status_code: '503', status_message: 'Sorry' }, 200));
+      expect(await gatewayFailure(inBody.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: true });
+      const refused = clientWith(() => json({ status_code: '402', status_message: 'Payment channel is not activated.' }, 200));
+      expect(await gatewayFailure(refused.client.charge(base))).toMatchObject({ kind: 'validation', outcomeUnknown: false });
+      const status = clientWith(() => json({ status_code: '500', status_message: 'Sorry' }, 500));
+      expect(await gatewayFailure(status.client.status('ORD-1'))).toMatchObject({ kind: 'unavailable', outcomeUnknown: false });
     });
   });
 

@@ -103,12 +103,14 @@ describe.each(DATABASES)('credit notes on %s', (kind) => {
       expect((await invoiceOf(created.body.payment.invoice_id)).credit_notes).toHaveLength(2);
     });
 
-    it('reported before the settlement waits for the settlement: nothing was paid on the invoice yet', async () => {
+    it('reported before the settlement settles the payment first (DECISIONS §9: the refund says the money arrived), then documents the refund once', async () => {
       const created = await subscribe(server, user, { plan_id: 'pro-monthly', payment_type: 'qris' });
       const orderId = created.body.payment.order_id;
       const part = { refund_chargeback_id: 1, refund_amount: '30000.00', reason: 'dashboard' };
       expect((await notifyWebhook({ order_id: orderId, transaction_status: 'partial_refund', gross_amount: '150000.00', refund_amount: '30000.00', refunds: [part] })).status).toBe(200);
-      expect((await list()).body.count).toBe(0);
+      expect((await invoiceOf(created.body.payment.invoice_id)).status).toBe('paid');
+      expect((await list()).body.count).toBe(1);
+      // The settlement's own notification, arriving late, changes nothing more.
       expect((await notifyWebhook({ order_id: orderId, transaction_status: 'settlement', gross_amount: '150000.00' })).status).toBe(200);
       const notes = (await list()).body.results;
       expect(notes).toHaveLength(1);

@@ -192,12 +192,12 @@ describe.each(DATABASES)('payments on %s', (kind) => {
       expect(reused.body.code).toBe('idempotency_key_reused');
     });
 
-    it('when the gateway refuses the new charge: 5xx, that payment failed, the invoice still open and chargeable', async () => {
+    it('when the gateway refuses the new charge: 502, that payment failed, the invoice still open and chargeable', async () => {
       await newUser();
       const created = await subscribe(server, user, { plan_id: 'basic-monthly', payment_type: 'qris' });
-      await server.request('POST', '/_simulator/faults', { body: { mode: 'http_500', count: 1, operations: ['charge'] } });
+      await server.request('POST', '/_simulator/faults', { body: { mode: 'refuse', count: 1, operations: ['charge'] } });
       const res = await charge(created.body.subscription.id);
-      expect(res.status).toBe(503);
+      expect(res.status).toBe(502);
       const payments = await dbOf(server).find(Payment, { user: user.id }, { orderBy: { createdAt: 'asc' } });
       expect(payments.map((p) => p.status)).toEqual(['canceled', 'failed']);
       expect((await server.api('GET', `/invoices/${created.body.payment.invoice_id}/`, { auth: user })).body.status).toBe('open');
@@ -215,7 +215,7 @@ describe.each(DATABASES)('payments on %s', (kind) => {
       const { payment } = await activeSubscription(server, user, 'basic-monthly', 'gopay');
       const res = await refund(payment.id, { reason: 'not needed' });
       expect(res.status).toBe(200);
-      expect(res.body.refund).toEqual({ refund_key: `${payment.order_id}-r1`, amount: '50000.00', status: 'succeeded', destination: 'gateway', method: 'refund' });
+      expect(res.body.refund).toEqual({ refund_key: `${payment.order_id}-r1`, amount: '50000.00', status: 'succeeded', gateway_status_code: null, gateway_message: null, destination: 'gateway', method: 'refund' });
       expect(res.body.payment).toMatchObject({ status: 'refunded', refunded_amount: '50000.00' });
       expect(server.running.billing.simulator!.transaction(payment.order_id)!.refunds).toEqual([
         expect.objectContaining({ refund_key: `${payment.order_id}-r1`, refund_amount: 50000, direct: false }),
@@ -242,14 +242,19 @@ describe.each(DATABASES)('payments on %s', (kind) => {
       expect(more.body.code).toBe('invalid_state');
     });
 
-    it('direct: true uses the direct refund; a refund the bank rejects answers 502 and refunds nothing', async () => {
+    it('direct: true uses the direct refund; a refund the bank rejects answers 422 refund_refused and refunds nothing', async () => {
       await newUser();
       const { payment } = await activeSubscription(server, user, 'basic-monthly', 'gopay');
       const rejected = await refund(payment.id, { amount: 10000, direct: true, reason: BANK_REJECT_REASON });
-      expect(rejected.status).toBe(502);
-      expect(rejected.body.code).toBe('gateway_error');
+      expect(rejected.status).toBe(422);
+      expect(rejected.body.code).toBe('refund_refused');
+      expect(rejected.body.detail).toContain('202 Refund denied by the bank');
       expect((await getPayment(payment.id)).body).toMatchObject({ status: 'settled', refunded_amount: '0.00' });
-      expect(await dbOf(server).findOneOrFail(Refund, { refundKey: `${payment.order_id}-r1` })).toMatchObject({ status: 'failed' });
+      expect(await dbOf(server).findOneOrFail(Refund, { refundKey: `${payment.order_id}-r1` })).toMatchObject({
+        status: 'failed',
+        gatewayStatusCode: '202',
+        gatewayMessage: 'Refund denied by the bank',
+      });
 
       const ok = await refund(payment.id, { amount: 10000, direct: true });
       expect(ok.status).toBe(200);
@@ -264,7 +269,7 @@ describe.each(DATABASES)('payments on %s', (kind) => {
       const balance = Number(await walletBalance(server, user));
       const res = await refund(payment.id, { amount: 15000 });
       expect(res.status).toBe(200);
-      expect(res.body.refund).toEqual({ refund_key: `${payment.order_id}-r1`, amount: '15000.00', status: 'succeeded', destination: 'wallet', method: 'wallet' });
+      expect(res.body.refund).toEqual({ refund_key: `${payment.order_id}-r1`, amount: '15000.00', status: 'succeeded', gateway_status_code: null, gateway_message: null, destination: 'wallet', method: 'wallet' });
       expect(res.body.payment).toMatchObject({ status: 'partially_refunded', refunded_amount: '15000.00' });
       expect(Number(await walletBalance(server, user))).toBe(balance + 15000);
       const tx = (await server.api('GET', '/wallet/transactions/', { auth: user })).body.results[0];

@@ -127,12 +127,12 @@ describe.each(DATABASES)('POST /subscriptions/{id}/change-plan/ on %s', (kind) =
       expect(tx.card!.token_id).toMatch(/^sim-card-accept-saved-/);
     });
 
-    it('when the gateway refuses the proration charge, the change is dropped (5xx)', async () => {
+    it('when the gateway refuses the proration charge, the change is dropped (502)', async () => {
       const { subscription } = await activeSubscription(server, user, 'basic-monthly');
       clock.advance(10 * DAY);
-      await server.request('POST', '/_simulator/faults', { body: { mode: 'http_500', count: 1, operations: ['charge'] } });
+      await server.request('POST', '/_simulator/faults', { body: { mode: 'refuse', count: 1, operations: ['charge'] } });
       const res = await change(subscription.id, { plan_id: 'pro-monthly' });
-      expect(res.status).toBe(503);
+      expect(res.status).toBe(502);
       expect((await get(subscription.id)).body).toMatchObject({ status: 'active', plan: { slug: 'basic-monthly' }, pending_change: null });
       const proration = await dbOf(server).findOneOrFail(Invoice, { user: user.id, billingReason: 'subscription_update' });
       expect(proration.status).toBe('void');

@@ -400,12 +400,12 @@ describe.each(DATABASES)('POST /subscriptions/ when the gateway fails, on %s', (
 
   const fault = (mode: string) => server.request('POST', '/_simulator/faults', { body: { mode, count: 1, operations: ['charge'] } });
 
-  it('a refused charge answers 5xx and leaves no live subscription and nothing payable', async () => {
+  it('a refused charge answers 502 and leaves no live subscription and nothing payable', async () => {
     user = await server.createUser();
-    await fault('http_500');
+    await fault('refuse');
     const res = await subscribe(server, user, { plan_id: 'basic-monthly', payment_type: 'bank_transfer' });
-    expect(res.status).toBe(503);
-    expect(res.body.code).toBe('gateway_unavailable');
+    expect(res.status).toBe(502);
+    expect(res.body.code).toBe('gateway_error');
     const em = dbOf(server);
     const [sub] = await em.find(Subscription, { user: user.id });
     expect(sub).toMatchObject({ status: 'canceled', liveUserId: null, cancelReason: 'payment_rejected' });

@@ -250,12 +250,12 @@ describe.each(DATABASES)('top-ups on %s', (kind) => {
   });
 
   describe('gateway failures', () => {
-    it('marks the top-up failed and answers 503 when the gateway errors', async () => {
+    it('marks the top-up failed and answers 502 when the gateway refuses it', async () => {
       const user = await server.createUser();
-      server.running.billing.simulator!.setFault({ mode: 'http_500', count: 1, operations: ['charge'] });
+      server.running.billing.simulator!.setFault({ mode: 'refuse', count: 1, operations: ['charge'] });
       const res = await postTopup(server, user, { amount: 15000, payment_type: 'bank_transfer' });
-      expect(res.status, res.text).toBe(503);
-      expect(res.body.code).toBe('gateway_unavailable');
+      expect(res.status, res.text).toBe(502);
+      expect(res.body.code).toBe('gateway_error');
       const [topup] = await em().find(Topup, { user: user.id });
       expect(topup.status).toBe('failed');
       // The code says what happened; the detail only has to name the order, its wording is free.
@@ -319,10 +319,10 @@ describe.each(DATABASES)('top-ups on %s', (kind) => {
       expect([bad.status, again.status]).toEqual([400, 400]);
       expect(again.body).toEqual(bad.body);
 
-      server.running.billing.simulator!.setFault({ mode: 'http_500', count: 1, operations: ['charge'] });
+      server.running.billing.simulator!.setFault({ mode: 'refuse', count: 1, operations: ['charge'] });
       const body = { amount: 20000, payment_type: 'gopay' };
       const failed = await postTopup(server, user, body, { 'Idempotency-Key': 'topup-key-3' });
-      expect(failed.status).toBe(503);
+      expect(failed.status).toBe(502);
       const retried = await postTopup(server, user, body, { 'Idempotency-Key': 'topup-key-3' });
       expect(retried.status).toBe(201);
       expect(await em().count(Topup, { user: user.id, status: 'failed' })).toBe(1);

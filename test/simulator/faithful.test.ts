@@ -216,7 +216,8 @@ describe('notification retries (MIDTRANS.md §7.8)', () => {
       return new Response('{}', { status });
     }) as unknown as typeof fetch;
     const core = new SimulatorCore({ serverKey: SERVER_KEY, notificationUrl: () => 'http://merchant.example/hook', publicBaseUrl: () => 'http://sim', fetch: fetchStub, sweepIntervalMs: 0 });
-    core.charge({ payment_type: 'gopay', transaction_details: { order_id: 'RETRY-1', gross_amount: 1000 } }, {});
+    const answer = core.charge({ payment_type: 'gopay', transaction_details: { order_id: 'RETRY-1', gross_amount: 1000 } }, {});
+    core.notifyInBackground(answer.notify!, answer.notifyDelayMs);
     return { core, attempts };
   }
 

@@ -1,4 +1,4 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { EntitySchema, type Opt } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty, zeroMoneyProperty } from './common.js';
 import { Invoice } from './invoice.js';
 import { Subscription, type PaymentType } from './subscription.js';
@@ -7,7 +7,7 @@ import { User } from './user.js';
 export type PaymentStatus = 'pending' | 'settled' | 'failed' | 'canceled' | 'expired' | 'refunded' | 'partially_refunded' | 'reversed' | 'charged_back';
 
 export class Payment {
-  id!: string;
+  id!: Opt<string>;
   /** SUB-<opaque suffix>, at most 50 characters. */
   orderId!: string;
   user!: User;
@@ -18,26 +18,26 @@ export class Payment {
   grossAmount!: string;
   currency!: string;
   /** Sum of the payment's succeeded refunds (kept in step by src/services/payments). */
-  refundedAmount!: string;
+  refundedAmount!: Opt<string>;
   /**
    * Credits granted to the wallet from this payment's unused time (downgrades). With the refunds
    * it bounds what can still be refunded: refundable = gross − refunded − credited.
    */
-  creditedAmount!: string;
+  creditedAmount!: Opt<string>;
   /**
    * What the customer paid the gateway on top of gross_amount under Midtrans' Automatic Fee
    * Imposition ("0.00" without it). It is the gateway's, never ours: nothing refunds or credits it.
    */
-  customerFee!: string;
+  customerFee!: Opt<string>;
   /** What the cardholder's bank took back by chargeback or partial_chargeback ("0.00" until then). */
-  chargebackAmount!: string;
+  chargebackAmount!: Opt<string>;
   transactionId: string | null = null;
   fraudStatus: string | null = null;
   /** The last transaction_status the gateway reported, verbatim. */
   gatewayStatus: string | null = null;
   paymentDetails: Record<string, unknown> = {};
   /** The charge request timed out: the gateway may or may not have it; reconciliation decides. */
-  outcomeUnknown = false;
+  outcomeUnknown: Opt<boolean> = false;
   /** Why a payment failed when the gateway never said (e.g. `never_reached_gateway`). */
   failureReason: string | null = null;
   /**
@@ -49,7 +49,7 @@ export class Payment {
   paidAt: Date | null = null;
   expiresAt: Date | null = null;
   createdAt!: Date;
-  updatedAt!: Date;
+  updatedAt!: Opt<Date>;
 }
 
 export type RefundStatus = 'pending' | 'succeeded' | 'failed';
@@ -58,18 +58,18 @@ export type RefundDestination = 'gateway' | 'wallet';
 export type RefundMethod = 'refund' | 'direct_refund' | 'cancel' | 'wallet';
 
 export class Refund {
-  id!: string;
+  id!: Opt<string>;
   payment!: Payment;
   /** Our idempotency key at the gateway; the later refund notification is matched on it. */
   refundKey!: string;
   amount!: string;
-  status: RefundStatus = 'pending';
+  status: Opt<RefundStatus> = 'pending';
   destination!: RefundDestination;
-  direct = false;
-  method: RefundMethod = 'refund';
+  direct: Opt<boolean> = false;
+  method: Opt<RefundMethod> = 'refund';
   reason: string | null = null;
   /** Staff's refund that leaves the subscription running (--keep-subscription), applied when the gateway accepts it. */
-  keepSubscription = false;
+  keepSubscription: Opt<boolean> = false;
   /** The gateway's status_code and status_message when it refused the refund. */
   gatewayStatusCode: string | null = null;
   gatewayMessage: string | null = null;

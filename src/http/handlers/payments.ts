@@ -35,7 +35,10 @@ export const paymentHandlers: OperationHandlers = {
       reason: req.body?.reason,
       direct: req.body?.direct,
     });
-    return { status: 200, body: { payment: serializePayment(refunded.payment), refund: serializeRefund(refunded.refund) } };
+    const body = { payment: serializePayment(refunded.payment), refund: serializeRefund(refunded.refund) };
+    // A refund whose answer was lost is pending until the gateway confirms it (DECISIONS §9).
+    if (refunded.refund.status === 'pending') return { status: 202, body };
+    return { status: 200, body };
   },
 
   async checkPaymentStatus(req) {

@@ -76,7 +76,7 @@ async function declineWalletPayment(ctx: DataContext, sub: Subscription, invoice
     currency: invoice.currency,
     paymentDetails: { decline_reason: reason },
     createdAt: ctx.clock.now(),
-  } as unknown as Payment);
+  });
   await ctx.em.flush();
   const event: GatewayEvent = {
     orderId: payment.orderId,

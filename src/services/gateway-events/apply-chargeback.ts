@@ -7,7 +7,8 @@ import { notify } from '../notifications/notify.js';
 import { paymentSummaryData, topupSummaryData } from '../notifications/payloads.js';
 import { withdrawFunds } from '../subscription-rules/period-funds.js';
 import type { GatewayEvent } from './gateway-event.js';
-import { chargedBackOfTopup, debitTopup, heldOfPayment, takeBackPayment, takeBackTopup, takeBackWalletCredits, TOPUP_CHARGEBACK_REFERENCE } from './reverse-payment.js';
+import { chargedBackOfTopup, debitTopup, heldOfPayment, takeBackPayment, takeBackTopup, takeBackWalletCredits } from './reverse-payment.js';
+import { CHARGEBACK_OVERLAP_REFERENCE, TOPUP_CHARGEBACK_REFERENCE } from '../wallet/take-back-references.js';
 
 /*
  * Chargebacks (DECISIONS.md §9, MIDTRANS.md §7.3): the card's issuer takes money back after a
@@ -21,8 +22,6 @@ import { chargedBackOfTopup, debitTopup, heldOfPayment, takeBackPayment, takeBac
  * exceeds money in.
  */
 
-/** The wallet reference of what a partial chargeback takes back of a payment's wallet credits: this prefix, the payment's id, the charged-back total. */
-export const CHARGEBACK_OVERLAP_REFERENCE = 'chargeback-excess:';
 
 /**
  * What a chargeback event takes of money of which `left` is still ours and `earlier` was charged

@@ -1,12 +1,13 @@
 import { Payment, Refund } from '../../db/entities/payment.js';
-import { add, compare, isPositive, minimum, money, subtract } from '../../domain/money.js';
+import { add, compare, isPositive, money, subtract } from '../../domain/money.js';
 import { succeededTotal } from '../../domain/refund-sum.js';
-import { refundStates } from '../../domain/states/refund-states.js';
 import type { DataContext } from '../context.js';
+import { acceptRefund } from '../refunds/accept-refund.js';
 import { endWhatGatewayRefundPaysBack } from '../refunds/refund-rules.js';
 import { settleRefundTotals } from '../refunds/refund-totals.js';
-import { postWalletEntry } from '../wallet/wallet-ledger.js';
+import { REFUND_OVERLAP_REFERENCE } from '../wallet/take-back-references.js';
 import type { GatewayEvent } from './gateway-event.js';
+import { takeBackWalletCredits } from './reverse-payment.js';
 
 /**
  * Refund notifications. NOTE: the gateway's cumulative `refund_amount` is the truth for what it
@@ -22,7 +23,6 @@ import type { GatewayEvent } from './gateway-event.js';
  */
 export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, event: GatewayEvent): Promise<string[]> {
   const changes: string[] = [];
-  const at = ctx.clock.now();
   const known = await ctx.em.find(Refund, { payment }, { orderBy: { createdAt: 'asc' } });
   const recordedBefore = payment.refundedAmount;
   const madeAtGatewayBefore = madeAtGateway(known);
@@ -30,7 +30,7 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
     if (!r.refundKey) continue;
     const existing = known.find((k) => k.refundKey === r.refundKey);
     if (existing) {
-      if (refundStates.applyIfAllowed(existing, 'confirm_at_gateway', at)) changes.push(`refund ${existing.refundKey} confirmed`);
+      if ((await acceptRefund(ctx, payment, existing, 'confirm_at_gateway')).accepted) changes.push(`refund ${existing.refundKey} confirmed`);
       continue;
     }
     known.push(gatewayRefund(ctx, payment, r.refundKey, money(r.amount)));
@@ -44,7 +44,7 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
     // Our own refunds still waiting for an answer are the likeliest explanation of the gap.
     for (const pending of known.filter((k) => k.status === 'pending' && k.destination === 'gateway')) {
       if (compare(pending.amount, subtract(truth, explained())) > 0) continue;
-      refundStates.apply(pending, 'succeed', at);
+      await acceptRefund(ctx, payment, pending);
       changes.push(`refund ${pending.refundKey} confirmed by the refunded total`);
     }
     const unexplained = subtract(truth, explained());
@@ -78,36 +78,20 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
   return changes;
 }
 
-/** The wallet reference of a take-back of what a gateway refund paid out twice (below): this prefix, the payment's id, the refunded total. */
-export const REFUND_OVERLAP_REFERENCE = 'refund-excess:';
-
 /**
- * NOTE: money out never exceeds money in, per payment: what it refunded plus what it credited
- * to the wallet stays within its gross. Our own refunds are held to that by their limit
- * (refund-rules.ts), but a refund made at the gateway (a dashboard refund) is a fact we can only
- * record: when it pays out to the card what a wallet credit of this payment (a downgrade's
- * proration, an unusable settlement) already gave back, that part is taken back from the
- * wallet, even below zero like a reversal, and the payment's credited amount falls by as much.
- * Its credit note already exists (the wallet credit's), so the refund's note covers only the
- * rest (issueRefundCreditNotes). Returns the changes for the log.
+ * NOTE: our own refunds are held within the payment by their limit (refund-rules.ts), but a
+ * refund made at the gateway (a dashboard refund) is a fact we can only record: when it pays out
+ * to the card what a wallet credit of this payment (a downgrade's proration, an unusable
+ * settlement) already gave back, that part is taken back from the wallet by the one take-back
+ * rule (takeBackWalletCredits). Its credit note already exists (the wallet credit's), so the
+ * refund's note covers only the rest (issueRefundCreditNotes).
  */
-async function takeBackWhatTheWalletGotTwice(ctx: DataContext, payment: Payment, refunded: string): Promise<string[]> {
-  const twice = subtract(add(refunded, payment.creditedAmount), payment.grossAmount);
-  if (!isPositive(twice) || !isPositive(payment.creditedAmount)) return [];
-  const amount = minimum(twice, payment.creditedAmount);
-  const entry = await postWalletEntry(ctx, {
-    user: payment.user,
-    kind: 'debit',
-    amount,
-    currency: payment.currency,
-    source: 'payment',
+function takeBackWhatTheWalletGotTwice(ctx: DataContext, payment: Payment, refunded: string): Promise<string[]> {
+  return takeBackWalletCredits(ctx, payment, add(refunded, payment.chargebackAmount), {
     // One entry per refunded total: a later, larger refund takes back only what is new.
     referenceId: `${REFUND_OVERLAP_REFERENCE}${payment.id}:${refunded}`,
-    description: `Refund of payment ${payment.orderId} made at the gateway paid out ${amount} that its wallet credit had already given back: taken back`,
-    allowNegative: true,
+    description: `Refund of payment ${payment.orderId} made at the gateway paid out what its wallet credit had already given back: taken back`,
   });
-  payment.creditedAmount = subtract(payment.creditedAmount, amount);
-  return [`wallet debited ${amount}: the gateway's refund paid out part of this payment's wallet credit (balance now ${entry.balanceAfter})`];
 }
 
 const GATEWAY_REFUND_REASON = 'refund made at the gateway';
@@ -131,5 +115,5 @@ function gatewayRefund(ctx: DataContext, payment: Payment, refundKey: string, am
     direct: false,
     reason: GATEWAY_REFUND_REASON,
     createdAt: ctx.clock.now(),
-  } as Refund);
+  });
 }

@@ -62,6 +62,9 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
       changes.push(...(await onPaymentFailed(ctx, payment, at)));
     }
   } else if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
+    // NOTE: a refund, too, gives back money that arrived: a payment still pending here (its
+    // settlement's notification lost, sync asking now) settles first (DECISIONS §9).
+    if (paymentStates.can(payment, 'settle')) changes.push(...(await settle(ctx, payment, event, at)));
     changes.push(...(await recordGatewayRefunds(ctx, payment, event)));
   } else {
     changes.push(`status ${event.transactionStatus} recorded`);

@@ -1,86 +1,20 @@
-import type { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
-import type { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
-import { cycleBoundary } from '../../domain/billing-calendar.js';
 import { add, isPositive, subtract } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { paymentData, subscriptionData } from '../notifications/payloads.js';
-import { creditUnusableSettlement, type UnusableSettlementReason } from '../payments/credit-unusable-settlement.js';
+import { creditUnusableSettlement } from '../payments/credit-unusable-settlement.js';
 import { fundPeriod } from '../subscription-rules/period-funds.js';
 import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscription-rules/plan-change.js';
+import { firstPeriodOf, movesPeriodForward, whatSettlementBuys } from './settlement-purchase.js';
 
 /*
  * What a subscription payment's settlement or failure does to its invoice and subscription,
  * inside applyGatewayEvent's transaction (subscription and payment locked there).
  */
-
-/**
- * A settlement buys nothing when its invoice was already paid (a superseded payment settled
- * after all) or voided, or when its subscription has ended (canceled, expired, or replaced by
- * another): checked before anything is paid or revived. Shared with settle-plain-payment.ts.
- */
-export function unusableBecause(
-  sub: Pick<Subscription, 'status'> | null,
-  invoice: Pick<Invoice, 'status'> | null,
-): UnusableSettlementReason | null {
-  if (sub && (sub.status === 'canceled' || sub.status === 'expired')) return 'subscription_ended';
-  if (invoice?.status === 'paid') return 'invoice_already_paid';
-  if (invoice?.status === 'void') return 'invoice_void';
-  return null;
-}
-
-/**
- * The service period a create or renewal payment buys, or null when its invoice buys none (a
- * plan change's, or another kind): a renewal buys its invoice's period; a first payment (or one
- * without an invoice) a cycle from the moment it settles, which anchors the billing calendar.
- * Shared with settle-plain-payment.ts.
- */
-export function periodBought(
-  invoice: Pick<Invoice, 'billingReason' | 'periodStart' | 'periodEnd'> | null,
-  plan: Pick<Plan, 'interval' | 'intervalUnit'>,
-  at: Date,
-): { start: Date; end: Date; anchors: boolean } | null {
-  // NOTE: a first invoice records the period its first settlement bought (firstPeriodOf): paid
-  // again after a reversal or chargeback, it buys that period back, never a new cycle from the
-  // repayment on whatever plan the subscription has moved to since (DECISIONS §10).
-  const buysItsPeriod = invoice?.billingReason === 'subscription_cycle' || invoice?.billingReason === 'subscription_create';
-  if (buysItsPeriod && invoice.periodStart && invoice.periodEnd) {
-    return { start: invoice.periodStart, end: invoice.periodEnd, anchors: false };
-  }
-  if (!invoice || invoice.billingReason === 'subscription_create') {
-    return { start: at, end: cycleBoundary(at, plan.interval, plan.intervalUnit, 1), anchors: true };
-  }
-  return null;
-}
-
-/**
- * Whether a bought period becomes the subscription's: never when the subscription is already in
- * it or in a later one (a reversed payment repaid; a reversed first payment repaid after a
- * paid change that restarted the period): the repayment then makes good what it paid for, and
- * the period and the cycle count stay. Shared with settle-plain-payment.ts, which leaves that
- * case to onPaymentSettled.
- */
-export function movesPeriodForward(sub: Pick<Subscription, 'currentPeriodEnd'>, period: { end: Date }): boolean {
-  return !sub.currentPeriodEnd || period.end.getTime() > sub.currentPeriodEnd.getTime();
-}
-
-/**
- * A period that ended between its payment's order and its money (an order paid days late,
- * after the subscription fell past due or was charged again). A payment ordered after its
- * period had already ended is not late: it is a billing run catching up on missed cycles
- * (DECISIONS §4, one run far in the future bills every cycle it missed) or a customer paying an
- * overdue invoice, and it buys that period as it always did. Shared with
- * settle-plain-payment.ts, which leaves it to onPaymentSettled.
- */
-export function hasPassed(period: { end: Date; anchors: boolean }, payment: Pick<Payment, 'createdAt'>, at: Date): boolean {
-  if (period.anchors) return false;
-  const end = period.end.getTime();
-  return end <= at.getTime() && end > payment.createdAt.getTime();
-}
 
 /**
  * NOTE (DECISIONS §9): a settlement does not grant a period that is over. Its invoice is paid
@@ -119,17 +53,17 @@ async function creditPassedPeriod(ctx: DataContext, payment: Payment, sub: Subsc
   ];
 }
 
-/** The period a first invoice keeps once paid: what a repayment of it buys back (periodBought). */
-export function firstPeriodOf(period: { start: Date; end: Date }): Pick<Invoice, 'periodStart' | 'periodEnd'> {
-  return { periodStart: period.start, periodEnd: period.end };
-}
-
-/** A payment's money arrived: pay its invoice and start, renew or revive its subscription. */
+/**
+ * A payment's money arrived: pays its invoice and applies what it buys (settlement-purchase.ts):
+ * a period of service, the plan change it paid for, or, when nothing can use it, wallet credit.
+ */
 export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
   const changes: string[] = [];
   notify(ctx, payment.user, 'payment_succeeded', paymentData(payment));
-  const unusable = unusableBecause(payment.subscription, payment.invoice);
-  if (unusable) {
+  const invoice = payment.invoice;
+  const sub = payment.subscription;
+  const purchase = whatSettlementBuys({ subscription: sub, invoice, payment }, at);
+  if (purchase.kind === 'nothing') {
     // What a refund or an earlier credit already gave back is not credited again.
     const amount = subtract(payment.grossAmount, add(payment.refundedAmount, payment.creditedAmount));
     if (!isPositive(amount)) return changes;
@@ -139,7 +73,7 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
         orderId: payment.orderId,
         amount,
         currency: payment.currency,
-        reason: unusable,
+        reason: purchase.reason,
         source: 'refund',
         referenceId: `late-settlement:${payment.id}`,
         payment,
@@ -147,17 +81,13 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
     );
     return changes;
   }
-  const invoice = payment.invoice;
   if (invoice && invoiceStates.applyIfAllowed(invoice, 'pay', at)) changes.push(`invoice ${invoice.number} paid`);
-  const sub = payment.subscription;
-  if (!sub) return changes;
+  if (!sub || purchase.kind === 'invoice') return changes;
+  if (purchase.kind === 'plan_change') return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
+  if (purchase.kind === 'passed_period') return [...changes, ...(await creditPassedPeriod(ctx, payment, sub, purchase.period, at))];
 
-  // NOTE: a plan change takes effect when its payment settles (DECISIONS §4).
-  if (isChangePayment(payment)) return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
-  const wasStatus = sub.status;
-  const period = periodBought(invoice, sub.plan, at);
-  if (period && hasPassed(period, payment, at)) return [...changes, ...(await creditPassedPeriod(ctx, payment, sub, period, at))];
-  if (period && movesPeriodForward(sub, period)) {
+  const { period, advances, move } = purchase;
+  if (period && advances) {
     if (period.anchors) {
       sub.billingAnchor = period.start;
       if (invoice) Object.assign(invoice, firstPeriodOf(period));
@@ -170,12 +100,13 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
   // Any other invoice pays, from now, for the period the subscription is in.
   const end = period?.end ?? sub.currentPeriodEnd;
   if (end) fundPeriod(ctx, { subscription: sub, payment, amount: subtract(payment.grossAmount, payment.refundedAmount), start: period?.start ?? at, end });
-  if (wasStatus !== 'active') {
+  if (move === 'activate') {
+    const wasStatus = sub.status;
     subscriptionStates.apply(sub, 'activate', at);
     sub.cancelReason = null;
     notify(ctx, sub.user, 'subscription_activated', subscriptionData(sub));
     changes.push(`subscription ${wasStatus} -> active`);
-  } else if (invoice?.billingReason === 'subscription_cycle') {
+  } else if (move === 'renew') {
     notify(ctx, sub.user, 'subscription_renewed', subscriptionData(sub));
     changes.push('subscription renewed');
   }

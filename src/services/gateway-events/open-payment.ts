@@ -38,7 +38,7 @@ export async function openPayment(ctx: DataContext, input: OpenPaymentInput): Pr
     currency: input.currency,
     paymentDetails: {},
     createdAt: ctx.clock.now(),
-  } as Payment);
+  });
   await ctx.em.flush();
   if (input.paymentType !== 'wallet') return payment;
 

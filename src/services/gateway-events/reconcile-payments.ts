@@ -146,8 +146,9 @@ async function resendLostRefunds(ctx: ServiceContext, paymentId: string): Promis
   let error: string | null = null;
   for (const r of pending) {
     try {
-      await refundAtGateway(ctx, { refundId: r.id, paymentId, refundKey: r.refundKey, orderId: r.payment.orderId, amount: r.amount, method: r.method }, r.direct, r.reason);
-      changes.push(`refund ${r.refundKey} sent again: succeeded`);
+      const outcome = await refundAtGateway(ctx, { refundId: r.id, paymentId, refundKey: r.refundKey, orderId: r.payment.orderId, amount: r.amount, method: r.method }, r.direct, r.reason);
+      if (outcome === 'succeeded') changes.push(`refund ${r.refundKey} sent again: succeeded`);
+      else error = `refund ${r.refundKey}: the gateway's answer was lost again; it stays pending`;
     } catch (err) {
       if (err instanceof GatewayError && (err.outcomeUnknown || err.kind === 'unavailable' || err.kind === 'timeout')) {
         error = `refund ${r.refundKey}: gateway ${err.kind}: ${err.message}`;

@@ -4,7 +4,6 @@ import { WalletTransaction } from '../../db/entities/wallet.js';
 import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
-import { refundStates } from '../../domain/states/refund-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { topupStates } from '../../domain/states/topup-states.js';
 import type { DataContext } from '../context.js';
@@ -12,6 +11,8 @@ import { notify } from '../notifications/notify.js';
 import { paymentSummaryData, subscriptionData, topupSummaryData } from '../notifications/payloads.js';
 import { settleRefundTotals } from '../refunds/refund-totals.js';
 import { withdrawFunds } from '../subscription-rules/period-funds.js';
+import { acceptRefund } from '../refunds/accept-refund.js';
+import { REVERSAL_REFERENCE, TOPUP_CHARGEBACK_REFERENCE } from '../wallet/take-back-references.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import type { GatewayEvent } from './gateway-event.js';
 
@@ -58,7 +59,7 @@ export async function reversePayment(
     const refunds = await ctx.em.find(Refund, { payment });
     const ownVoid = refunds.find((r) => r.method === 'cancel' && r.status !== 'failed');
     if (ownVoid) {
-      refundStates.applyIfAllowed(ownVoid, 'succeed', at);
+      await acceptRefund(ctx, payment, ownVoid);
       return [`refund ${ownVoid.refundKey} confirmed by the gateway's cancel`, ...(await settleRefundTotals(ctx, payment, refunds))];
     }
   }
@@ -115,9 +116,6 @@ export async function takeBackPayment(ctx: DataContext, payment: Payment, event:
   return changes;
 }
 
-/** The wallet reference of a reversal's or a chargeback's debit: this prefix and the payment's or top-up's id. */
-export const REVERSAL_REFERENCE = 'reversal:';
-
 /**
  * NOTE: money out never exceeds money in, per payment. Once the gateway has paid out `paidOut`
  * of it to the card (refunds and chargebacks; the whole gross in a reversal), the wallet credits
@@ -148,9 +146,6 @@ export async function takeBackWalletCredits(
   payment.creditedAmount = subtract(payment.creditedAmount, amount);
   return [`wallet debited ${amount} of what payment ${payment.orderId} credited to it (balance now ${posted.balanceAfter})`];
 }
-
-/** The wallet reference of a top-up's partial chargebacks: this prefix, the top-up's id and the charged-back total. */
-export const TOPUP_CHARGEBACK_REFERENCE = 'chargeback:';
 
 /** What the partial chargebacks of a top-up took from the wallet so far. */
 export async function chargedBackOfTopup(ctx: DataContext, topup: Topup): Promise<Money> {

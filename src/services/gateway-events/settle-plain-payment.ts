@@ -18,7 +18,7 @@ import type { DataContext } from '../context.js';
 import { SUBSCRIPTION_ORDER_PREFIX } from '../payments/order-id.js';
 import { notificationInserts } from '../notifications/notify.js';
 import { paymentData, subscriptionData } from '../notifications/payloads.js';
-import { firstPeriodOf, hasPassed, movesPeriodForward, periodBought, unusableBecause } from './apply-to-subscription.js';
+import { firstPeriodOf, whatSettlementBuys, type SettlementPurchase } from './settlement-purchase.js';
 import type { EventOutcome } from './event-outcome.js';
 import { isSuccess, type GatewayEvent } from './gateway-event.js';
 import { savedCardOf } from './saved-card.js';
@@ -128,26 +128,27 @@ async function lockRows(em: EntityManager, orderId: string): Promise<Locked | nu
   };
 }
 
-function boughtPeriodMovesForward(sub: Locked['sub'], payment: Locked['payment'], period: ReturnType<typeof periodBought>, at: Date): boolean {
-  return period !== null && !hasPassed(period, payment, at) && movesPeriodForward(sub, period);
-}
+type ServicePurchase = Extract<SettlementPurchase, { kind: 'service' }>;
 
-/** Whether applyToPayment's settlement would take its plain branch for these rows (nothing but pay, fund, activate or renew). */
-function isPlain(event: GatewayEvent, { sub, payment, invoice }: Locked, at: Date): boolean {
-  if (!isSuccess(event)) return false;
+/**
+ * What the settlement buys, when it is applyToPayment's plain case (nothing but pay, fund, and
+ * activate or renew with a period that moves forward); null otherwise.
+ */
+function plainPurchase(event: GatewayEvent, { sub, payment, invoice }: Locked, at: Date): (ServicePurchase & { period: NonNullable<ServicePurchase['period']> }) | null {
+  if (!isSuccess(event)) return null;
   // A mismatching amount fails in applyToPayment, with its message.
-  if (event.grossAmount !== null && !(isDecimalText(event.grossAmount) && compare(event.grossAmount, payment.grossAmount) === 0)) return false;
+  if (event.grossAmount !== null && !(isDecimalText(event.grossAmount) && compare(event.grossAmount, payment.grossAmount) === 0)) return null;
   // A card announced by a verified answer is stored by saveCardFromVerifiedEvent.
-  if (event.verified && savedCardOf(event.raw) !== null) return false;
-  return (
+  if (event.verified && savedCardOf(event.raw) !== null) return null;
+  const plain =
     payment.status === 'pending' &&
     isZero(payment.refundedAmount) &&
     isZero(payment.creditedAmount) &&
-    unusableBecause(sub, invoice) === null &&
     invoiceStates.can(invoice as Invoice, 'pay') &&
-    (invoice.billingReason === 'subscription_create' || invoice.billingReason === 'subscription_cycle') &&
-    boughtPeriodMovesForward(sub, payment, periodBought(invoice, sub.plan, at), at)
-  );
+    (invoice.billingReason === 'subscription_create' || invoice.billingReason === 'subscription_cycle');
+  if (!plain) return null;
+  const purchase = whatSettlementBuys({ subscription: sub, invoice, payment }, at);
+  return purchase.kind === 'service' && purchase.advances && purchase.period ? { ...purchase, period: purchase.period } : null;
 }
 
 /**
@@ -160,24 +161,25 @@ export async function settlePlainPayment(ctx: DataContext, event: GatewayEvent):
   const em = ctx.em;
   const rows = await lockRows(em, event.orderId);
   const at = ctx.clock.now();
-  if (!rows || !isPlain(event, rows, at)) return null;
+  const purchase = rows ? plainPurchase(event, rows, at) : null;
+  if (!rows || !purchase) return null;
   const { sub, payment, invoice } = rows;
+  const { period, move } = purchase;
   const updatedNow = { sql: 'updated_at = ?', params: [new Date()] };
   const changes = ['payment settled'];
 
   paymentStates.apply(payment as Payment, 'settle', at);
   invoiceStates.apply(invoice as Invoice, 'pay', at);
   changes.push(`invoice ${invoice.number} paid`);
-  const period = periodBought(invoice, sub.plan, at)!;
   const wasStatus = sub.status;
   const renewed = { ...sub, user: sub.user as Subscription['user'], currentPeriodEnd: period.end } as unknown as Subscription;
   const notifications: RequiredEntityData<Notification>[] = notificationInserts(ctx, sub.user, 'payment_succeeded', paymentData(payment));
-  if (wasStatus !== 'active') {
+  if (move === 'activate') {
     subscriptionStates.apply(renewed, 'activate', at);
     renewed.cancelReason = null;
     notifications.push(...notificationInserts(ctx, sub.user, 'subscription_activated', subscriptionData(renewed)));
     changes.push(`subscription ${wasStatus} -> active`);
-  } else if (invoice.billingReason === 'subscription_cycle') {
+  } else if (move === 'renew') {
     notifications.push(...notificationInserts(ctx, sub.user, 'subscription_renewed', subscriptionData(renewed)));
     changes.push('subscription renewed');
   }

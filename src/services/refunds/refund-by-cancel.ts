@@ -1,12 +1,9 @@
-import { Payment, Refund } from '../../db/entities/payment.js';
+import { Refund, type Payment } from '../../db/entities/payment.js';
 import { compare } from '../../domain/money.js';
-import { InvalidStateError, NotFoundError } from '../../domain/errors.js';
-import { refundStates } from '../../domain/states/refund-states.js';
+import { InvalidStateError } from '../../domain/errors.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
-import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
-import { settleRefundTotals } from './refund-totals.js';
+import { classifyRefundFailure, type GatewayRefundAnswer, type GatewayRefundOutcome } from './gateway-refund-answer.js';
 
 /*
  * NOTE: a card payment is `capture` at the gateway until it settles, by default the next day
@@ -45,34 +42,26 @@ export function assertFullVoid(payment: Pick<Payment, 'grossAmount' | 'refundedA
 }
 
 /**
- * Sends a recorded refund-by-cancel to the gateway and settles it by the answer. A cancel the
- * gateway refuses because the capture settled meanwhile (412) falls back to an ordinary refund
- * under the same refund_key (`fallback`). An unreadable answer or a timeout leaves the refund
- * pending for `payments sync` (the cancel notification, or the status, confirms it).
+ * Sends a recorded refund-by-cancel to the gateway and settles it by the answer (`settle`, the
+ * same as an ordinary refund's). A cancel the gateway refuses because the capture settled
+ * meanwhile (412) falls back to an ordinary refund under the same refund_key (`fallback`). An
+ * unreadable answer or a timeout leaves the refund pending for `payments sync` (the cancel
+ * notification, or the status, confirms it).
  */
 export async function refundByCancel(
   ctx: ServiceContext,
-  recorded: { refundId: string; paymentId: string; orderId: string },
-  fallback: () => Promise<void>,
-): Promise<void> {
+  recorded: { refundId: string; orderId: string },
+  settle: (answer: GatewayRefundAnswer) => Promise<GatewayRefundOutcome>,
+  fallback: () => Promise<GatewayRefundOutcome>,
+): Promise<GatewayRefundOutcome> {
   try {
     await ctx.gateway.cancel(recorded.orderId);
   } catch (err) {
-    if (!(err instanceof GatewayError)) throw err;
-    if (err.kind === 'cannot_modify') {
+    if (err instanceof GatewayError && err.kind === 'cannot_modify') {
       await ctx.em.fork().nativeUpdate(Refund, { id: recorded.refundId, status: 'pending' }, { method: 'refund' });
       return fallback();
     }
-    throw err;
+    return settle(classifyRefundFailure(err));
   }
-  await retryingTransaction(ctx.em, async (em) => {
-    // The payment is locked before its refund: the cancel notification may be confirming the same refund.
-    const payment = await lockSubscriptionThenPayment(em, { id: recorded.paymentId });
-    if (!payment) throw new NotFoundError('Payment');
-    await em.populate(payment, ['invoice', 'user']);
-    const refund = await em.findOneOrFail(Refund, recorded.refundId);
-    refundStates.applyIfAllowed(refund, 'succeed', ctx.clock.now());
-    payment.gatewayStatus = 'cancel';
-    await settleRefundTotals({ ...ctx, em }, payment, await em.find(Refund, { payment }));
-  });
+  return settle({ kind: 'accepted' });
 }

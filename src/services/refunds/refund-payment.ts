@@ -5,8 +5,6 @@ import { DomainError, InvalidStateError, NotFoundError, ValidationError } from '
 import { compare, isPositive, parseAmountInput } from '../../domain/money.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
 import { refundStates } from '../../domain/states/refund-states.js';
-import { GatewayError } from '../../gateway/errors.js';
-import type { RefundResult } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { settleRefundTotals } from './refund-totals.js';
@@ -15,7 +13,9 @@ import { lockSubscriptionThenPayment, type PaymentKey } from '../payments/lock-p
 import { WALLET_REFUNDED_TYPES } from '../payments/payment-types.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
-import { endWhatRefundPaysBack, refundLimit, type RefundBound } from './refund-rules.js';
+import { refundLimit, type RefundBound } from './refund-rules.js';
+import { acceptRefund } from './accept-refund.js';
+import { classifyRefundFailure, type GatewayRefundAnswer, type GatewayRefundOutcome } from './gateway-refund-answer.js';
 
 export interface RefundPaymentInput {
   /** A JSON number or decimal string; defaults to all the caller may refund (refund-rules.ts). */
@@ -58,9 +58,10 @@ export async function refundPaymentAsStaff(ctx: ServiceContext, orderId: string,
 
 /**
  * Refunds a payment within its limit (refund-rules.ts). Payment types the gateway cannot refund
- * go to the user's wallet at once; the others are refunded through the gateway after the refund
- * is recorded (pending), and counted once whether the gateway's answer or its refund
- * notification confirms it first (both match on refund_key).
+ * go to the user's wallet at once; the others are recorded `pending`, sent to the gateway after
+ * the commit, and take effect only when it accepts them (accept-refund.ts): by its answer, or,
+ * when the answer is lost, by its refund notification or payments sync (both match on
+ * refund_key). The refund comes back `pending` then; a refusal throws `refund_refused`.
  */
 async function refund(
   ctx: ServiceContext,
@@ -107,11 +108,13 @@ async function refund(
       direct: !toWallet && !byCancel && input.direct === true,
       method: toWallet ? 'wallet' : byCancel ? 'cancel' : input.direct === true ? 'direct_refund' : 'refund',
       reason,
+      keepSubscription,
       createdAt: ctx.clock.now(),
-    } as Refund);
+    });
     await em.flush();
-    const toCancel = await endWhatRefundPaysBack(tctx, payment, amount, limit, keepSubscription);
+    let toCancel: string[] = [];
     if (toWallet) {
+      ({ toCancel } = await acceptRefund(tctx, payment, refund));
       await postWalletEntry(tctx, {
         user: payment.user,
         kind: 'credit',
@@ -121,7 +124,6 @@ async function refund(
         referenceId: refund.id,
         description: `Refund ${refund.refundKey} of payment ${payment.orderId}`,
       });
-      refundStates.apply(refund, 'succeed', ctx.clock.now());
       await settleRefundTotals(tctx, payment, [...refunds, refund]);
     }
     return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet, toCancel, direct: refund.direct, method: refund.method };
@@ -133,41 +135,65 @@ async function refund(
   return { payment: await loadPayment(ctx.em, recorded.paymentId), refund };
 }
 
+export interface RecordedRefund {
+  refundId: string;
+  paymentId: string;
+  refundKey: string;
+  orderId: string;
+  amount: string;
+  method?: RefundMethod;
+}
+
 /**
  * Sends a recorded refund to the gateway under its refund_key and settles it by the answer; also
- * used by `payments sync` to send again a refund whose answer was lost (same key, so at most once).
+ * used by `payments sync` to send again a refund whose answer was lost (same key, so at most
+ * once). Returns `pending` when the answer was lost (a timeout, a 5xx): the refund notification,
+ * a status query or sync settles it then. Throws `refund_refused` when the gateway said no, and
+ * the gateway's error when the refund never reached it.
  */
-export async function refundAtGateway(
-  ctx: ServiceContext,
-  recorded: { refundId: string; paymentId: string; refundKey: string; orderId: string; amount: string; method?: RefundMethod },
-  direct: boolean,
-  reason: string | null,
-): Promise<void> {
-  if (recorded.method === 'cancel') return refundByCancel(ctx, recorded, () => refundAtGateway(ctx, { ...recorded, method: 'refund' }, direct, reason));
-  const request = { orderId: recorded.orderId, refundKey: recorded.refundKey, amount: recorded.amount, reason: reason ?? undefined };
-  let result: RefundResult | null = null;
-  let failure: unknown = null;
-  try {
-    result = direct ? await ctx.gateway.directRefund(request) : await ctx.gateway.refund(request);
-  } catch (err) {
-    if (!(err instanceof GatewayError)) throw err;
-    failure = err;
+export async function refundAtGateway(ctx: ServiceContext, recorded: RecordedRefund, direct: boolean, reason: string | null): Promise<GatewayRefundOutcome> {
+  if (recorded.method === 'cancel') {
+    return refundByCancel(ctx, recorded, (answer) => settleByAnswer(ctx, recorded, answer), () => refundAtGateway(ctx, { ...recorded, method: 'refund' }, direct, reason));
   }
-  // NOTE: an unknown outcome stays pending: the refund notification (matched on refund_key) settles it.
-  if (failure instanceof GatewayError && failure.outcomeUnknown) throw failure;
-  await retryingTransaction(ctx.em, async (em) => {
+  const request = { orderId: recorded.orderId, refundKey: recorded.refundKey, amount: recorded.amount, reason: reason ?? undefined };
+  let answer: GatewayRefundAnswer;
+  try {
+    const result = direct ? await ctx.gateway.directRefund(request) : await ctx.gateway.refund(request);
+    // A direct refund the bank denied answers 202 and refunds nothing (MIDTRANS.md §5.5).
+    answer = result.accepted ? { kind: 'accepted' } : { kind: 'refused', statusCode: result.statusCode, message: String(result.raw['status_message'] ?? '') };
+  } catch (err) {
+    answer = classifyRefundFailure(err);
+  }
+  return settleByAnswer(ctx, recorded, answer);
+}
+
+/** Applies the gateway's answer to a recorded refund (accept-refund.ts), then answers or throws as refundAtGateway says. */
+async function settleByAnswer(ctx: ServiceContext, recorded: RecordedRefund, answer: GatewayRefundAnswer): Promise<GatewayRefundOutcome> {
+  if (answer.kind === 'unknown') return 'pending';
+  const toCancel = await retryingTransaction(ctx.em, async (em) => {
     // The payment is locked before its refund: the refund notification may be confirming the same refund.
     const payment = await lockSubscriptionThenPayment(em, { id: recorded.paymentId });
     if (!payment) throw new NotFoundError('Payment');
-    await em.populate(payment, ['invoice', 'user']);
+    await em.populate(payment, ['invoice', 'user', 'subscription']);
     const refund = await em.findOneOrFail(Refund, recorded.refundId);
-    if (result?.accepted) {
-      refundStates.applyIfAllowed(refund, 'succeed', ctx.clock.now());
+    if (answer.kind === 'accepted') {
+      if (recorded.method === 'cancel') payment.gatewayStatus = 'cancel';
+      const accepted = await acceptRefund({ ...ctx, em }, payment, refund);
       await settleRefundTotals({ ...ctx, em }, payment, await em.find(Refund, { payment }));
-    } else {
-      refundStates.applyIfAllowed(refund, 'fail', ctx.clock.now());
+      return accepted.toCancel;
     }
+    if (refundStates.applyIfAllowed(refund, 'fail', ctx.clock.now()) && answer.kind === 'refused') {
+      refund.gatewayStatusCode = answer.statusCode;
+      refund.gatewayMessage = answer.message.slice(0, 255);
+    }
+    return [];
   });
-  if (failure) throw failure;
-  if (!result?.accepted) throw new DomainError('gateway_error', `The gateway did not refund: ${result?.statusCode ?? ''} ${String(result?.raw.status_message ?? '')}`.trim());
+  if (answer.kind === 'accepted') {
+    await cancelAtGateway(ctx, toCancel);
+    return 'succeeded';
+  }
+  if (answer.kind === 'refused') {
+    throw new DomainError('refund_refused', `The gateway refused the refund: ${answer.statusCode} ${answer.message}`.trim());
+  }
+  throw answer.error;
 }

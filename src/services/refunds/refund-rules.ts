@@ -28,21 +28,24 @@ export interface RefundLimit {
 export async function refundLimit(ctx: DataContext, payment: Payment, refunds: Refund[], bound: RefundBound): Promise<RefundLimit> {
   // Refunds still waiting for the gateway hold their amount, so two refunds cannot exceed the payment.
   const held = refunds.filter((r) => r.status !== 'failed').reduce((sum, r) => add(sum, r.amount), ZERO);
-  const refundable = subtract(payment.grossAmount, add(held, payment.creditedAmount));
+  // What the cardholder's bank charged back is gone too (the gateway refuses a refund of it).
+  const refundable = subtract(payment.grossAmount, add(held, payment.creditedAmount, payment.chargebackAmount));
   const unused = await unusedOfPayment(ctx, payment, ctx.clock.now());
   const limit = bound === 'staff' ? refundable : minimum(refundable, unused);
   return { refundable, unused, limit: isPositive(limit) ? limit : ZERO };
 }
 
 /**
- * Takes a recorded refund out of the time the payment paid for and, unless staff keep it, ends
+ * Takes an accepted refund out of the time the payment paid for and, unless staff keep it, ends
  * the subscription that time belonged to (`cancel_reason: refunded`). Returns the order ids to
  * cancel at the gateway after the commit.
  */
-export async function endWhatRefundPaysBack(ctx: DataContext, payment: Payment, amount: Money, limit: RefundLimit, keepSubscription: boolean): Promise<string[]> {
-  await withdrawFunds(ctx, payment, amount, ctx.clock.now());
+export async function endWhatRefundPaysBack(ctx: DataContext, payment: Payment, amount: Money, keepSubscription: boolean): Promise<string[]> {
+  const at = ctx.clock.now();
   // A payment of time already used (an old period) pays nothing current back: nothing to end.
-  if (keepSubscription || !payment.subscription || !isPositive(limit.unused)) return [];
+  const paidForNow = isPositive(await unusedOfPayment(ctx, payment, at));
+  await withdrawFunds(ctx, payment, amount, at);
+  if (keepSubscription || !payment.subscription || !paidForNow) return [];
   return endRefundedTime(ctx, payment.subscription.id);
 }
 
@@ -63,9 +66,8 @@ async function endRefundedTime(ctx: DataContext, subscriptionId: string): Promis
  * wallet (credit-unusable-settlement.ts).
  */
 export async function endWhatGatewayRefundPaysBack(ctx: DataContext, payment: Payment, amount: Money, fullyRefunded: boolean): Promise<boolean> {
-  const unused = await unusedOfPayment(ctx, payment, ctx.clock.now());
   const wasLive = payment.subscription ? subscriptionStates.can(payment.subscription, 'cancel') : false;
-  await endWhatRefundPaysBack(ctx, payment, amount, { refundable: ZERO, unused, limit: ZERO }, !fullyRefunded);
+  await endWhatRefundPaysBack(ctx, payment, amount, !fullyRefunded);
   return wasLive && payment.subscription?.status === 'canceled';
 }
 

@@ -9,6 +9,7 @@ import type { Bank } from '../../gateway/types.js';
 import type { ServiceContext } from '../context.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { findOwnSubscription } from './find-subscription.js';
+import { resolveUnknownCharges } from './resolve-unknown-charges.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
 import { loadPayment } from '../payments/find-payment.js';
 import { openPayment } from '../gateway-events/open-payment.js';
@@ -40,6 +41,7 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
   const current = await findOwnSubscription(ctx.em.fork(), user, subscriptionId);
   const paymentType: PaymentType = token !== undefined ? 'credit_card' : (askedType ?? current.paymentType);
   const cardToken = paymentType === 'credit_card' ? (token ?? current.cardToken) : null;
+  await resolveUnknownCharges(ctx, current.id);
 
   const { paymentId, toCancel } = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };

@@ -1,3 +1,4 @@
+import { TAKE_BACK_REFERENCES } from './take-back-references.js';
 import { Wallet, WalletTransaction } from '../../db/entities/wallet.js';
 import { add, compare, isPositive, subtract, ZERO, type Money } from '../../domain/money.js';
 import type { DataContext } from '../context.js';
@@ -19,14 +20,19 @@ export interface WalletVerification {
   wallets_checked: number;
   entries_checked: number;
   discrepancies: WalletDiscrepancy[];
-  /** Wallets below zero (only a reversed top-up can do that): exact, but money the user owes. */
+  /** Wallets below zero (only money the gateway took back can do that): exact, but money the user owes. */
   negative_balances: { wallet_id: string; user_id: string; username: string; currency: string; balance: Money }[];
 }
 
-type Entry = Pick<WalletTransaction, 'id' | 'kind' | 'amount' | 'balanceAfter' | 'createdAt'> & Partial<Pick<WalletTransaction, 'source'>>;
+type Entry = Pick<WalletTransaction, 'id' | 'kind' | 'amount' | 'balanceAfter' | 'createdAt'> & Partial<Pick<WalletTransaction, 'source' | 'referenceId'>>;
 
-/** A top-up the gateway reversed is debited even below zero (reverse-payment.ts); no other entry may go negative. */
-const mayGoNegative = (e: Entry): boolean => e.kind === 'credit' || (e.kind === 'debit' && e.source === 'topup');
+/**
+ * Money the gateway took back (a reversed or charged-back top-up, a payment's wallet credit
+ * paid out again at the gateway) is debited even below zero; no other entry may go negative.
+ */
+const mayGoNegative = (e: Entry): boolean =>
+  e.kind === 'credit' ||
+  (e.kind === 'debit' && (e.source === 'topup' || TAKE_BACK_REFERENCES.some((prefix) => e.referenceId?.startsWith(prefix) === true)));
 
 const signed = (e: Entry): Money => (e.kind === 'credit' ? e.amount : subtract(ZERO, e.amount));
 const before = (e: Entry): Money => subtract(e.balanceAfter, signed(e));
@@ -108,7 +114,7 @@ export async function verifyWallets(ctx: Pick<DataContext, 'em'>): Promise<Walle
     const entries = await ctx.em.find(
       WalletTransaction,
       { wallet },
-      { fields: ['id', 'kind', 'amount', 'balanceAfter', 'createdAt', 'source'], orderBy: { createdAt: 'asc', id: 'asc' } },
+      { fields: ['id', 'kind', 'amount', 'balanceAfter', 'createdAt', 'source', 'referenceId'], orderBy: { createdAt: 'asc', id: 'asc' } },
     );
     entriesChecked += entries.length;
     const { ledgerSum, issues } = ledgerIssues(wallet.balance, entries);

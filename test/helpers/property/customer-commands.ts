@@ -6,7 +6,14 @@ import { User } from '../../../src/db/entities/user.js';
 import { LIVE_SUBSCRIPTION_STATUSES } from '../../../src/domain/states/subscription-states.js';
 import { adjustWallet } from '../../../src/services/wallet/adjust-wallet.js';
 import { signedNotification } from '../factories.js';
-import { api, billingRun, checkMoneyRules, gatewayAction, PLAN_SLUGS, type Customer } from './customer-world.js';
+import { CreditNote } from '../../../src/db/entities/credit-note.js';
+import { Invoice } from '../../../src/db/entities/invoice.js';
+import { Wallet, WalletTransaction } from '../../../src/db/entities/wallet.js';
+import { MidtransClient } from '../../../src/gateway/midtrans-client.js';
+import { dunningSchedule } from '../../../src/services/billing/dunning-schedule.js';
+import { runBilling } from '../../../src/services/billing/run-billing.js';
+import type { SimTransaction } from '../../../src/simulator/types.js';
+import { api, armFault, billingRun, calledSince, checkMoneyRules, disarmFaults, gatewayAction, gatewayMark, gatewayRecord, markHeard, paymentsSync, PLAN_SLUGS, type Customer } from './customer-world.js';
 
 /*
  * The customer's moves for fast-check's model-based testing. Each command is a small class
@@ -23,12 +30,14 @@ export type Model = Record<string, never>;
 type Cmd = fc.AsyncCommand<Model, Customer>;
 
 /** How the customer pays: the gateway's kinds, a card that needs 3-D Secure (pending), and the wallet. */
-export const PAYMENT_KINDS = ['bank_transfer', 'qris', 'gopay', 'card', 'card_3ds', 'wallet'] as const;
+export const PAYMENT_KINDS = ['bank_transfer', 'qris', 'gopay', 'card', 'card_3ds', 'wallet', 'permata', 'shopeepay'] as const;
 export type PaymentKind = (typeof PAYMENT_KINDS)[number];
 
-function paymentBody(kind: PaymentKind, n: number): Record<string, unknown> {
+/** `permata` is a Permata virtual account: the one bank transfer the gateway can reverse after settlement. */
+function paymentBody(kind: PaymentKind, n: number, topup = false): Record<string, unknown> {
   if (kind === 'card') return { payment_type: 'credit_card', token: `sim-card-accept-${n}` };
   if (kind === 'card_3ds') return { payment_type: 'credit_card', token: `tok-3ds-${n}` };
+  if (kind === 'permata') return topup ? { payment_type: 'bank_transfer', bank: 'permata' } : { payment_type: 'bank_transfer', metadata: { bank: 'permata' } };
   return { payment_type: kind };
 }
 
@@ -105,6 +114,7 @@ export class PayLate extends Step {
     ].sort((a, b) => a.at.getTime() - b.at.getTime() || a.orderId.localeCompare(b.orderId));
     if (late.length === 0) return false;
     const p = late[this.pick % late.length];
+    c.offBook.add(p.orderId);
     const key = c.world.server.running.billing.config.gateway.serverKey;
     const body = signedNotification(key, { order_id: p.orderId, transaction_status: 'settlement', gross_amount: p.amount, payment_type: p.type });
     const res = await c.world.server.api('POST', '/webhook/notification/', { body });
@@ -224,6 +234,7 @@ export class Reverse extends Step {
     const paid = await reversibleOrders(c);
     if (paid.length === 0) return false;
     const p = paid[paid.length - 1 - (this.pick % paid.length)];
+    c.offBook.add(p.orderId);
     await notifyAsGateway(c, { order_id: p.orderId, transaction_status: 'deny', gross_amount: p.amount, payment_type: p.type });
   }
   toString() {
@@ -243,6 +254,7 @@ export class RefundBeforeSettlement extends Step {
     const pending = [...payments.map((p) => ({ orderId: p.orderId, amount: p.grossAmount, type: p.paymentType })), ...topups.map((t) => ({ orderId: t.orderId, amount: t.amount, type: t.paymentType }))];
     if (pending.length === 0) return false;
     const p = pending[pending.length - 1 - (this.pick % pending.length)];
+    c.offBook.add(p.orderId);
     const refunded = String(Math.max(1, Math.floor((Number(p.amount) * this.percent) / 100))) + '.00';
     const refund = { refund_chargeback_id: 1, refund_amount: refunded, created_at: '2030-01-15 10:00:00', reason: 'property test', refund_key: `early-${p.orderId}` };
     await notifyAsGateway(c, { order_id: p.orderId, transaction_status: this.percent === 100 ? 'refund' : 'partial_refund', gross_amount: p.amount, payment_type: p.type, refund_amount: refunded, refunds: [refund] });
@@ -286,7 +298,7 @@ export class TopUp extends Step {
     super();
   }
   async act(c: Customer) {
-    await remember(c, await api(c, 'POST', '/topups/', { amount: this.amount, ...paymentBody(this.kind, c.orders.length) }));
+    await remember(c, await api(c, 'POST', '/topups/', { amount: this.amount, ...paymentBody(this.kind, c.orders.length, true) }));
   }
   toString() {
     return `topUp(${this.amount}, ${this.kind})`;
@@ -323,11 +335,323 @@ export class TimePasses extends Step {
   }
 }
 
+/*
+ * The gateway's own moves (issue 27, DECISIONS §9). They act on the simulator as Midtrans would,
+ * so that after every step the gateway-truth check (customer-world.ts, rule 8) can hold the
+ * service to what the simulator's transaction says.
+ */
+
+const age = (pick: number) => (pick === 0 ? 'newest' : `newest-${pick}`);
+const nth = <T>(list: T[], pick: number): T => list[list.length - 1 - (pick % list.length)];
+
+/** The user's rows a refused refund must leave as they were (its own refund row, `failed`, aside). */
+async function snapshot(c: Customer): Promise<string> {
+  const em = c.world.server.running.billing.orm.em.fork();
+  const payments = await em.find(Payment, { user: c.user.id }, { orderBy: { orderId: 'asc' } });
+  const subs = await em.find(Subscription, { user: c.user.id }, { orderBy: { id: 'asc' } });
+  const invoices = await em.find(Invoice, { user: c.user.id }, { orderBy: { id: 'asc' } });
+  const wallet = await em.findOne(Wallet, { user: c.user.id });
+  const entries = wallet ? await em.count(WalletTransaction, { wallet }) : 0;
+  const notes = await em.count(CreditNote, { user: c.user.id });
+  return JSON.stringify({
+    payments: payments.map((p) => [p.orderId, p.status, p.refundedAmount, p.creditedAmount, p.chargebackAmount]),
+    subs: subs.map((s) => [s.id, s.status, s.currentPeriodEnd?.toISOString(), s.cancelReason]),
+    invoices: invoices.map((i) => [i.id, i.status, i.retryCount]),
+    wallet: [wallet?.balance ?? null, entries],
+    notes,
+  });
+}
+
+/** Settled payments the gateway refunds itself (not bank transfers, Mandiri bills or wallet payments, refunded to the wallet). */
+async function gatewayRefundable(c: Customer, types?: string[]): Promise<Payment[]> {
+  const em = c.world.server.running.billing.orm.em.fork();
+  const paid = await em.find(Payment, { user: c.user.id, status: { $in: ['settled', 'partially_refunded'] }, paymentType: { $nin: ['wallet', 'bank_transfer', 'echannel'] } }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  return paid.filter((p) => !c.offBook.has(p.orderId) && !c.unheard.has(p.orderId) && (!types || types.includes(p.paymentType)));
+}
+
+/**
+ * The customer asks for a refund the gateway refuses: a ShopeePay payment refunded in part
+ * (ShopeePay refunds only in full: 414), or any refund while the gateway says no (the fault
+ * `refuse`: 414, the merchant's balance). The answer is 422 `refund_refused` and nothing else
+ * changes (DECISIONS §9); a refund the service refuses itself (nothing left to refund) never
+ * reaches the gateway and changes nothing either.
+ */
+export class RefundRefused extends Step {
+  constructor(readonly pick: number, readonly via: 'fault' | 'shopeepay_partial', readonly percent: number | null) {
+    super();
+  }
+  async act(c: Customer) {
+    const paid = await gatewayRefundable(c, this.via === 'shopeepay_partial' ? ['shopeepay'] : undefined);
+    if (paid.length === 0) return false;
+    const p = nth(paid, this.pick);
+    const percent = this.via === 'shopeepay_partial' ? (this.percent ?? 50) : this.percent;
+    const body = percent === null ? {} : { amount: Math.max(1, Math.floor((Number(p.grossAmount) * percent) / 100)), reason: 'property test' };
+    const before = await snapshot(c);
+    const mark = gatewayMark(c);
+    if (this.via === 'fault') await armFault(c, { mode: 'refuse', count: 1, operations: ['refund'] });
+    let res;
+    try {
+      res = await api(c, 'POST', `/payments/${p.id}/refund/`, body);
+    } finally {
+      disarmFaults(c);
+    }
+    const asked = calledSince(c, mark, 'refund');
+    if (asked && !(res.status === 422 && res.body?.code === 'refund_refused')) {
+      // A ShopeePay refund of the whole of what is left is no partial one: the gateway takes it.
+      if (!(this.via === 'shopeepay_partial' && res.status < 300)) throw new Error(`a refund the gateway refused was answered ${res.status} ${res.body?.code ?? ''}, not 422 refund_refused`);
+      return;
+    }
+    if (res.status === 422 && res.body?.code === 'refund_refused' && !/41\d/.test(String(res.body?.detail ?? ''))) throw new Error(`refund_refused without the gateway's status_code in detail: ${res.body?.detail}`);
+    const after = await snapshot(c);
+    if (after !== before) throw new Error(`a refused refund (${res.status} ${res.body?.code ?? ''}) changed the user's rows:\nbefore ${before}\nafter  ${after}`);
+  }
+  toString() {
+    return `refundRefused(${age(this.pick)}, ${this.via}, ${this.percent === null ? 'full' : `${this.percent}%`})`;
+  }
+}
+
+/**
+ * The customer's refund is made at the gateway and its answer is lost (a 500 after the effect,
+ * its notifications lost too): the service answers 202 with the refund `pending` and nothing
+ * else moves. Then the customer retries (the same refund_key: refunded once), or payments sync
+ * finds it, or a later move does.
+ */
+export class RefundAnswerLost extends Step {
+  constructor(readonly pick: number, readonly percent: number | null, readonly then: 'retry' | 'sync' | 'later') {
+    super();
+  }
+  async act(c: Customer) {
+    const paid = await gatewayRefundable(c);
+    if (paid.length === 0) return false;
+    const p = nth(paid, this.pick);
+    const body = this.percent === null ? {} : { amount: Math.max(1, Math.floor((Number(p.grossAmount) * this.percent) / 100)), reason: 'property test' };
+    const before = await snapshot(c);
+    const mark = gatewayMark(c);
+    await armFault(c, { mode: 'http_500', when: 'after', count: 1, operations: ['refund'], notify: false });
+    let res;
+    try {
+      res = await api(c, 'POST', `/payments/${p.id}/refund/`, body);
+    } finally {
+      disarmFaults(c);
+    }
+    if (!calledSince(c, mark, 'refund')) return; // refused here (nothing left to refund, a voided capture): the gateway was not asked
+    if (res.status !== 202 || res.body?.refund?.status !== 'pending') throw new Error(`a refund whose answer was lost was answered ${res.status} ${JSON.stringify(res.body?.refund ?? res.body)}, not 202 pending`);
+    const after = await snapshot(c);
+    if (after !== before) throw new Error(`a refund whose answer was lost changed the user's rows before the gateway confirmed it:\nbefore ${before}\nafter  ${after}`);
+    c.unheard.add(p.orderId);
+    if (this.then === 'retry') {
+      const again = await api(c, 'POST', `/payments/${p.id}/refund/`, body);
+      // The gateway may have refused what it was asked (a ShopeePay partial refund): the retry hears that refusal.
+      const refused = again.status === 422 && again.body?.code === 'refund_refused';
+      if (again.status >= 300 && !refused) throw new Error(`the retry of a refund whose answer was lost was answered ${again.status} ${again.body?.code ?? ''}`);
+      c.unheard.delete(p.orderId);
+    } else if (this.then === 'sync') {
+      await paymentsSync(c);
+    }
+  }
+  toString() {
+    return `refundAnswerLost(${age(this.pick)}, ${this.percent === null ? 'full' : `${this.percent}%`}, then ${this.then})`;
+  }
+}
+
+/** The customer's orders as the gateway holds them, the forged ones aside. */
+function gatewayOrders(c: Customer, where: (tx: SimTransaction) => boolean): SimTransaction[] {
+  return c.orders
+    .filter((o) => !c.offBook.has(o))
+    .map((o) => gatewayRecord(c, o))
+    .filter((tx): tx is SimTransaction => tx !== undefined && where(tx));
+}
+
+/**
+ * The cardholder's bank takes a settled card payment or top-up back, in part (`{amount}`) or
+ * all that is left, after a dispute (MIDTRANS.md §7.3): the simulator's development commands
+ * (no Authorization). A capture not yet in the settlement batch is settled first. With
+ * `notify` false its notification is lost, and only a sync finds it.
+ */
+export class Chargeback extends Step {
+  constructor(readonly pick: number, readonly percent: number | null, readonly notify: boolean) {
+    super();
+  }
+  async act(c: Customer) {
+    const cards = gatewayOrders(c, (tx) => tx.payment_type === 'credit_card' && (['settlement', 'partial_refund', 'partial_chargeback'].includes(tx.transaction_status) || (tx.transaction_status === 'capture' && tx.fraud_status === 'accept')));
+    if (cards.length === 0) return false;
+    const tx = nth(cards, this.pick);
+    if (tx.transaction_status === 'capture') await gatewayAction(c, tx.order_id, 'settle', {}, c.unheard.has(tx.order_id) ? 'notify=false' : '');
+    const left = tx.gross_amount - tx.refunds.reduce((a, r) => a + r.refund_amount, 0) - tx.chargebacks.reduce((a, r) => a + r.chargeback_amount, 0);
+    const amount = this.percent === null ? left : Math.max(1, Math.floor((left * this.percent) / 100));
+    const query = this.notify ? '' : 'notify=false';
+    const status = amount >= left ? await gatewayAction(c, tx.order_id, 'chargeback', {}, query) : await gatewayAction(c, tx.order_id, 'partial_chargeback', { amount }, query);
+    if (status !== 200) throw new Error(`the simulator refused a chargeback of ${amount} of ${tx.order_id} (${left} left): ${status}`);
+    if (!this.notify) c.unheard.add(tx.order_id);
+  }
+  toString() {
+    return `chargeback(${age(this.pick)}, ${this.percent === null ? 'all' : `${this.percent}%`}${this.notify ? '' : ', notification lost'})`;
+  }
+}
+
+/**
+ * The gateway moves an order and its notification is lost (the merchant's endpoint was down
+ * through every retry): a pending order settled, a settled Permata or Mandiri payment reversed
+ * (`deny`), a settled payment refunded at the gateway's dashboard. Then payments sync or the
+ * customer's subscription sync asks, or nobody yet (a later sync move will).
+ */
+export class LostNotification extends Step {
+  constructor(readonly pick: number, readonly action: 'settle' | 'reverse' | 'refund', readonly then: 'payments_sync' | 'customer_sync' | 'later', readonly percent: number) {
+    super();
+  }
+  async act(c: Customer) {
+    const candidates = gatewayOrders(c, (tx) => {
+      if (this.action === 'settle') return tx.transaction_status === 'pending' || (tx.transaction_status === 'capture' && tx.fraud_status === 'accept');
+      if (this.action === 'reverse') return tx.transaction_status === 'settlement' && tx.refunds.length === 0 && (tx.bank === 'permata' || tx.payment_type === 'echannel');
+      return ['settlement', 'partial_refund'].includes(tx.transaction_status) && !['bank_transfer', 'echannel'].includes(tx.payment_type) && tx.chargebacks.length === 0;
+    });
+    if (candidates.length === 0) return false;
+    const tx = nth(candidates, this.pick);
+    const left = tx.gross_amount - tx.refunds.reduce((a, r) => a + r.refund_amount, 0);
+    const refund = tx.payment_type === 'shopeepay' ? {} : { amount: Math.max(1, Math.floor((left * this.percent) / 100)) };
+    const status = await gatewayAction(c, tx.order_id, this.action === 'reverse' ? 'deny' : this.action, this.action === 'refund' ? refund : {}, 'notify=false');
+    if (status !== 200) return; // the gateway refused the move (a refund window, say): nothing happened
+    c.unheard.add(tx.order_id);
+    if (this.then === 'payments_sync') await paymentsSync(c);
+    if (this.then === 'customer_sync') await customerSync(c);
+  }
+  toString() {
+    return `lostNotification(${age(this.pick)}, ${this.action}${this.action === 'refund' ? ` ${this.percent}%` : ''}, then ${this.then.replace('_', ' ')})`;
+  }
+}
+
+/** The customer's own `GET /subscriptions/{id}/sync/` of each of their subscriptions, newest first. */
+async function customerSync(c: Customer): Promise<void> {
+  const em = c.world.server.running.billing.orm.em.fork();
+  const subs = await em.find(Subscription, { user: c.user.id }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+  for (const sub of subs) {
+    await api(c, 'GET', `/subscriptions/${sub.id}/sync/`);
+    await markHeard(c, sub.id);
+  }
+}
+
+/** Someone asks the gateway: `billing-admin payments sync`, or the customer's subscription sync. */
+export class Sync extends Step {
+  constructor(readonly via: 'payments' | 'customer') {
+    super();
+  }
+  async act(c: Customer) {
+    if (this.via === 'payments') await paymentsSync(c);
+    else await customerSync(c);
+  }
+  toString() {
+    return `sync(${this.via})`;
+  }
+}
+
+/** The customer pays a pending order with Automatic Fee Imposition: the gateway's gross includes the fee they paid on top. */
+export class PayWithFee extends Step {
+  constructor(readonly pick: number, readonly fee: number) {
+    super();
+  }
+  async act(c: Customer) {
+    const pending = gatewayOrders(c, (tx) => tx.transaction_status === 'pending' && tx.payment_type !== 'credit_card');
+    if (pending.length === 0) return false;
+    const tx = nth(pending, this.pick);
+    await gatewayAction(c, tx.order_id, 'settle', {}, `customer_fee=${this.fee}`);
+  }
+  toString() {
+    return `payWithFee(${age(this.pick)}, fee ${this.fee})`;
+  }
+}
+
+/**
+ * The gateway takes a charge and its answer is lost (a 500 after the effect, the notification
+ * lost too), at subscribe or at `POST /payments/charge/`: the payment must be pending with
+ * `outcome_unknown: true`, nothing failed or canceled. With `retry`, the customer charges again
+ * at once: that asks the gateway first, and an order it already took (a card captured) is not
+ * charged twice (409 nothing_due).
+ */
+export class ChargeAnswerLost extends Step {
+  constructor(readonly at: 'subscribe' | 'charge', readonly plan: string, readonly kind: Exclude<PaymentKind, 'wallet'>, readonly retry: boolean) {
+    super();
+  }
+  async act(c: Customer) {
+    const sub = this.at === 'charge' ? await liveSubscription(c) : null;
+    if (this.at === 'charge' && !sub) return false;
+    const em = c.world.server.running.billing.orm.em.fork();
+    const earlier = new Set((await em.find(Payment, { user: c.user.id })).map((p) => p.id));
+    const mark = gatewayMark(c);
+    await armFault(c, { mode: 'http_500', when: 'after', count: 1, operations: ['charge'], notify: false });
+    let res;
+    try {
+      res = this.at === 'subscribe' ? await api(c, 'POST', '/subscriptions/', { plan_id: this.plan, ...paymentBody(this.kind, c.orders.length) }) : await api(c, 'POST', '/payments/charge/', { subscription_id: sub!.id });
+    } finally {
+      disarmFaults(c);
+    }
+    if (!calledSince(c, mark, 'charge')) return; // nothing was charged (nothing due, a trial, a plan refused)
+    // The clock stands still within a move: the new payment is told by being new, not by its time.
+    const charged = (await em.fork().find(Payment, { user: c.user.id, paymentType: { $ne: 'wallet' } })).filter((p) => !earlier.has(p.id) && gatewayRecord(c, p.orderId));
+    const lost = charged.length === 1 ? charged[0] : undefined;
+    if (charged.length > 1) throw new Error(`one charge whose answer was lost made ${charged.length} orders at the gateway: ${charged.map((p) => p.orderId).join(', ')}`);
+    if (!lost) throw new Error(`the gateway took a charge (answered ${res.status}) and the service kept no payment of it`);
+    c.orders.push(lost.orderId);
+    if (lost.status !== 'pending' || !lost.outcomeUnknown) throw new Error(`a charge whose answer was lost left payment ${lost.orderId} ${lost.status} with outcome_unknown ${lost.outcomeUnknown}, not pending and unknown`);
+    c.unheard.add(lost.orderId);
+    if (!this.retry) return;
+    const liveNow = await liveSubscription(c);
+    if (!liveNow) return;
+    const tx = gatewayRecord(c, lost.orderId)!;
+    const paidThere = tx.transaction_status === 'settlement' || (tx.transaction_status === 'capture' && tx.fraud_status === 'accept');
+    const again = await api(c, 'POST', '/payments/charge/', { subscription_id: liveNow.id });
+    await remember(c, again);
+    c.unheard.delete(lost.orderId);
+    if (paidThere && liveNow.id === lost.subscription?.id && !(again.status === 409 && again.body?.code === 'nothing_due')) {
+      throw new Error(`order ${lost.orderId} was paid at the gateway and the customer's next charge was answered ${again.status} ${again.body?.code ?? ''}, not 409 nothing_due`);
+    }
+  }
+  toString() {
+    return `chargeAnswerLost(${this.at}${this.at === 'subscribe' ? ` ${this.plan}, ${this.kind}` : ''}${this.retry ? ', charge again' : ''})`;
+  }
+}
+
+/**
+ * Time passes and the billing run uses a wrong server key (the gateway answers 401): a merchant
+ * failure, never the customer's (DECISIONS §9). No subscription may become past_due or be
+ * canceled by dunning because of it: only a renewal already past its due instant (or its
+ * cancellation instant) before the run may move. With `fixed`, the key is put right and the run
+ * made again at once.
+ */
+export class WrongKeyRun extends Step {
+  constructor(readonly days: number, readonly hours: number, readonly fixed: boolean) {
+    super();
+  }
+  async act(c: Customer) {
+    const em = c.world.server.running.billing.orm.em.fork();
+    const before = new Map((await em.find(Subscription, { user: c.user.id })).map((s) => [s.id, s.status]));
+    c.world.clock.advance((this.days * 24 + this.hours) * 3600_000);
+    const now = c.world.clock.now();
+    const config = c.world.server.running.billing.config;
+    const open = await em.find(Invoice, { user: c.user.id, status: 'open', billingReason: 'subscription_cycle' });
+    const wrongKey = new MidtransClient({ baseUrl: `${c.world.server.url}/_simulator`, serverKey: 'SB-Mid-server-rotated-by-mistake', timeoutMs: 5000 });
+    const report = await runBilling({ ...c.world.ctx(), gateway: wrongKey });
+    c.trace.push(`  billing run with a wrong server key at ${now.toISOString()}: merchant_failed ${report.merchant_failed}, past_due ${report.past_due}, canceled ${report.canceled}${report.errors.map((e) => `; ${e.message}`).join('')}`);
+    const after = await c.world.server.running.billing.orm.em.fork().find(Subscription, { user: c.user.id });
+    for (const s of after) {
+      const was = before.get(s.id);
+      if (was === undefined || was === s.status) continue;
+      const due = open.filter((i) => i.subscription?.id === s.id).map((i) => dunningSchedule(i.createdAt, config));
+      const pastDue = s.status === 'past_due' && !due.some((d) => d.dueAt.getTime() <= now.getTime());
+      const dunned = s.status === 'canceled' && ['dunning_exhausted', 'payment_rejected'].includes(s.cancelReason ?? '') && !due.some((d) => d.cancelAt.getTime() <= now.getTime());
+      if (pastDue || dunned) throw new Error(`a billing run with a wrong server key moved subscription ${s.id} from ${was} to ${s.status} (${s.cancelReason ?? ''})`);
+    }
+    if (this.fixed) await billingRun(c);
+  }
+  toString() {
+    return `wrongKeyRun(${this.days}d ${this.hours}h${this.fixed ? ', key fixed after' : ''})`;
+  }
+}
+
 /** Mostly the newest order or payment, sometimes an older one. */
 const pick = fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat({ max: 3 }) });
 const plan = fc.constantFrom(...PLAN_SLUGS);
 const kind = fc.constantFrom(...PAYMENT_KINDS);
-const gatewayKind = fc.constantFrom('bank_transfer', 'qris', 'gopay', 'card', 'card_3ds') as fc.Arbitrary<Exclude<PaymentKind, 'wallet'>>;
+const gatewayKind = fc.constantFrom('bank_transfer', 'qris', 'gopay', 'card', 'card_3ds', 'permata', 'shopeepay') as fc.Arbitrary<Exclude<PaymentKind, 'wallet'>>;
 const outcome = fc.constantFrom('settle', 'settle', 'settle', 'deny', 'expire', 'cancel') as fc.Arbitrary<'settle' | 'deny' | 'expire' | 'cancel'>;
 const weighted = <T>(weight: number, arbitrary: fc.Arbitrary<T>) => Array.from({ length: weight }, () => arbitrary);
 
@@ -348,6 +672,15 @@ export const customerCommands: fc.Arbitrary<Cmd>[] = [
   ...weighted(1, fc.tuple(pick, fc.constantFrom(100, 100, 40)).map(([i, pct]) => new RefundBeforeSettlement(i, pct))),
   ...weighted(1, fc.constant(null).map(() => new ChargeFromWallet())),
   ...weighted(1, fc.integer({ min: 2, max: 6 }).map((n) => new ConcurrentCharges(n))),
+  // The gateway's own moves (issue 27).
+  ...weighted(1, fc.tuple(pick, fc.constantFrom('fault', 'shopeepay_partial') as fc.Arbitrary<'fault' | 'shopeepay_partial'>, fc.option(fc.integer({ min: 1, max: 99 }), { nil: null })).map(([i, via, pct]) => new RefundRefused(i, via, pct))),
+  ...weighted(1, fc.tuple(pick, fc.option(fc.integer({ min: 1, max: 99 }), { nil: null }), fc.constantFrom('retry', 'sync', 'later') as fc.Arbitrary<'retry' | 'sync' | 'later'>).map(([i, pct, then]) => new RefundAnswerLost(i, pct, then))),
+  ...weighted(1, fc.tuple(pick, fc.option(fc.integer({ min: 1, max: 99 }), { nil: null }), fc.boolean()).map(([i, pct, notify]) => new Chargeback(i, pct, notify))),
+  ...weighted(1, fc.tuple(pick, fc.constantFrom('settle', 'reverse', 'refund') as fc.Arbitrary<'settle' | 'reverse' | 'refund'>, fc.constantFrom('payments_sync', 'customer_sync', 'later') as fc.Arbitrary<'payments_sync' | 'customer_sync' | 'later'>, fc.integer({ min: 1, max: 100 })).map(([i, a, then, pct]) => new LostNotification(i, a, then, pct))),
+  ...weighted(1, (fc.constantFrom('payments', 'customer') as fc.Arbitrary<'payments' | 'customer'>).map((via) => new Sync(via))),
+  ...weighted(1, fc.tuple(pick, fc.integer({ min: 1, max: 10 }).map((n) => n * 1000)).map(([i, fee]) => new PayWithFee(i, fee))),
+  ...weighted(1, fc.tuple(fc.constantFrom('subscribe', 'charge') as fc.Arbitrary<'subscribe' | 'charge'>, plan, gatewayKind, fc.boolean()).map(([at, p, k, retry]) => new ChargeAnswerLost(at, p, k, retry))),
+  ...weighted(1, fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 23 }), fc.boolean()).map(([d, h, fixed]) => new WrongKeyRun(d, h, fixed))),
 ];
 
 /**
