@@ -35,6 +35,9 @@ import { runCustomerSequences, runMoves } from '../helpers/property/run-customer
  * against the real server over HTTP with the simulator; after every step the money rules hold
  * (test/helpers/property/customer-world.ts, checkMoneyRules). 300 short sequences per database,
  * always the same ones (seed 14); test/reliability/long/ runs more, longer ones, with a new seed.
+ * Issue 27 adds the gateway's own moves (refund refusals, lost refund answers, chargebacks, lost
+ * notifications and syncs, fee imposition, lost charge answers, a wrong server key during a
+ * billing run) and, after every step, the gateway as the truth (checkMoneyRules, rule 8).
  * The cases the issue reports are kept as named sequences under the same checks.
  */
 describe.each(DATABASES)('customer sequences on %s', (kind) => {
