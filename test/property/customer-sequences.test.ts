@@ -132,6 +132,14 @@ describe.each(DATABASES)('customer sequences on %s', (kind) => {
     it.skip('concurrent card charges after a chargeback: a voided capture is not kept as paid', async () => {
       await runMoves(world, [new Subscribe('p-dear', 'card'), new Chargeback(0, null, true), new ConcurrentCharges(4)]);
     });
+    // SERVICE BUG (reported to the src/ owner): a Permata payment refunded in full by the
+    // customer (to the wallet: bank transfers have no refund API) and then reversed by the
+    // gateway (deny after settlement, webhook 200) stays `refunded` here: the reversal is ignored,
+    // the wallet keeps the 50,000 and the bank gave the 50,000 back as well. Long seeds 15400
+    // (PROPERTY_PATH "176:0:5:3:3") and 29971 ("15:0:6:7"), both databases. Unskip when fixed.
+    it.skip('a Permata payment refunded to the wallet, then reversed: the reversal takes the wallet credit back', async () => {
+      await runMoves(world, [new Subscribe('p-cheap', 'permata'), new Pay(0, 'settle'), new RequestRefund(0, null), new Pay(0, 'deny')]);
+    });
   });
 
   it('300 random sequences keep every money rule after every step', { timeout: 600_000 }, async () => {
