@@ -122,22 +122,17 @@ describe.each(DATABASES)('customer sequences on %s', (kind) => {
     it('a billing run with a wrong server key moves no subscription to past_due', async () => {
       await runMoves(world, [new Subscribe('p-cheap', 'card'), new WrongKeyRun(31, 0, false), new WrongKeyRun(10, 0, true)]);
     });
-    // SERVICE BUG (reported to the src/ owner): concurrent card charges of an invoice opened
-    // again by a chargeback capture the card three times; the service withdraws two and voids one
-    // of them at the gateway (capture -> cancel), yet keeps that one `settled` and lets it pay the
-    // invoice, while the two others are credited to the wallet: the customer has the period and
-    // the wallet for money the gateway gave back. Found by seed 14, PROPERTY_PATH "82" (with a
-    // forged reversal instead of the chargeback). Unskip when fixed (and remove the carve-out
-    // marked KNOWN SERVICE BUG in customer-world.ts).
-    it.skip('concurrent card charges after a chargeback: a voided capture is not kept as paid', async () => {
+    // Seed 14, PROPERTY_PATH "82": concurrent card charges of an invoice opened again by a
+    // chargeback; the captures withdrawn and voided at the gateway (capture -> cancel) were kept
+    // settled, one paying the invoice, while the others were credited to the wallet. A cancel of
+    // a card capture is a void, even of one we withdrew (reverse-payment.ts isReversal).
+    it('concurrent card charges after a chargeback: a voided capture is not kept as paid', async () => {
       await runMoves(world, [new Subscribe('p-dear', 'card'), new Chargeback(0, null, true), new ConcurrentCharges(4)]);
     });
-    // SERVICE BUG (reported to the src/ owner): a Permata payment refunded in full by the
-    // customer (to the wallet: bank transfers have no refund API) and then reversed by the
-    // gateway (deny after settlement, webhook 200) stays `refunded` here: the reversal is ignored,
-    // the wallet keeps the 50,000 and the bank gave the 50,000 back as well. Long seeds 15400
-    // (PROPERTY_PATH "176:0:5:3:3") and 29971 ("15:0:6:7"), both databases. Unskip when fixed.
-    it.skip('a Permata payment refunded to the wallet, then reversed: the reversal takes the wallet credit back', async () => {
+    // Long seeds 15400 (PROPERTY_PATH "176:0:5:3:3") and 29971 ("15:0:6:7"): a Permata payment
+    // refunded in full to the wallet, then reversed by the gateway, stayed `refunded` and the
+    // wallet kept the refund; the reversal now takes the wallet refunds back.
+    it('a Permata payment refunded to the wallet, then reversed: the reversal takes the wallet credit back', async () => {
       await runMoves(world, [new Subscribe('p-cheap', 'permata'), new Pay(0, 'settle'), new RequestRefund(0, null), new Pay(0, 'deny')]);
     });
   });

@@ -23,6 +23,7 @@ export const paymentStates = new StateMachine<PaymentStatus, PaymentEvent, Payme
   expire: { from: ['pending'], to: 'expired' },
   refund_partially: { from: ['settled', 'partially_refunded'], to: 'partially_refunded' },
   refund_fully: { from: ['settled', 'partially_refunded'], to: 'refunded' },
-  reverse: { from: ['settled', 'partially_refunded'], to: 'reversed' },
+  // A payment refunded to the wallet (no refund API for its method) can still be reversed.
+  reverse: { from: ['settled', 'partially_refunded', 'refunded'], to: 'reversed' },
   charge_back: { from: ['settled', 'partially_refunded'], to: 'charged_back' },
 });

@@ -33,7 +33,13 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
   // partial chargeback after the full one) must not overwrite what the gateway reported since;
   // settlements and refunds always count.
   const chargeback = isChargeback(event) && payment.status !== 'charged_back';
-  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || chargeback || isReversal(event, payment.status, payment.cancelRequestedAt)) {
+  // NOTE: a card capture we withdrew and canceled at the gateway is void there (capture ->
+  // cancel): its charge answer, read after the cancel, is older news and buys nothing.
+  if (isSuccess(event) && payment.paymentType === 'credit_card' && payment.gatewayStatus === 'cancel') {
+    return { changes: ['capture already voided at the gateway (canceled): nothing paid'] };
+  }
+  const ourCancelConfirmed = event.transactionStatus === 'cancel' && payment.status === 'canceled';
+  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || chargeback || ourCancelConfirmed || isReversal(event, payment.status, payment)) {
     payment.gatewayStatus = event.transactionStatus;
     if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
   }
@@ -53,7 +59,7 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
       notify(ctx, payment.user, 'payment_pending', paymentData(payment));
       changes.push('payment pending notified');
     }
-  } else if (isFailure(event) && isReversal(event, payment.status, payment.cancelRequestedAt)) {
+  } else if (isFailure(event) && isReversal(event, payment.status, payment)) {
     changes.push(...(await reversePayment(ctx, payment, event, at)));
   } else if (isFailure(event)) {
     const move = FAILURE_EVENTS[event.transactionStatus];

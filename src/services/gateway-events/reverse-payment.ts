@@ -32,11 +32,13 @@ export type TakeBack = 'reverse' | 'charge_back';
 /**
  * Whether the event takes back money this payment or top-up already counted as received. A
  * `cancel` of a payment we had withdrawn ourselves is the echo of our own cancel request, which
- * can arrive after a late settlement: the money stays where the settlement put it.
+ * can arrive after a late settlement: the money stays where the settlement put it (a settled
+ * transfer cannot be canceled at the gateway, so the cancel it confirms came first there). Not
+ * so for a card: our cancel of a capture voids it, and the money goes back to the card.
  */
-export function isReversal(event: GatewayEvent, status: string, cancelRequestedAt: Date | null = null): boolean {
-  if (event.transactionStatus === 'cancel' && cancelRequestedAt) return false;
-  return (event.transactionStatus === 'deny' || event.transactionStatus === 'cancel') && ['settled', 'partially_refunded', 'success'].includes(status);
+export function isReversal(event: GatewayEvent, status: string, withdrawn: { cancelRequestedAt: Date | null; paymentType: string } | null = null): boolean {
+  if (event.transactionStatus === 'cancel' && withdrawn?.cancelRequestedAt && withdrawn.paymentType !== 'credit_card') return false;
+  return (event.transactionStatus === 'deny' || event.transactionStatus === 'cancel') && ['settled', 'partially_refunded', 'refunded', 'success'].includes(status);
 }
 
 /** What the gateway still holds of a payment: its gross less what was refunded and charged back. */
@@ -90,17 +92,14 @@ export async function takeBackPayment(ctx: DataContext, payment: Payment, event:
       referenceId: `${REVERSAL_REFERENCE}${payment.id}`,
       description: `Payment ${payment.orderId} taken back by the gateway (${what}): its wallet credit taken back`,
     })),
+    ...(await takeBackWalletRefunds(ctx, payment, what)),
   );
   // What it still paid for is unpaid again: a plan change or a refund must not count its unused
   // share as money in hand (a repayment funds the period anew).
   await withdrawFunds(ctx, payment, payment.grossAmount, at);
 
   const invoice = payment.invoice;
-  // Another settled payment of the same invoice still pays it (a duplicate payment made good).
-  const otherPaid = invoice
-    ? await ctx.em.count(Payment, { invoice, id: { $ne: payment.id }, status: { $in: ['settled', 'partially_refunded'] } })
-    : 0;
-  if (invoice && otherPaid === 0 && invoiceStates.applyIfAllowed(invoice, 'reopen', at)) {
+  if (invoice && !(await anotherPaymentPays(ctx, payment, invoice)) && invoiceStates.applyIfAllowed(invoice, 'reopen', at)) {
     // NOTE: due now: the next billing run takes it through dunning (retries, then cancellation).
     invoice.nextRetryAt = at;
     changes.push(`invoice ${invoice.number} open again`);
@@ -114,6 +113,38 @@ export async function takeBackPayment(ctx: DataContext, payment: Payment, event:
     }
   }
   return changes;
+}
+
+/**
+ * NOTE: a payment the gateway cannot refund (a bank transfer, a Mandiri bill) is refunded to the
+ * wallet; when the gateway then takes the payment itself back (a reversal), those refunds were
+ * paid out of money we no longer have: they leave the wallet again, even below zero.
+ */
+async function takeBackWalletRefunds(ctx: DataContext, payment: Payment, what: string): Promise<string[]> {
+  const toWallet = await ctx.em.find(Refund, { payment, destination: 'wallet', status: 'succeeded' });
+  const amount = add(ZERO, ...toWallet.map((r) => r.amount));
+  if (!isPositive(amount)) return [];
+  const posted = await postWalletEntry(ctx, {
+    user: payment.user,
+    kind: 'debit',
+    amount,
+    currency: payment.currency,
+    source: 'payment',
+    referenceId: `${REVERSAL_REFERENCE}${payment.id}:refunds`,
+    description: `Payment ${payment.orderId} taken back by the gateway (${what}): its refunds to the wallet taken back`,
+    allowNegative: true,
+  });
+  return [`wallet debited ${amount} refunded to it from payment ${payment.orderId} (balance now ${posted.balanceAfter})`];
+}
+
+/**
+ * Another settled payment of the same invoice still pays it (a duplicate payment made good), but
+ * not one whose money all went elsewhere: credited to the wallet because the invoice was already
+ * paid (concurrent charges), or refunded.
+ */
+async function anotherPaymentPays(ctx: DataContext, payment: Payment, invoice: NonNullable<Payment['invoice']>): Promise<boolean> {
+  const others = await ctx.em.find(Payment, { invoice, id: { $ne: payment.id }, status: { $in: ['settled', 'partially_refunded'] } });
+  return others.some((p) => isPositive(heldOfPayment(p)) && compare(add(p.creditedAmount, p.refundedAmount, p.chargebackAmount), p.grossAmount) < 0);
 }
 
 /**
