@@ -132,6 +132,13 @@ describe.each(DATABASES)('customer sequences on %s', (kind) => {
     // Long seeds 15400 (PROPERTY_PATH "176:0:5:3:3") and 29971 ("15:0:6:7"): a Permata payment
     // refunded in full to the wallet, then reversed by the gateway, stayed `refunded` and the
     // wallet kept the refund; the reversal now takes the wallet refunds back.
+    // Long seed 15400 (PROPERTY_PATH "543:0:1:3:6:8:8:9:8:8", replayPath "GCb:F"): a refund at the
+    // gateway whose notification was lost, then a partial chargeback: the chargeback's status
+    // answer lists the refund too, but only the chargeback was recorded, so sync never found the
+    // refund. Refunds listed with a chargeback are recorded first now.
+    it('a refund whose notification was lost, then a partial chargeback, then payments sync', async () => {
+      await runMoves(world, [new Subscribe('p-cheap', 'card'), new Pay(0, 'settle'), new LostNotification(0, 'refund', 'later', 1), new Chargeback(0, 1, false), new Sync('payments')]);
+    });
     it('a Permata payment refunded to the wallet, then reversed: the reversal takes the wallet credit back', async () => {
       await runMoves(world, [new Subscribe('p-cheap', 'permata'), new Pay(0, 'settle'), new RequestRefund(0, null), new Pay(0, 'deny')]);
     });

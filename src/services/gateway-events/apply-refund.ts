@@ -36,7 +36,8 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
     known.push(gatewayRefund(ctx, payment, r.refundKey, money(r.amount)));
     changes.push(`refund ${r.refundKey} recorded`);
   }
-  const reported = event.refundAmount ?? (event.refunds.length > 0 ? add(...event.refunds.map((r) => money(r.amount))) : null);
+  const listed = event.refunds.filter((r) => !r.chargeback);
+  const reported = event.refundAmount ?? (listed.length > 0 ? add(...listed.map((r) => money(r.amount))) : null);
   if (reported !== null) {
     const truth = compare(money(reported), recordedBefore) > 0 ? money(reported) : recordedBefore;
     const unkeyedKey = gatewayRefundKey(payment);

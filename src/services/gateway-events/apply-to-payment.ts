@@ -1,5 +1,5 @@
 import type { Payment } from '../../db/entities/payment.js';
-import { compare, isPositive } from '../../domain/money.js';
+import { add, compare, isPositive, money } from '../../domain/money.js';
 import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
 import type { DataContext } from '../context.js';
 import { issueRefundCreditNotes } from '../credit-notes/issue-credit-note.js';
@@ -51,6 +51,12 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
     // NOTE: a chargeback takes back money that arrived: a payment still pending here (its
     // settlement's notification lost) settles first, as the facts happened.
     if (paymentStates.can(payment, 'settle')) changes.push(...(await settle(ctx, payment, event, at)));
+    // Refunds it lists came first: one whose own notification was lost is recorded now.
+    const refunds = event.refunds.filter((r) => !r.chargeback);
+    if (refunds.length > 0) {
+      const refunded = add(...refunds.map((r) => money(r.amount)));
+      changes.push(...(await recordGatewayRefunds(ctx, payment, { ...event, transactionStatus: 'partial_refund', refunds, refundAmount: refunded })));
+    }
     changes.push(...(await applyPaymentChargeback(ctx, payment, event, at)));
   } else if (event.transactionStatus === 'capture') {
     changes.push(`capture held with fraud status ${event.fraudStatus ?? 'none'}`);

@@ -26,8 +26,12 @@ export interface GatewayEvent {
   paymentType: string | null;
   /** Cumulative refunded amount after this event (refund notifications); the cumulative charged-back amount in chargeback ones (DECISIONS §9). */
   refundAmount: string | null;
-  /** Individual refunds as the gateway lists them (`refunds[]`). */
-  refunds: { refundKey: string | null; amount: string }[];
+  /**
+   * Individual refunds as the gateway lists them (`refunds[]`), which also lists chargebacks
+   * (`chargeback`: an entry whose reason is `chargeback`, as the simulator writes them; MIDTRANS.md
+   * gives no sample).
+   */
+  refunds: { refundKey: string | null; amount: string; chargeback: boolean }[];
   raw: Record<string, unknown>;
   /**
    * True when the payload came from our own authenticated call to the gateway (a charge or
@@ -44,7 +48,7 @@ export function eventFromPayload(payload: Record<string, unknown>, opts: { verif
   const refunds = Array.isArray(payload.refunds)
     ? (payload.refunds as Record<string, unknown>[])
         .filter((r) => r && typeof r === 'object' && str(r.refund_amount) !== null)
-        .map((r) => ({ refundKey: str(r.refund_key), amount: str(r.refund_amount)! }))
+        .map((r) => ({ refundKey: str(r.refund_key), amount: str(r.refund_amount)!, chargeback: str(r.reason) === 'chargeback' }))
     : [];
   return {
     orderId: str(payload.order_id) ?? '',
