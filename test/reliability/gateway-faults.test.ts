@@ -23,7 +23,7 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
   const fault = (mode: string, operations: string[]) => stage.fault(mode, operations);
   const gatewayKnows = async (orderId: string) => (await stage.gatewayTransaction(orderId)) !== null;
 
-  it.each(MODES)('%s: every call answers 502 or 503', async (mode) => {
+  it.each(MODES)('%s: every call answers 502 or 503, a refund 202 pending', async (mode) => {
     const gatewayProblem = (res: { status: number; body: { code?: string } }) => {
       expect([502, 503], JSON.stringify(res.body)).toContain(res.status);
       expect(['gateway_error', 'gateway_unavailable']).toContain(res.body.code);
@@ -46,7 +46,10 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
     // The card capture settles at the gateway (a day later at Midtrans); only then can it be refunded there.
     expect((await call(stage.server.url, 'POST', `/_simulator/v2/${paid.body.payment.order_id}/settle`)).status).toBe(200);
     await fault(mode, ['refund']);
-    gatewayProblem(await call(stage.server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(`refund_${mode}`), body: { amount: 50000 } }));
+    // A refund whose answer is lost or a 5xx is pending, not failed (DECISIONS §9): 202, nothing else moved.
+    const refund = await call(stage.server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(`refund_${mode}`), body: { amount: 50000 } });
+    expect(refund.status, JSON.stringify(refund.body)).toBe(202);
+    expect(refund.body).toMatchObject({ refund: { status: 'pending' }, payment: { status: 'settled', refunded_amount: '0.00' } });
 
     await fault(mode, ['charge']);
     gatewayProblem(await call(stage.server.url, 'POST', `${API}/topups/`, { ...as(`topup_${mode}`), body: { amount: 75000, payment_type: 'qris' } }));
