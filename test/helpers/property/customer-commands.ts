@@ -641,7 +641,9 @@ export class WrongKeyRun extends Step {
     const after = await c.world.server.running.billing.orm.em.fork().find(Subscription, { user: c.user.id });
     for (const s of after) {
       const was = before.get(s.id);
-      if (was === undefined || was === s.status) continue;
+      // A wallet-paid renewal never reaches the gateway: a wallet that cannot cover it is the
+      // customer's own failure, past due at once (long seed 7512, "4:0:0:4:5:3:3:4:4").
+      if (was === undefined || was === s.status || s.paymentType === 'wallet') continue;
       const due = open.filter((i) => i.subscription?.id === s.id).map((i) => dunningSchedule(i.createdAt, config));
       const pastDue = s.status === 'past_due' && !due.some((d) => d.dueAt.getTime() <= now.getTime());
       const dunned = s.status === 'canceled' && ['dunning_exhausted', 'payment_rejected'].includes(s.cancelReason ?? '') && !due.some((d) => d.cancelAt.getTime() <= now.getTime());

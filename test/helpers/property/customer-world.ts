@@ -319,7 +319,15 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
     // The renewal (or the charge at a trial's end) is due some days after its invoice: access goes on meanwhile.
     const inGrace = openInvoices.some((i) => i.subscription?.id === s.id && i.billingReason === 'subscription_cycle' && dunningSchedule(i.createdAt, config).dueAt.getTime() > now.getTime());
     if (s.status === 'trialing') {
-      if (!inGrace && (!s.trialEnd || s.trialEnd.getTime() <= now.getTime())) problems.push(`subscription ${s.id} is trialing but no trial covers ${now.toISOString()}`);
+      if (!inGrace && (!s.trialEnd || s.trialEnd.getTime() <= now.getTime())) {
+        // NOTE: a trial whose first charge failed on our side (a wrong server key, the gateway
+        // down) stays trialing: merchant-side failures move no subscription (DECISIONS §9,
+        // long seed 617). What must hold is the access, the service's own answer over HTTP.
+        const active = await c.world.server.api('GET', '/subscriptions/active/', { auth: c.user });
+        if (active.status !== 404 || active.body?.code !== 'not_found') {
+          problems.push(`subscription ${s.id} is trialing and gives access (GET /subscriptions/active/ ${active.status}) though no trial covers ${now.toISOString()}`);
+        }
+      }
       continue;
     }
     // NOTE: the access rule (DECISIONS §10) gives a paid period ACCESS_GRACE_MINUTES beyond its
