@@ -144,7 +144,8 @@ async function takeBackWalletRefunds(ctx: DataContext, payment: Payment, what: s
  */
 async function anotherPaymentPays(ctx: DataContext, payment: Payment, invoice: NonNullable<Payment['invoice']>): Promise<boolean> {
   const others = await ctx.em.find(Payment, { invoice, id: { $ne: payment.id }, status: { $in: ['settled', 'partially_refunded'] } });
-  return others.some((p) => isPositive(heldOfPayment(p)) && compare(add(p.creditedAmount, p.refundedAmount, p.chargebackAmount), p.grossAmount) < 0);
+  // What it still holds for the invoice: neither credited to the wallet, refunded, nor charged back.
+  return others.some((p) => isPositive(subtract(heldOfPayment(p), p.creditedAmount)));
 }
 
 /**
