@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { PROJECT_ROOT } from './project-root.js';
+import { normaliseNitku, normaliseNpwp } from './domain/tax-profile.js';
 
 /** The one typed configuration object; `loadConfig()` builds it from the environment. */
 export interface Config {
@@ -87,6 +88,8 @@ export interface Config {
   logRequests: boolean;
   /** The seller on invoice and credit-note PDFs, and how their amounts and dates read. */
   documents: DocumentSettings;
+  /** The seller's PPN registration (DECISIONS §11, docs/tax.md). */
+  tax: TaxSettings;
   /** Worker threads that render PDFs off the event loop (default: the cores less one, from 1 to 2). */
   pdfWorkers: number;
 }
@@ -102,6 +105,15 @@ export interface DocumentSettings {
   locale: string;
   /** IANA time zone the dates on a document are given in. */
   timeZone: string;
+}
+
+export interface TaxSettings {
+  /** A registered taxable entrepreneur charges PPN on taxable plans and exports fakturs (BILLING_PKP). */
+  pkp: boolean;
+  /** The seller's NPWP, 16 digits (BILLING_TAX_ID); null when not a PKP and not given. */
+  sellerTaxId: string | null;
+  /** The seller's NITKU, 22 digits (BILLING_SELLER_NITKU). */
+  sellerNitku: string | null;
 }
 
 /** The development key the simulator and the service share when no key is configured. */
@@ -246,6 +258,23 @@ function documentSettings(env: Env): DocumentSettings {
   };
 }
 
+/** A PKP cannot invoice without its NPWP and NITKU: refuse to start rather than issue fakturs without a seller. */
+function taxSettings(env: Env): TaxSettings {
+  const pkp = bool(env, 'BILLING_PKP', false);
+  const rawId = (env.BILLING_TAX_ID ?? '').trim();
+  const rawNitku = (env.BILLING_SELLER_NITKU ?? '').trim();
+  const sellerTaxId = rawId ? normaliseNpwp(rawId) : null;
+  const sellerNitku = rawNitku ? normaliseNitku(rawNitku) : null;
+  if (pkp) {
+    const missing: string[] = [];
+    if (!sellerTaxId) missing.push(rawId ? `BILLING_TAX_ID must be a 16-digit NPWP (or 15 of the old format), got "${rawId}"` : 'BILLING_TAX_ID (the seller\'s 16-digit NPWP) is required when BILLING_PKP=true');
+    if (!sellerNitku) missing.push(rawNitku ? `BILLING_SELLER_NITKU must have 22 digits, got "${rawNitku}"` : 'BILLING_SELLER_NITKU (the seller\'s 22-digit NITKU) is required when BILLING_PKP=true');
+    else if (sellerTaxId && !sellerNitku.startsWith(sellerTaxId)) missing.push('BILLING_SELLER_NITKU must start with the NPWP of BILLING_TAX_ID');
+    if (missing.length > 0) throw new ConfigError(missing.join('; '));
+  }
+  return { pkp, sellerTaxId, sellerNitku };
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const databaseUrl = normaliseDatabaseUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL);
@@ -324,6 +353,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     metricsWalletVerifySeconds: integer(env, 'METRICS_WALLET_VERIFY_SECONDS', 300),
     logRequests: bool(env, 'LOG_REQUESTS', nodeEnv !== 'test'),
     documents: documentSettings(env),
+    tax: taxSettings(env),
     // One core is left to the event loop (on two cores, one thread), so that a flood of
     // documents never takes the cores the other requests need.
     pdfWorkers: positive(integer(env, 'PDF_WORKERS', Math.max(1, Math.min(2, availableParallelism() - 1))), 'PDF_WORKERS'),

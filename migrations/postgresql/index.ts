@@ -10,6 +10,7 @@ import { Migration20261125032414 } from './Migration20261125032414.js';
 import { Migration20261125032423 } from './Migration20261125032423.js';
 import { Migration20261126074416 } from './Migration20261126074416.js';
 import { Migration20261126104044 } from './Migration20261126104044.js';
+import { Migration20261126143209 } from './Migration20261126143209.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -23,4 +24,5 @@ export const migrations = [
   { name: 'Migration20261125032423', class: Migration20261125032423 },
   { name: 'Migration20261126074416', class: Migration20261126074416 },
   { name: 'Migration20261126104044', class: Migration20261126104044 },
+  { name: 'Migration20261126143209', class: Migration20261126143209 },
 ];

@@ -11,4 +11,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261125032423',
   'Migration20261126074415',
   'Migration20261126104044',
+  'Migration20261126143209',
 ];

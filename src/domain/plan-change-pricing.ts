@@ -1,12 +1,13 @@
 import type { Plan } from '../db/entities/plan.js';
 import { cycleBoundary } from './billing-calendar.js';
-import { subtract, type Money } from './money.js';
+import { isPositive, subtract, type Money } from './money.js';
+import { taxBaseCovering, taxInvoice } from './tax.js';
 import { unusedShare } from './unused-share.js';
 
 export interface PlanChangeTerms {
   /** The unused share of what was paid for the current period (never of a list price). */
   credit: Money;
-  /** What the new plan costs from the change to `periodEnd`. */
+  /** What the new plan costs from the change to `periodEnd`, as money: PPN included. */
   charge: Money;
   /** charge − credit: positive is owed now, negative goes to the wallet. */
   net: Money;
@@ -15,6 +16,17 @@ export interface PlanChangeTerms {
   periodEnd: Date;
   /** True when the change starts a new period (plans of different intervals). */
   resetsPeriod: boolean;
+}
+
+/**
+ * The change's invoice lines, in the new plan's price terms: the charge at the plan's price,
+ * less the credit. On an exclusive plan the price is before PPN while the credit is money
+ * already paid (PPN included), so the credit line is what makes the invoice's total, PPN added,
+ * come to what is owed (src/domain/tax.ts, taxBaseCovering).
+ */
+export interface PlanChangeLines {
+  chargeLine: Money;
+  creditLine: Money;
 }
 
 export function sameInterval(a: Plan, b: Plan): boolean {
@@ -34,12 +46,21 @@ export function priceChange(input: {
   periodEnd: Date | null;
   at: Date;
   credit: Money;
-}): PlanChangeTerms {
+  /** Whether the seller charges PPN (BILLING_PKP). */
+  pkp: boolean;
+}): PlanChangeTerms & PlanChangeLines {
   const { oldPlan, newPlan, periodStart, periodEnd, at, credit } = input;
+  const priced = (chargeLine: Money) => {
+    const charge = taxInvoice(chargeLine, newPlan.taxBehavior, newPlan.currency, input.pkp).total;
+    const net = subtract(charge, credit);
+    const exclusive = input.pkp && newPlan.taxBehavior === 'exclusive' && isPositive(net);
+    const creditLine = exclusive ? subtract(chargeLine, taxBaseCovering(net, newPlan.currency)) : credit;
+    return { credit, charge, net, chargeLine, creditLine };
+  };
   if (periodStart && periodEnd && periodEnd.getTime() > at.getTime() && sameInterval(oldPlan, newPlan)) {
-    const charge = unusedShare(newPlan.price, periodStart, periodEnd, at, newPlan.currency);
-    return { credit, charge, net: subtract(charge, credit), periodStart, periodEnd, resetsPeriod: false };
+    const chargeLine = unusedShare(newPlan.price, periodStart, periodEnd, at, newPlan.currency);
+    return { ...priced(chargeLine), periodStart, periodEnd, resetsPeriod: false };
   }
   const end = cycleBoundary(at, newPlan.interval, newPlan.intervalUnit, 1);
-  return { credit, charge: newPlan.price, net: subtract(newPlan.price, credit), periodStart: at, periodEnd: end, resetsPeriod: true };
+  return { ...priced(newPlan.price), periodStart: at, periodEnd: end, resetsPeriod: true };
 }

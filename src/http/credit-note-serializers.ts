@@ -20,6 +20,8 @@ export function serializeCreditNote(n: CreditNote): Schemas['CreditNote'] {
     memo: n.memo,
     currency: n.currency,
     amount: n.amount,
+    tax_amount: n.taxAmount,
+    tax_action: n.taxAction,
     issued_at: n.issuedAt.toISOString(),
   };
 }

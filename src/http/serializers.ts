@@ -85,6 +85,7 @@ export function serializePlan(p: Plan): Schemas['Plan'] {
     status: p.status,
     features: p.features,
     sort_order: p.sortOrder,
+    tax_behavior: p.taxBehavior,
     created_at: isoRequired(p.createdAt),
     updated_at: isoRequired(p.updatedAt),
   };
@@ -189,6 +190,13 @@ export function serializeInvoice(i: Invoice): Schemas['Invoice'] {
     subtotal: i.subtotal,
     total_amount: i.totalAmount,
     amount_refunded: i.amountRefunded,
+    tax_behavior: i.taxBehavior,
+    tax_rate: i.taxRate,
+    tax_base: i.taxBase,
+    other_tax_base: i.otherTaxBase,
+    tax_amount: i.taxAmount,
+    tax_rounding: i.taxRounding,
+    tax_invoice_number: i.taxInvoiceNumber,
     created_at: isoRequired(i.createdAt),
   };
 }
@@ -207,7 +215,12 @@ export function serializeInvoiceLine(l: InvoiceLine): Schemas['InvoiceLine'] {
 
 /** The detail view: the invoice, its lines (which must be loaded) and its credit notes. */
 export function serializeInvoiceDetail(i: Invoice, creditNotes: CreditNote[]): Schemas['InvoiceDetail'] {
-  return { ...serializeInvoice(i), lines: i.lines.getItems().map(serializeInvoiceLine), credit_notes: creditNotes.map(serializeInvoiceCreditNote) };
+  return {
+    ...serializeInvoice(i),
+    buyer_tax_profile: i.buyerTaxProfile,
+    lines: i.lines.getItems().map(serializeInvoiceLine),
+    credit_notes: creditNotes.map(serializeInvoiceCreditNote),
+  };
 }
 
 export function serializeNotification(n: Notification): Schemas['Notification'] {

@@ -24,18 +24,18 @@ describe('unusedShare', () => {
 
 describe('priceChange', () => {
   it('same interval: the new price for the unused fraction, less the credit; the period stays', () => {
-    const terms = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('150000.00'), periodStart: START, periodEnd: END, at: AT, credit: '12500.00' });
-    expect(terms).toEqual({ credit: '12500.00', charge: '37500.00', net: '25000.00', periodStart: START, periodEnd: END, resetsPeriod: false });
+    const terms = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('150000.00'), periodStart: START, periodEnd: END, at: AT, credit: '12500.00', pkp: false });
+    expect(terms).toMatchObject({ credit: '12500.00', charge: '37500.00', net: '25000.00', periodStart: START, periodEnd: END, resetsPeriod: false });
   });
 
   it('the credit is what was paid, not a list price: an unpaid period credits nothing', () => {
-    const terms = priceChange({ oldPlan: plan('150000.00'), newPlan: plan('50000.00'), periodStart: START, periodEnd: END, at: AT, credit: '0.00' });
+    const terms = priceChange({ oldPlan: plan('150000.00'), newPlan: plan('50000.00'), periodStart: START, periodEnd: END, at: AT, credit: '0.00', pkp: false });
     expect(terms.net).toBe('12500.00');
   });
 
   it('different interval: the period restarts at the change and the full new price is due, less the credit', () => {
-    const terms = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('500000.00', 12), periodStart: START, periodEnd: END, at: AT, credit: '12500.00' });
-    expect(terms).toEqual({
+    const terms = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('500000.00', 12), periodStart: START, periodEnd: END, at: AT, credit: '12500.00', pkp: false });
+    expect(terms).toMatchObject({
       credit: '12500.00',
       charge: '500000.00',
       net: '487500.00',
@@ -43,7 +43,7 @@ describe('priceChange', () => {
       periodEnd: new Date('2027-02-21T00:00:00Z'),
       resetsPeriod: true,
     });
-    const down = priceChange({ oldPlan: plan('500000.00', 12), newPlan: plan('50000.00'), periodStart: START, periodEnd: new Date('2027-01-31T00:00:00Z'), at: AT, credit: '400000.00' });
+    const down = priceChange({ oldPlan: plan('500000.00', 12), newPlan: plan('50000.00'), periodStart: START, periodEnd: new Date('2027-01-31T00:00:00Z'), at: AT, credit: '400000.00', pkp: false });
     expect(down).toMatchObject({ charge: '50000.00', net: '-350000.00', periodEnd: new Date('2026-03-21T00:00:00Z'), resetsPeriod: true });
   });
 });

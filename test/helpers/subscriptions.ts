@@ -85,7 +85,7 @@ export async function openInvoice(server: TestServer, subscriptionId: string, am
     const at = billing.clock.now();
     const invoice = await createInvoice(
       { em: em as EntityManager, config: billing.config, clock: billing.clock },
-      { user: sub.user, subscription: sub, currency: sub.plan.currency, billingReason: 'subscription_cycle', issuedAt: at, dueAt: at, lines: [{ description: 'Renewal', kind: 'subscription', unitAmount: amount }] },
+      { user: sub.user, subscription: sub, currency: sub.plan.currency, billingReason: 'subscription_cycle', taxBehavior: sub.plan.taxBehavior, issuedAt: at, dueAt: at, lines: [{ description: 'Renewal', kind: 'subscription', unitAmount: amount }] },
     );
     await em.flush();
     return invoice.id;

@@ -1,5 +1,6 @@
 import { Collection, EntitySchema } from '@mikro-orm/core';
-import { createdAtProperty, idProperty, moneyProperty } from './common.js';
+import { createdAtProperty, idProperty, moneyProperty, zeroMoneyProperty } from './common.js';
+import type { TaxAction } from '../../domain/tax.js';
 import { Invoice } from './invoice.js';
 import { Payment, Refund } from './payment.js';
 import { User } from './user.js';
@@ -34,6 +35,10 @@ export class CreditNote {
   memo: string | null = null;
   currency!: string;
   amount!: string;
+  /** The PPN part of amount (src/domain/tax.ts, creditedTax). */
+  taxAmount!: string;
+  /** What the finance team must do in Coretax (docs/tax.md). */
+  taxAction: TaxAction = 'none';
   issuedAt!: Date;
   lines = new Collection<CreditNoteLine>(this);
   createdAt!: Date;
@@ -66,6 +71,8 @@ export const CreditNoteSchema = new EntitySchema<CreditNote>({
     memo: { type: 'string', length: 500, nullable: true },
     currency: { type: 'string', length: 3 },
     amount: moneyProperty,
+    taxAmount: zeroMoneyProperty,
+    taxAction: { type: 'string', length: 30, default: 'none' },
     issuedAt: { type: 'Date' },
     lines: { kind: '1:m', entity: () => CreditNoteLine, mappedBy: 'creditNote', orderBy: { position: 'asc' } },
     createdAt: createdAtProperty,

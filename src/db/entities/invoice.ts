@@ -1,3 +1,5 @@
+import type { TaxBehavior } from '../../domain/tax.js';
+import type { TaxProfile } from '../../domain/tax-profile.js';
 import { Collection, EntitySchema } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty, zeroMoneyProperty } from './common.js';
 import { Subscription } from './subscription.js';
@@ -29,6 +31,22 @@ export class Invoice {
   subtotal!: string;
   totalAmount!: string;
   amountRefunded!: string;
+  /** PPN (src/domain/tax.ts): all "0.00" and behaviour `none` on an untaxed invoice. */
+  taxBehavior: TaxBehavior = 'none';
+  taxRate!: string;
+  /** DPP */
+  taxBase!: string;
+  /** DPP Nilai Lain */
+  otherTaxBase!: string;
+  taxAmount!: string;
+  /** Inclusive prices: the rupiah by which DPP + PPN misses the price. */
+  taxRounding!: string;
+  /** The buyer's tax profile when the invoice was issued. */
+  buyerTaxProfile: TaxProfile | null = null;
+  /** The Faktur Pajak number Coretax assigned (billing-admin tax record). */
+  taxInvoiceNumber: string | null = null;
+  /** When `billing-admin tax export` first wrote the invoice into an import file. */
+  taxExportedAt: Date | null = null;
   periodStart: Date | null = null;
   periodEnd: Date | null = null;
   /** Dunning: how many collection attempts were made after the due date. */
@@ -55,7 +73,7 @@ export class InvoiceLine {
 export const InvoiceSchema = new EntitySchema<Invoice>({
   class: Invoice,
   tableName: 'invoices',
-  indexes: [{ properties: ['user', 'issueDate'] }, { properties: ['status', 'dueDate'] }, { properties: ['status', 'nextRetryAt'] }],
+  indexes: [{ properties: ['user', 'issueDate'] }, { properties: ['status', 'paidAt'] }, { properties: ['status', 'dueDate'] }, { properties: ['status', 'nextRetryAt'] }],
   // NOTE: the database refuses a second invoice for the same period of a subscription (billing
   // runs in parallel, a run repeated after a crash). NULL periods (first and proration invoices
   // without a period) never collide.
@@ -74,6 +92,15 @@ export const InvoiceSchema = new EntitySchema<Invoice>({
     subtotal: moneyProperty,
     totalAmount: moneyProperty,
     amountRefunded: zeroMoneyProperty,
+    taxBehavior: { type: 'string', length: 10, default: 'none' },
+    taxRate: zeroMoneyProperty,
+    taxBase: zeroMoneyProperty,
+    otherTaxBase: zeroMoneyProperty,
+    taxAmount: zeroMoneyProperty,
+    taxRounding: zeroMoneyProperty,
+    buyerTaxProfile: { type: 'json', nullable: true },
+    taxInvoiceNumber: { type: 'string', length: 17, nullable: true },
+    taxExportedAt: { type: 'Date', nullable: true },
     periodStart: { type: 'Date', nullable: true },
     periodEnd: { type: 'Date', nullable: true },
     retryCount: { type: 'integer', default: 0 },

@@ -1,3 +1,4 @@
+import type { TaxBehavior } from '../../domain/tax.js';
 import { EntitySchema } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty } from './common.js';
 
@@ -19,6 +20,8 @@ export class Plan {
   status: PlanStatus = 'active';
   features: Record<string, unknown> = {};
   sortOrder = 0;
+  /** How PPN applies to the price when the seller is a PKP (src/domain/tax.ts). */
+  taxBehavior: TaxBehavior = 'none';
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -41,6 +44,7 @@ export const PlanSchema = new EntitySchema<Plan>({
     status: { type: 'string', length: 10 },
     features: { type: 'json' },
     sortOrder: { type: 'integer', default: 0 },
+    taxBehavior: { type: 'string', length: 10, default: 'none' },
     createdAt: createdAtProperty,
     updatedAt: updatedAtProperty,
   },

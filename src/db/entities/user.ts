@@ -1,3 +1,4 @@
+import type { TaxProfile } from '../../domain/tax-profile.js';
 import { EntitySchema } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, updatedAtProperty } from './common.js';
 
@@ -10,6 +11,8 @@ export class User {
   firstName = '';
   lastName = '';
   phone: string | null = null;
+  /** The buyer identity invoices are made out to (PUT /tax-profile/); each invoice keeps a copy. */
+  taxProfile: TaxProfile | null = null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -26,6 +29,7 @@ export const UserSchema = new EntitySchema<User>({
     firstName: { type: 'string', length: 150, default: '' },
     lastName: { type: 'string', length: 150, default: '' },
     phone: { type: 'string', length: 50, nullable: true },
+    taxProfile: { type: 'json', nullable: true },
     createdAt: createdAtProperty,
     updatedAt: updatedAtProperty,
   },

@@ -873,6 +873,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tax-profile/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the current user's tax profile
+         * @description The buyer identity invoices are made out to. `404` until one is saved with `PUT`.
+         *     Each invoice keeps a copy of the profile it was made with (`buyer_tax_profile`), so a
+         *     later change does not rewrite an issued invoice.
+         */
+        get: operations["getTaxProfile"];
+        /**
+         * Save the current user's tax profile
+         * @description Replaces the profile. A `business` buyer gives a 16-digit `npwp` (a 15-digit NPWP of the
+         *     old format is accepted and stored with a leading `0`) and may give a 22-digit `nitku`
+         *     (default: the NPWP followed by `000000`, the head office); an `individual` gives a
+         *     16-digit `nik`. Dots, dashes and spaces in the numbers are ignored; a wrong length or any
+         *     other character answers `400` naming the field, and nothing is saved. Invoices issued
+         *     from now on carry the new profile. With the session cookie the request needs
+         *     `X-CSRF-Token`.
+         */
+        put: operations["putTaxProfile"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/wallet/me/": {
         parameters: {
             query?: never;
@@ -1183,6 +1215,7 @@ export interface components {
          *         "priority_support": true
          *       },
          *       "sort_order": 20,
+         *       "tax_behavior": "exclusive",
          *       "created_at": "2026-01-01T00:00:00Z",
          *       "updated_at": "2026-01-01T00:00:00Z"
          *     }
@@ -1208,6 +1241,7 @@ export interface components {
                 [key: string]: unknown;
             };
             sort_order: number;
+            tax_behavior: components["schemas"]["TaxBehavior"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2079,6 +2113,53 @@ export interface components {
             };
         };
         /**
+         * @description How PPN applies to the plan's price when the seller is a PKP (`BILLING_PKP=true`): `none` (no PPN), `exclusive` (PPN is added on top of the price) or `inclusive` (the price holds the PPN). A seller that is not a PKP charges no PPN whatever the plan says.
+         * @example exclusive
+         * @enum {string}
+         */
+        TaxBehavior: "none" | "exclusive" | "inclusive";
+        /**
+         * @description What the finance team must do in Coretax for a credit note on a taxed invoice: `none` (no PPN was credited), `buyer_cancellation_note` (the whole invoice was given back: the buyer makes a Nota Pembatalan, PMK 81/2024), `amendment` (part of it was given back: a Faktur Pajak Pengganti with the lower value) or `cancel_and_reissue` (the faktur must be cancelled and issued again). Listed by `billing-admin tax corrections`; see `docs/tax.md`.
+         * @example amendment
+         * @enum {string}
+         */
+        TaxAction: "none" | "buyer_cancellation_note" | "amendment" | "cancel_and_reissue";
+        TaxProfileInput: {
+            /** @enum {string} */
+            buyer_type: "business" | "individual";
+            /** @description A business's NPWP, 16 digits (or 15 of the old format). */
+            npwp?: string;
+            /** @description A business's place of business, 22 digits; defaults to the NPWP and `000000`. */
+            nitku?: string;
+            /** @description An individual's NIK, 16 digits. */
+            nik?: string;
+            name: string;
+            address: string;
+            /** Format: email */
+            email?: string;
+        };
+        /**
+         * @example {
+         *       "buyer_type": "business",
+         *       "npwp": "0012345678091000",
+         *       "nitku": "0012345678091000000000",
+         *       "nik": null,
+         *       "name": "PT Contoh Sejahtera & Co",
+         *       "address": "Jl. Sudirman No. 1, Jakarta Pusat",
+         *       "email": "finance@contoh.co.id"
+         *     }
+         */
+        TaxProfile: {
+            /** @enum {string} */
+            buyer_type: "business" | "individual";
+            npwp: string | null;
+            nitku: string | null;
+            nik: string | null;
+            name: string;
+            address: string;
+            email: string | null;
+        };
+        /**
          * @example paid
          * @enum {string}
          */
@@ -2094,8 +2175,15 @@ export interface components {
          *       "due_date": "2026-01-15",
          *       "paid_at": "2026-01-15T03:12:45Z",
          *       "subtotal": "150000.00",
-         *       "total_amount": "150000.00",
+         *       "total_amount": "166500.00",
          *       "amount_refunded": "0.00",
+         *       "tax_behavior": "exclusive",
+         *       "tax_rate": "12.00",
+         *       "tax_base": "150000.00",
+         *       "other_tax_base": "137500.00",
+         *       "tax_amount": "16500.00",
+         *       "tax_rounding": "0.00",
+         *       "tax_invoice_number": null,
          *       "created_at": "2026-01-15T03:10:00Z"
          *     }
          */
@@ -2120,6 +2208,22 @@ export interface components {
             subtotal: components["schemas"]["Money"];
             total_amount: components["schemas"]["Money"];
             amount_refunded: components["schemas"]["Money"];
+            tax_behavior: components["schemas"]["TaxBehavior"];
+            /**
+             * @description The nominal PPN rate in percent (`"12.00"`), `"0.00"` on an untaxed invoice.
+             * @example 12.00
+             */
+            tax_rate: string;
+            /** @description DPP: the selling price after discounts and credits, without PPN. Exclusive: `subtotal`; inclusive: the part of `total_amount` that is not PPN (with `tax_rounding`). */
+            tax_base: components["schemas"]["Money"];
+            /** @description DPP Nilai Lain, 11/12 of `tax_base` to the cent (PMK 131/2024). */
+            other_tax_base: components["schemas"]["Money"];
+            /** @description PPN, 12 % of `other_tax_base` rounded half-up to the rupiah (PER-11/PJ/2025). */
+            tax_amount: components["schemas"]["Money"];
+            /** @description Inclusive prices only: the rupiah (at most one, either way) by which `tax_base` + `tax_amount` misses the price, which holds it; `"0.00"` otherwise. `total_amount` = `tax_base` + `tax_amount` + `tax_rounding` on every taxed invoice. */
+            tax_rounding: components["schemas"]["Money"];
+            /** @description The 17-digit Faktur Pajak number Coretax assigned, once recorded with `billing-admin tax record`. */
+            tax_invoice_number: string | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -2162,6 +2266,14 @@ export interface components {
          *       "subtotal": "77419.00",
          *       "total_amount": "77419.00",
          *       "amount_refunded": "0.00",
+         *       "tax_behavior": "none",
+         *       "tax_rate": "0.00",
+         *       "tax_base": "0.00",
+         *       "other_tax_base": "0.00",
+         *       "tax_amount": "0.00",
+         *       "tax_rounding": "0.00",
+         *       "tax_invoice_number": null,
+         *       "buyer_tax_profile": null,
          *       "created_at": "2026-01-30T03:12:45Z",
          *       "lines": [
          *         {
@@ -2187,6 +2299,8 @@ export interface components {
          *     }
          */
         InvoiceDetail: components["schemas"]["Invoice"] & {
+            /** @description The buyer's tax profile as it was when the invoice was issued; null if there was none. */
+            buyer_tax_profile: components["schemas"]["TaxProfile"] | components["schemas"]["NullValue"];
             lines: components["schemas"]["InvoiceLine"][];
             /** @description The credit notes issued against this invoice, oldest first. */
             credit_notes: components["schemas"]["InvoiceCreditNote"][];
@@ -2209,6 +2323,13 @@ export interface components {
          *           "subtotal": "150000.00",
          *           "total_amount": "150000.00",
          *           "amount_refunded": "0.00",
+         *           "tax_behavior": "none",
+         *           "tax_rate": "0.00",
+         *           "tax_base": "0.00",
+         *           "other_tax_base": "0.00",
+         *           "tax_amount": "0.00",
+         *           "tax_rounding": "0.00",
+         *           "tax_invoice_number": null,
          *           "created_at": "2026-01-15T03:10:00Z"
          *         }
          *       ]
@@ -2252,6 +2373,8 @@ export interface components {
          *       "memo": "customer request",
          *       "currency": "IDR",
          *       "amount": "75000.00",
+         *       "tax_amount": "0.00",
+         *       "tax_action": "none",
          *       "issued_at": "2026-01-20T08:00:00Z"
          *     }
          */
@@ -2284,6 +2407,9 @@ export interface components {
             memo: string | null;
             currency: components["schemas"]["Currency"];
             amount: components["schemas"]["Money"];
+            /** @description The PPN part of `amount`: its share of the invoice's PPN, so that an invoice's credit notes never credit more PPN than it charged; `"0.00"` on an untaxed invoice. */
+            tax_amount: components["schemas"]["Money"];
+            tax_action: components["schemas"]["TaxAction"];
             /** Format: date-time */
             issued_at: string;
         };
@@ -4625,6 +4751,78 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTaxProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tax profile. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaxProfile"];
+                };
+            };
+            401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putTaxProfile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "buyer_type": "business",
+                 *       "npwp": "0012345678091000",
+                 *       "name": "PT Contoh Sejahtera & Co",
+                 *       "address": "Jl. Sudirman No. 1, Jakarta Pusat",
+                 *       "email": "finance@contoh.co.id"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaxProfileInput"];
+            };
+        };
+        responses: {
+            /** @description The saved profile. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaxProfile"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];

@@ -11,6 +11,7 @@ import { notificationHandlers } from './notifications.js';
 import { paymentHandlers } from './payments.js';
 import { planHandlers } from './plans.js';
 import { subscriptionHandlers } from './subscriptions.js';
+import { taxHandlers } from './tax.js';
 import { topupHandlers } from './topups.js';
 import { walletHandlers } from './wallet.js';
 import { webhookHandlers } from './webhook.js';
@@ -21,6 +22,7 @@ export function allHandlers(deps: { throttler: LoginThrottler; catalogue: Catalo
     ...authHandlers(deps.throttler),
     ...planHandlers(deps.catalogue),
     ...walletHandlers,
+    ...taxHandlers,
     ...topupHandlers,
     ...notificationHandlers,
     ...webhookHandlers(deps.invalidWebhookQuota),

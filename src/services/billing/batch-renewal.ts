@@ -8,11 +8,11 @@ import { Payment } from '../../db/entities/payment.js';
 import { PeriodFund } from '../../db/entities/period-fund.js';
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
-import type { User } from '../../db/entities/user.js';
+import { User } from '../../db/entities/user.js';
 import { isoDate } from '../../domain/billing-calendar.js';
 import { add, isPositive, money, multiplyAndRound, ZERO } from '../../domain/money.js';
 import type { DataContext, ServiceContext } from '../context.js';
-import type { CreateInvoiceInput } from '../invoices/create-invoice.js';
+import { invoiceTaxFields, priceInvoice, type CreateInvoiceInput, type InvoicePricing } from '../invoices/create-invoice.js';
 import { reserveInvoiceNumbers } from '../invoices/next-invoice-number.js';
 import { notificationInserts } from '../notifications/notify.js';
 import { paymentData, subscriptionData } from '../notifications/payloads.js';
@@ -37,7 +37,7 @@ import { PLAIN_WALLET_RENEWAL, whereSql } from './due-rule.js';
 
 /** What the batch needs of a subscription: the fields renewalInvoiceInput, subscriptionData and notify read. */
 type Claimed = Pick<Subscription, 'id' | 'status' | 'paymentType' | 'currentPeriodEnd' | 'nextBillingDate' | 'billingAnchor' | 'trialEnd'> & {
-  user: Pick<User, 'id' | 'email'>;
+  user: Pick<User, 'id' | 'email' | 'taxProfile'>;
   plan: Plan;
 };
 
@@ -57,7 +57,7 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
   // NOTE: SKIP LOCKED: subscriptions another run holds are not waited for (see heldElsewhere).
   const plain = whereSql(em, PLAIN_WALLET_RENEWAL, at);
   const rows = (await em.execute(
-    `select s.id, s.status, s.payment_type, s.current_period_end, s.next_billing_date, s.billing_anchor, s.trial_end, s.plan_id, s.user_id, u.email
+    `select s.id, s.status, s.payment_type, s.current_period_end, s.next_billing_date, s.billing_anchor, s.trial_end, s.plan_id, s.user_id, u.email, u.tax_profile
        from subscriptions s
        join users u on u.id = s.user_id
        join plans p on p.id = s.plan_id
@@ -79,7 +79,7 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
     nextBillingDate: date(r, 'nextBillingDate', 'next_billing_date'),
     billingAnchor: date(r, 'billingAnchor', 'billing_anchor'),
     trialEnd: date(r, 'trialEnd', 'trial_end'),
-    user: { id: String(r.user_id), email: (r.email as string | null) ?? null },
+    user: { id: String(r.user_id), email: (r.email as string | null) ?? null, taxProfile: fromColumn(em, User, 'taxProfile', r.tax_profile) as User['taxProfile'] },
     plan: plans.get(String(r.plan_id))!,
   }));
 }
@@ -98,12 +98,11 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
     if (subs.length === 0) return [];
     const walletOf = await lockWalletsOf(em, subs.map((s) => s.user.id));
     // Amounts per plan: every subscription of a plan pays the same.
-    const priced = new Map<string, { amounts: string[]; total: string }>();
+    const priced = new Map<string, InvoicePricing>();
     const price = (plan: Plan, input: CreateInvoiceInput) => {
       let p = priced.get(plan.id);
       if (!p) {
-        const amounts = input.lines.map((l) => multiplyAndRound(l.unitAmount, l.quantity ?? 1, 1, input.currency));
-        p = { amounts, total: add(...amounts) };
+        p = priceInvoice(ctx.config, input);
         priced.set(plan.id, p);
       }
       return p;
@@ -113,10 +112,11 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
       const input = renewalInvoiceInput(tctx, sub as unknown as Subscription, at);
       // More than one cycle behind: the per-subscription path catches up cycle by cycle.
       if (input.periodEnd.getTime() <= at.getTime()) return [];
-      const { amounts, total } = price(sub.plan, input);
+      const pricing = price(sub.plan, input);
+      const total = pricing.tax.total;
       const wallet = walletOf.get(sub.user.id);
       if (!wallet || !isPositive(total) || walletRefusal(wallet, { kind: 'debit', amount: total, currency: input.currency })) return [];
-      return [{ sub, input, amounts, total, wallet }];
+      return [{ sub, input, pricing, total, wallet }];
     });
     if (renewals.length === 0) return [];
 
@@ -133,12 +133,13 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
     const subscriptionUpdates: unknown[][] = [];
     const steps: StepResult[] = [];
 
-    renewals.forEach(({ sub, input, amounts, total, wallet }, i) => {
+    renewals.forEach(({ sub, input, pricing, total, wallet }, i) => {
+      const amounts = pricing.amounts;
       const number = numbers[i];
       const invoiceId = randomUUID();
       invoices.push({
         id: invoiceId, number, user: sub.user.id, subscription: sub.id, status: 'paid', billingReason: input.billingReason, currency: input.currency,
-        issueDate: isoDate(input.issuedAt), dueDate: isoDate(input.dueAt), paidAt: at, subtotal: total, totalAmount: total, amountRefunded: ZERO,
+        issueDate: isoDate(input.issuedAt), dueDate: isoDate(input.dueAt), paidAt: at, ...invoiceTaxFields(pricing, sub.user), amountRefunded: ZERO,
         periodStart: input.periodStart, periodEnd: input.periodEnd, retryCount: 0, nextRetryAt: input.dueAt, createdAt: at, updatedAt: now,
       });
       input.lines.forEach((line, position) => {

@@ -94,6 +94,7 @@ export function renewalInvoiceInput(ctx: Pick<DataContext, 'config'>, sub: Subsc
     subscription: sub,
     currency: plan.currency,
     billingReason: 'subscription_cycle',
+    taxBehavior: plan.taxBehavior,
     issuedAt: at,
     dueAt: schedule.dueAt,
     periodStart,

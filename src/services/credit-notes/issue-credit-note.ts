@@ -5,6 +5,7 @@ import { Payment, Refund } from '../../db/entities/payment.js';
 import type { WalletTransaction } from '../../db/entities/wallet.js';
 import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
 import { succeededTotal } from '../../domain/refund-sum.js';
+import { creditedTax, taxActionFor, type TaxAction } from '../../domain/tax.js';
 import type { DataContext } from '../context.js';
 import { nextCreditNoteNumber } from '../invoices/next-invoice-number.js';
 
@@ -64,6 +65,7 @@ export async function issueCreditNote(ctx: DataContext, input: CreditNoteInput):
       `A credit note of ${input.amount} ${invoice.currency} on invoice ${invoice.number} would take its credit notes (${credited}) past what was paid on it (${paid}).`,
     );
   }
+  const tax = creditNoteTax(invoice, await taxCreditedOnInvoice(ctx, invoice), input);
   const at = ctx.clock.now();
   const note = ctx.em.create(CreditNote, {
     number: await nextCreditNoteNumber(ctx, at),
@@ -76,12 +78,37 @@ export async function issueCreditNote(ctx: DataContext, input: CreditNoteInput):
     memo: input.memo ?? null,
     currency: input.payment.currency,
     amount: input.amount,
+    taxAmount: tax.taxAmount,
+    taxAction: tax.taxAction,
     issuedAt: at,
     createdAt: at,
   } as CreditNote);
   input.lines.forEach((line, position) => ctx.em.create(CreditNoteLine, { creditNote: note, position, description: line.description, amount: line.amount } as CreditNoteLine));
   await ctx.em.flush();
   return note;
+}
+
+/**
+ * NOTE: a settlement nobody could use (a second payment of a paid invoice, one of a voided
+ * invoice) paid for no supply: giving it back credits no PPN and needs nothing in Coretax. Every
+ * other credit (a refund, a chargeback, unused time, a period that passed before its renewal
+ * settled) gives back part of what the invoice supplied, and its PPN share with it.
+ */
+function creditsTax(reason: CreditNoteReason): boolean {
+  return reason !== 'unusable_settlement';
+}
+
+/** The PPN part of a credit note and what Coretax needs for it (src/domain/tax.ts). */
+function creditNoteTax(invoice: Invoice, taxCreditedBefore: Money, input: CreditNoteInput): { taxAmount: Money; taxAction: TaxAction } {
+  if (!creditsTax(input.reason)) return { taxAmount: ZERO, taxAction: 'none' };
+  const taxAmount = creditedTax(invoice, taxCreditedBefore, input.amount);
+  return { taxAmount, taxAction: taxActionFor(taxAmount, compare(add(taxCreditedBefore, input.amount), invoice.totalAmount) >= 0) };
+}
+
+/** The sum of an invoice's credit notes that gave back part of its supply (creditsTax). */
+async function taxCreditedOnInvoice(ctx: DataContext, invoice: Invoice): Promise<Money> {
+  const notes = await ctx.em.find(CreditNote, { invoice, reason: { $ne: 'unusable_settlement' } }, { fields: ['amount'] });
+  return add(ZERO, ...notes.map((n) => n.amount));
 }
 
 /** What was paid on an invoice: the gross of its payments whose money arrived (settled at some time). */

@@ -3,6 +3,8 @@ import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { isoDate } from '../../domain/billing-calendar.js';
 import { add, money, multiplyAndRound } from '../../domain/money.js';
+import { taxInvoice, type InvoiceTax, type TaxBehavior } from '../../domain/tax.js';
+import type { Config } from '../../config.js';
 import type { DataContext } from '../context.js';
 import { nextInvoiceNumber } from './next-invoice-number.js';
 
@@ -23,16 +25,48 @@ export interface CreateInvoiceInput {
   lines: InvoiceLineInput[];
   issuedAt: Date;
   dueAt: Date;
+  /** How PPN applies: the plan's (charged only when the seller is a PKP). */
+  taxBehavior: TaxBehavior;
   /** The service period the invoice pays for (renewals advance the subscription to it). */
   periodStart?: Date | null;
   periodEnd?: Date | null;
 }
 
+/** The amounts of an invoice: each line's, their sum, and the PPN on it (src/domain/tax.ts). */
+export interface InvoicePricing {
+  amounts: string[];
+  subtotal: string;
+  tax: InvoiceTax;
+}
+
+/** The one pricing of an invoice's lines, for the invoices made one by one and the billing run's batch. */
+export function priceInvoice(config: Pick<Config, 'tax'>, input: Pick<CreateInvoiceInput, 'lines' | 'currency' | 'taxBehavior'>): InvoicePricing {
+  const amounts = input.lines.map((l) => multiplyAndRound(l.unitAmount, l.quantity ?? 1, 1, input.currency));
+  const subtotal = add(...amounts);
+  return { amounts, subtotal, tax: taxInvoice(subtotal, input.taxBehavior, input.currency, config.tax.pkp) };
+}
+
+/** The invoice columns of a pricing; the buyer's tax profile is copied only onto a taxed invoice. */
+export function invoiceTaxFields(pricing: InvoicePricing, buyer: Pick<User, 'taxProfile'>) {
+  const { tax } = pricing;
+  return {
+    subtotal: pricing.subtotal,
+    totalAmount: tax.total,
+    taxBehavior: tax.taxBehavior,
+    taxRate: tax.taxRate,
+    taxBase: tax.taxBase,
+    otherTaxBase: tax.otherTaxBase,
+    taxAmount: tax.taxAmount,
+    taxRounding: tax.taxRounding,
+    buyerTaxProfile: buyer.taxProfile ?? null,
+  };
+}
+
 /** Issues an open invoice with its lines and the next gap-free number, inside the caller's transaction. */
 export async function createInvoice(ctx: DataContext, input: CreateInvoiceInput): Promise<Invoice> {
   const number = await nextInvoiceNumber(ctx, input.issuedAt);
-  const amounts = input.lines.map((l) => multiplyAndRound(l.unitAmount, l.quantity ?? 1, 1, input.currency));
-  const total = add(...amounts);
+  const pricing = priceInvoice(ctx.config, input);
+  const amounts = pricing.amounts;
   const invoice = ctx.em.create(Invoice, {
     number,
     user: input.user,
@@ -42,8 +76,7 @@ export async function createInvoice(ctx: DataContext, input: CreateInvoiceInput)
     currency: input.currency,
     issueDate: isoDate(input.issuedAt),
     dueDate: isoDate(input.dueAt),
-    subtotal: total,
-    totalAmount: total,
+    ...invoiceTaxFields(pricing, input.user),
     periodStart: input.periodStart ?? null,
     periodEnd: input.periodEnd ?? null,
     createdAt: input.issuedAt,

@@ -1,6 +1,7 @@
 import { Plan, type IntervalUnit, type PlanStatus } from '../../db/entities/plan.js';
 import { ValidationError, type FieldError } from '../../domain/errors.js';
 import { money, parseAmountInput } from '../../domain/money.js';
+import { TAX_BEHAVIORS, type TaxBehavior } from '../../domain/tax.js';
 import { movePlanTo } from '../../domain/states/plan-states.js';
 import type { DataContext } from '../context.js';
 
@@ -17,6 +18,7 @@ export interface PlanSeed {
   status?: PlanStatus;
   features?: Record<string, unknown>;
   sort_order?: number;
+  tax_behavior?: TaxBehavior;
 }
 
 export interface SeedResult {
@@ -41,6 +43,7 @@ function validate(seed: PlanSeed, index: number): FieldError[] {
   if (!intOk(seed.max_cycles, 0)) errors.push({ field: at('max_cycles'), message: 'must be a whole number of at least 0' });
   if (seed.status !== undefined && !['active', 'inactive', 'archived'].includes(seed.status)) errors.push({ field: at('status'), message: 'must be active, inactive or archived' });
   if (seed.sort_order !== undefined && !Number.isInteger(seed.sort_order)) errors.push({ field: at('sort_order'), message: 'must be a whole number' });
+  if (seed.tax_behavior !== undefined && !TAX_BEHAVIORS.includes(seed.tax_behavior)) errors.push({ field: at('tax_behavior'), message: 'must be none, exclusive or inclusive' });
   if (seed.features !== undefined && (typeof seed.features !== 'object' || seed.features === null || Array.isArray(seed.features))) errors.push({ field: at('features'), message: 'must be an object' });
   try {
     parseAmountInput(seed.price, seed.currency ?? 'IDR', at('price'));
@@ -75,6 +78,7 @@ export async function seedPlans(ctx: DataContext, seeds: unknown): Promise<SeedR
       maxCycles: seed.max_cycles ?? 0,
       features: seed.features ?? {},
       sortOrder: seed.sort_order ?? 0,
+      taxBehavior: seed.tax_behavior ?? 'none',
     } satisfies Partial<Plan>;
     const status = seed.status ?? 'active';
     const plan = existing.get(seed.slug);

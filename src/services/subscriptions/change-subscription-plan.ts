@@ -84,6 +84,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
       periodEnd: sub.currentPeriodEnd,
       at,
       credit: await unusedCredit(tctx, sub, at),
+      pkp: ctx.config.tax.pkp,
     });
     if (!isPositive(terms.net)) {
       await switchPlan(tctx, sub, plan, terms, at, null);
@@ -123,13 +124,13 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
 async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms: ReturnType<typeof priceChange>, at: Date): Promise<string> {
   const oldPlan = sub.plan;
   const lines: InvoiceLineInput[] = [];
-  if (isPositive(terms.credit)) {
-    lines.push({ description: `Unused time on ${oldPlan.name}`, kind: 'proration', unitAmount: negate(terms.credit), periodStart: at, periodEnd: sub.currentPeriodEnd });
+  if (isPositive(terms.creditLine)) {
+    lines.push({ description: `Unused time on ${oldPlan.name}`, kind: 'proration', unitAmount: negate(terms.creditLine), periodStart: at, periodEnd: sub.currentPeriodEnd });
   }
   lines.push({
     description: terms.resetsPeriod ? `${plan.name} (new period)` : `Remaining time on ${plan.name}`,
     kind: terms.resetsPeriod ? 'subscription' : 'proration',
-    unitAmount: terms.charge,
+    unitAmount: terms.chargeLine,
     periodStart: at,
     periodEnd: terms.periodEnd,
   });
@@ -138,6 +139,7 @@ async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms
     subscription: sub,
     currency: plan.currency,
     billingReason: 'subscription_update',
+    taxBehavior: plan.taxBehavior,
     issuedAt: at,
     dueAt: at,
     periodStart: at,

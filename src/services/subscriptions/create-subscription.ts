@@ -122,6 +122,7 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
         subscription: sub,
         currency: plan.currency,
         billingReason: 'subscription_create',
+        taxBehavior: plan.taxBehavior,
         issuedAt: at,
         dueAt: at,
         lines: [

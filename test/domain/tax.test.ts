@@ -1,0 +1,146 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { creditedTax, ppnOf, taxActionFor, taxBaseCovering, taxInvoice } from '../../src/domain/tax.js';
+
+/*
+ * The reference formula, computed apart from src/domain/tax.ts with integers of cents (BigInt):
+ * DPP Nilai Lain = DPP × 11/12 to the cent, PPN = 12 % of it rounded half-up to the rupiah
+ * (PMK 131/2024, PER-11/PJ/2025). Amounts are IDR, whole rupiah.
+ */
+const CENT = 100n;
+/** a / b rounded half-up, for non-negative integers. */
+const halfUp = (a: bigint, b: bigint) => (2n * a + b) / (2n * b);
+const cents = (money: string) => {
+  const [whole, fraction = '00'] = money.replace('-', '').split('.');
+  const value = BigInt(whole) * CENT + BigInt(fraction.padEnd(2, '0'));
+  return money.startsWith('-') ? -value : value;
+};
+const text = (c: bigint) => `${c < 0n ? '-' : ''}${(c < 0n ? -c : c) / CENT}.${String((c < 0n ? -c : c) % CENT).padStart(2, '0')}`;
+function referencePpn(dppCents: bigint): { otherTaxBase: bigint; ppn: bigint } {
+  const otherTaxBase = halfUp(dppCents * 11n, 12n);
+  const ppnCents = halfUp(otherTaxBase * 12n, 100n);
+  const ppn = halfUp(ppnCents, CENT) * CENT;
+  return { otherTaxBase, ppn };
+}
+
+// Small amounts too: the half-rupiah cases live there.
+const rupiah = fc.oneof(fc.bigInt({ min: 1n, max: 2_000_000n }), fc.bigInt({ min: 1n, max: 10_000_000_000n })).map((r) => r * CENT);
+
+describe('PPN (src/domain/tax.ts)', () => {
+  it("the DECISIONS §11 example: an exclusive 150,000 plan gives DPP 150,000, DPP Nilai Lain 137,500, PPN 16,500, total 166,500", () => {
+    expect(taxInvoice('150000.00', 'exclusive', 'IDR', true)).toEqual({
+      taxBehavior: 'exclusive', taxRate: '12.00', taxBase: '150000.00', otherTaxBase: '137500.00', taxAmount: '16500.00', taxRounding: '0.00', total: '166500.00',
+    });
+  });
+
+  it('rounds half-up to the rupiah, with DPP Nilai Lain kept to the cent (DPP 32 gives PPN 4, not 3)', () => {
+    expect(ppnOf('32.00', 'IDR')).toEqual({ otherTaxBase: '29.33', taxAmount: '4.00' });
+    // DPP 50: DPP Nilai Lain 45.83, PPN 5.4996 → 5.50 to the cent → 6 (half-up), as 11 % of 50.
+    expect(ppnOf('50.00', 'IDR')).toEqual({ otherTaxBase: '45.83', taxAmount: '6.00' });
+  });
+
+  it('an inclusive Rp15.000 splits into DPP 13.514 and PPN 1.487 with a rupiah of rounding (tax/CORETAX.md §6)', () => {
+    const tax = taxInvoice('15000.00', 'inclusive', 'IDR', true);
+    expect(tax).toMatchObject({ taxBase: '13514.00', taxAmount: '1487.00', taxRounding: '-1.00', total: '15000.00' });
+    expect(taxInvoice('111000.00', 'inclusive', 'IDR', true)).toMatchObject({ taxBase: '100000.00', taxAmount: '11000.00', taxRounding: '0.00' });
+  });
+
+  it('no PPN when the seller is not a PKP, the plan says none, or nothing is owed', () => {
+    for (const [amount, behavior, pkp] of [['150000.00', 'exclusive', false], ['150000.00', 'none', true], ['0.00', 'exclusive', true], ['-5000.00', 'inclusive', true]] as const) {
+      expect(taxInvoice(amount, behavior, 'IDR', pkp)).toEqual({
+        taxBehavior: 'none', taxRate: '0.00', taxBase: '0.00', otherTaxBase: '0.00', taxAmount: '0.00', taxRounding: '0.00', total: amount,
+      });
+    }
+  });
+
+  it('exclusive: for every amount, the PPN is the reference formula and subtotal + PPN = total (property)', () => {
+    // Exhaustively for the first 20,000 rupiah, then by search.
+    for (let dpp = 1n; dpp <= 20_000n; dpp++) expect(ppnOf(text(dpp * CENT), 'IDR').taxAmount).toBe(text(referencePpn(dpp * CENT).ppn));
+    fc.assert(
+      fc.property(rupiah, (dpp) => {
+        const tax = taxInvoice(text(dpp), 'exclusive', 'IDR', true);
+        const ref = referencePpn(dpp);
+        expect(tax.taxBase).toBe(text(dpp));
+        expect(tax.otherTaxBase).toBe(text(ref.otherTaxBase));
+        expect(tax.taxAmount).toBe(text(ref.ppn));
+        expect(cents(tax.total)).toBe(dpp + ref.ppn);
+        // What the 11/12 base is for: PPN is 11 % of the DPP, rounded half-up.
+        expect(ref.ppn).toBe(halfUp(dpp * 11n, 100n * CENT) * CENT);
+      }),
+    );
+  });
+
+  it('inclusive: the price is DPP + PPN (+ at most a rupiah of rounding, and none when an exact split exists), the PPN the reference formula on that DPP (property)', () => {
+    fc.assert(
+      fc.property(rupiah, (price) => {
+        const tax = taxInvoice(text(price), 'inclusive', 'IDR', true);
+        const base = cents(tax.taxBase);
+        const ref = referencePpn(base);
+        expect(tax.taxAmount).toBe(text(ref.ppn));
+        expect(tax.otherTaxBase).toBe(text(ref.otherTaxBase));
+        expect(base % CENT).toBe(0n);
+        expect(base + ref.ppn + cents(tax.taxRounding)).toBe(price);
+        expect(cents(tax.total)).toBe(price);
+        const rounding = cents(tax.taxRounding);
+        expect(rounding >= -CENT && rounding <= CENT).toBe(true);
+        if (rounding !== 0n) {
+          // No whole-rupiah DPP near the price adds up to it exactly.
+          const guess = halfUp(price * 100n, 111n * CENT) * CENT;
+          for (let d = guess - 3n * CENT; d <= guess + 3n * CENT; d += CENT) expect(d + referencePpn(d).ppn).not.toBe(price);
+        }
+      }),
+    );
+  });
+
+  it("credit notes: each one's PPN is its share, never past the invoice's PPN, and crediting all of it credits exactly the PPN (property)", () => {
+    fc.assert(
+      fc.property(rupiah, fc.array(fc.integer({ min: 1, max: 100 }), { minLength: 1, maxLength: 8 }), (dpp, weights) => {
+        const tax = taxInvoice(text(dpp), 'exclusive', 'IDR', true);
+        const invoice = { totalAmount: tax.total, taxAmount: tax.taxAmount, currency: 'IDR' };
+        const total = cents(tax.total) / CENT;
+        // Split the whole total into whole-rupiah credits by the weights.
+        const sum = BigInt(weights.reduce((a, b) => a + b, 0));
+        let given = 0n;
+        const parts = weights.map((w, i) => {
+          const part = i === weights.length - 1 ? total - given : (total * BigInt(w)) / sum;
+          given += part;
+          return part * CENT;
+        });
+        let credited = 0n;
+        let taxCredited = 0n;
+        for (const part of parts) {
+          if (part <= 0n) continue;
+          const share = cents(creditedTax(invoice, text(credited), text(part)));
+          expect(share >= 0n && share <= part).toBe(true);
+          credited += part;
+          taxCredited += share;
+          expect(taxCredited <= cents(tax.taxAmount)).toBe(true);
+        }
+        expect(taxCredited).toBe(cents(tax.taxAmount));
+      }),
+    );
+  });
+
+  it('a credit beyond the invoice (a second payment given back) credits no more PPN', () => {
+    const invoice = { totalAmount: '166500.00', taxAmount: '16500.00', currency: 'IDR' };
+    expect(creditedTax(invoice, '166500.00', '166500.00')).toBe('0.00');
+    expect(creditedTax(invoice, '0.00', '83250.00')).toBe('8250.00');
+  });
+
+  it('the Coretax action: none without PPN, a buyer cancellation note for the whole invoice, an amendment for part of it', () => {
+    expect(taxActionFor('0.00', true)).toBe('none');
+    expect(taxActionFor('16500.00', true)).toBe('buyer_cancellation_note');
+    expect(taxActionFor('8250.00', false)).toBe('amendment');
+  });
+
+  it('taxBaseCovering: the smallest DPP whose total reaches the amount (property)', () => {
+    fc.assert(
+      fc.property(rupiah, (gross) => {
+        const base = cents(taxBaseCovering(text(gross), 'IDR'));
+        expect(base + referencePpn(base).ppn >= gross).toBe(true);
+        expect(base + referencePpn(base).ppn - gross <= CENT).toBe(true);
+        if (base > 0n) expect(base - CENT + referencePpn(base - CENT).ppn < gross).toBe(true);
+      }),
+    );
+  });
+});
