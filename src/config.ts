@@ -283,9 +283,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   const sessionSecrets = list(env.SESSION_SECRET);
 
   if (nodeEnv === 'production') {
-    if (!serverKey) throw new ConfigError('GATEWAY_SERVER_KEY is required in production');
-    if (sessionSecrets.length === 0) throw new ConfigError('SESSION_SECRET is required in production');
-    if (!gatewayBaseUrl) throw new ConfigError('GATEWAY_BASE_URL is required in production (the simulator is never mounted there)');
+    // Every missing setting at once: an operator fixing them one start at a time loses minutes each.
+    const missing = [
+      ...(serverKey ? [] : ['GATEWAY_SERVER_KEY']),
+      ...(sessionSecrets.length > 0 ? [] : ['SESSION_SECRET']),
+      ...(gatewayBaseUrl ? [] : ['GATEWAY_BASE_URL (the simulator is never mounted in production)']),
+    ];
+    if (missing.length > 0) throw new ConfigError(`required in production and not set: ${missing.join(', ')}`);
   }
   if (gatewayBaseUrl && !serverKey) {
     throw new ConfigError('GATEWAY_SERVER_KEY is required when GATEWAY_BASE_URL is set');

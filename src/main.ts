@@ -1,7 +1,7 @@
 import { describeConfig, loadConfig, loadDotEnv, type Config } from './config.js';
 import { dialectOf } from './db/orm.js';
 import { API_ROOT } from './http/api.js';
-import { startServer, type RunningServer } from './server.js';
+import { ListenError, startServer, type RunningServer } from './server.js';
 import { EXIT, exitStatusFor } from './services/shared/classify-failure.js';
 
 // A start that cannot work (bad configuration, a database that is unreachable, missing or behind)
@@ -13,6 +13,10 @@ try {
   config = loadConfig();
   running = await startServer(config);
 } catch (err) {
+  if (err instanceof ListenError) {
+    console.error(`Cannot start: ${err.message}`);
+    process.exit(1);
+  }
   const { code, message } = exitStatusFor(err);
   console.error(`Cannot start: ${message}`);
   if (code === EXIT.internal && err instanceof Error && err.stack) console.error(err.stack);

@@ -20,6 +20,17 @@ export interface RunningServer {
  * Listens first (PORT may be 0), then builds the app with its real address, so the simulator
  * and the notification URL point at this very server.
  */
+/** Raised when the server cannot take its address: an operator's fix (another PORT or HOST), not a bug. */
+export class ListenError extends Error {}
+
+function listenFailure(err: NodeJS.ErrnoException, config: Pick<Config, 'host' | 'port'>): Error {
+  const where = `${config.host}:${config.port}`;
+  if (err.code === 'EADDRINUSE') return new ListenError(`${where} is already in use (EADDRINUSE): stop the process holding it, or set PORT or HOST`);
+  if (err.code === 'EACCES') return new ListenError(`not allowed to listen on ${where} (EACCES): use a port above 1023, or set PORT`);
+  if (err.code === 'EADDRNOTAVAIL') return new ListenError(`${config.host} is not an address of this machine (EADDRNOTAVAIL): set HOST`);
+  return err;
+}
+
 export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
   // Until the app is built (migrations, contract compilation), answer 503 at once rather than
   // leave early requests — a health check, a gateway notification — hanging with no handler.
@@ -37,7 +48,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
   // The gateway's sender gives up after 15 s; keep-alive longer than typical proxies' 60 s.
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => reject(listenFailure(err, config)));
     server.listen(config.port, config.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;

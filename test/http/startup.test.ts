@@ -65,3 +65,51 @@ describe('the API built as in production (contract compiled once, without the se
     }
   });
 });
+
+/** Runs `src/main.ts` to its end and returns its exit status and output. */
+function startProcess(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { PATH: process.env.PATH ?? '', LOG_REQUESTS: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('a start that cannot work ends with one line (issue 30, operator edges)', () => {
+  let db: TestDatabase;
+  afterAll(() => db?.drop());
+
+  it('a port already in use: one line naming the address and what to do, exit 1, no stack', async () => {
+    db = await createTestDatabase('sqlite');
+    const holder = createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => holder.once('listening', r));
+    const { port } = holder.address() as { port: number };
+    try {
+      const run = await startProcess({ NODE_ENV: 'test', PORT: String(port), DATABASE_URL: db.url, SESSION_SECRET: 's', MIGRATE_ON_START: 'true' });
+      expect(run.code).toBe(1);
+      expect(run.stderr.trim()).toBe(`Cannot start: 127.0.0.1:${port} is already in use (EADDRINUSE): stop the process holding it, or set PORT or HOST`);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('production lists every missing setting at once, exit 2', async () => {
+    const run = await startProcess({ NODE_ENV: 'production', DATABASE_URL: 'sqlite::memory:' });
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(
+      'Cannot start: configuration: required in production and not set: GATEWAY_SERVER_KEY, SESSION_SECRET, GATEWAY_BASE_URL (the simulator is never mounted in production)',
+    );
+    const secret = 'SB-Mid-server-do-not-print-me';
+    const partial = await startProcess({ NODE_ENV: 'production', DATABASE_URL: 'sqlite::memory:', GATEWAY_SERVER_KEY: secret });
+    expect(partial.stderr.trim()).toBe('Cannot start: configuration: required in production and not set: SESSION_SECRET, GATEWAY_BASE_URL (the simulator is never mounted in production)');
+    expect(partial.stderr + partial.stdout).not.toContain(secret);
+  });
+});
