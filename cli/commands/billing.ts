@@ -49,12 +49,19 @@ export function registerBillingCommands(program: Command): void {
     .description('renew, dun, cancel, expire and end trials for every subscription due at --at (default now); catches up on everything missed')
     .option('--at <time>', 'the run\'s time: ISO 8601 date or date-time with a zone (default now)')
     .option('--allow-past', `accept an --at more than ${PAST_TOLERANCE_MS / 60000} minutes in the past (back-dated invoices)`)
+    .option('--force', `accept an --at more than ${PAST_TOLERANCE_MS / 60000} minutes in the future (renewals charged before they are due)`)
     .option('--limit <n>', 'bill at most this many subscriptions')
     .option('--dry-run', 'report what is due; write nothing and call no gateway')
-    .action(async (opts: { at?: string; allowPast?: boolean; limit?: string; dryRun?: boolean }, cmd: Command) => {
+    .action(async (opts: { at?: string; allowPast?: boolean; force?: boolean; limit?: string; dryRun?: boolean }, cmd: Command) => {
       const at = opts.at === undefined ? new Date() : parseAt(opts.at);
       if (!opts.allowPast && at.getTime() < Date.now() - PAST_TOLERANCE_MS) {
         throw new CliFailure(`--at ${at.toISOString()} is in the past; invoices would be back-dated (pass --allow-past to do it anyway)`, EXIT.usage);
+      }
+      // NOTE: a run in the future charges customers for periods that have not started and dates
+      // their invoices and ledger entries ahead of everything written meanwhile. A dry run only
+      // looks, so it may preview any time.
+      if (!opts.force && !opts.dryRun && at.getTime() > Date.now() + PAST_TOLERANCE_MS) {
+        throw new CliFailure(`--at ${at.toISOString()} is in the future; renewals would be charged before they are due (use --dry-run to preview, or pass --force to do it anyway)`, EXIT.usage);
       }
       const limit = opts.limit === undefined ? undefined : parseLimit(opts.limit);
       const progress = startProgress({ every: 25 });

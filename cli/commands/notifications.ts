@@ -86,8 +86,11 @@ export function registerNotificationCommands(program: Command): void {
     .description('send every queued email and webhook entry that is due (what the server does every DELIVERY_INTERVAL_SECONDS)')
     .action(async (_opts, cmd: Command) => {
       const report = await withDelivery(async (ctx, channels) => {
+        // NOTE: a deployment without email or webhook delivery is a valid one (in-app entries need
+        // no delivery), so a scheduler calling this must not see a failure: say so, exit 0.
         if (!channels.email && !channels.webhook) {
-          throw new CliFailure('neither SMTP_URL nor OUTBOUND_WEBHOOK_URL is set: there is nothing to deliver with', EXIT.usage);
+          note('Neither SMTP_URL nor OUTBOUND_WEBHOOK_URL is set: no channel to deliver with, nothing was sent (in-app entries need no delivery).');
+          return { delivered: [], retrying: [], failed: [] };
         }
         return deliverDueNotifications(ctx);
       });

@@ -1,10 +1,19 @@
 import type { Command } from 'commander';
-import { serializePayment, serializeRefund, serializeWebhookLog } from '../../src/http/serializers.js';
+import { Subscription } from '../../src/db/entities/subscription.js';
+import { serializePayment, serializeRefund, serializeSubscription, serializeWebhookLog } from '../../src/http/serializers.js';
 import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.js';
 import { reconcilePayments, type ReconcileItem } from '../../src/services/gateway-events/reconcile-payments.js';
 import { startProgress } from '../progress.js';
 import { CliFailure, cliConfig, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
 import { parseLimit, parseTime } from './webhooks.js';
+
+/** What the refund did to the subscription the payment paid for, in one line. */
+function subscriptionLine(sub: ReturnType<typeof serializeSubscription>): string {
+  if (sub.status === 'canceled') {
+    return `Subscription ${sub.id} is canceled${sub.canceled_at ? ` since ${sub.canceled_at}` : ''} (${sub.cancel_reason ?? 'no reason recorded'}).`;
+  }
+  return `Subscription ${sub.id} is kept: ${sub.status}${sub.current_period_end ? ` until ${sub.current_period_end}` : ''}.`;
+}
 
 function serializeItem(item: ReconcileItem) {
   return {
@@ -80,17 +89,22 @@ export function registerPaymentCommands(program: Command): void {
     .option('--direct', "use the gateway's direct refund (gateway-refunded payment types only)")
     .action(async (orderId: string, opts, cmd: Command) => {
       if (!String(opts.reason).trim()) throw new CliFailure('--reason may not be empty', EXIT.usage);
-      const refunded = await withServices((s) =>
-        refundPaymentAsStaff(s, orderId, { amount: opts.amount, reason: opts.reason, direct: Boolean(opts.direct), keepSubscription: Boolean(opts.keepSubscription) }),
-      );
+      const { refunded, subscription } = await withServices(async (s) => {
+        const result = await refundPaymentAsStaff(s, orderId, { amount: opts.amount, reason: opts.reason, direct: Boolean(opts.direct), keepSubscription: Boolean(opts.keepSubscription) });
+        // The subscription as the refund left it, read anew: support staff must see whether it ended.
+        const subscriptionId = result.payment.subscription?.id;
+        const sub = subscriptionId ? await s.em.fork().findOne(Subscription, subscriptionId, { populate: ['plan', 'pendingPlan', 'user'] }) : null;
+        return { refunded: result, subscription: sub ? serializeSubscription(sub) : null };
+      });
       const payment = serializePayment(refunded.payment);
       const refund = serializeRefund(refunded.refund);
-      output(globalOptions(cmd), { payment, refund }, () =>
+      output(globalOptions(cmd), { payment, refund, subscription }, () =>
         refund.status === 'pending'
           ? `Refund ${refund.refund_key} of ${refund.amount} ${payment.currency} of ${payment.order_id} sent, but the gateway's answer was lost: ` +
             `pending until the gateway confirms it (its notification, or payments sync); nothing else has changed yet.`
           : `Refunded ${refund.amount} ${payment.currency} of ${payment.order_id} to the ${refund.destination} (${refund.refund_key}, ${refund.status}); ` +
-            `payment ${payment.status}, refunded ${payment.refunded_amount}, credited ${payment.credited_amount}.`,
+            `payment ${payment.status}, refunded ${payment.refunded_amount}, credited ${payment.credited_amount}.` +
+            (subscription ? `\n${subscriptionLine(subscription)}` : ''),
       );
     });
 }

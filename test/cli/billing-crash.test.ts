@@ -10,7 +10,7 @@ import { DATABASES } from '../helpers/database.js';
 import { startBilling } from '../helpers/billing.js';
 
 const BIN = fileURLToPath(new URL('../../cli/billing-admin.js', import.meta.url));
-const RUN = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--json'];
+const RUN = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--force', '--json'];
 
 /** Starts `billing run` and kills it with SIGKILL as soon as it reports its first progress (`[done/total]`). */
 function runAndKill(env: Record<string, string>): Promise<{ killed: boolean; stderr: string }> {

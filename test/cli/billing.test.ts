@@ -38,6 +38,19 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     expect(allowed.json).toMatchObject({ at: '2020-01-01T00:00:00.000Z', subscriptions: 0 });
   });
 
+  it('refuses a time in the future unless --force; a dry run may preview it (issue 30)', async () => {
+    const future = new Date(Date.now() + 3 * 24 * 60 * 60 * 1000).toISOString();
+    const res = await billing('--at', future, '--json');
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('is in the future');
+    expect(res.stdout).toBe('');
+    const preview = await billing('--at', future, '--dry-run', '--json');
+    expect(preview.code, preview.stderr).toBe(0);
+    expect(preview.json).toMatchObject({ dry_run: true });
+    const soon = await billing('--at', new Date(Date.now() + 60_000).toISOString(), '--dry-run', '--json');
+    expect(soon.code).toBe(0);
+  });
+
   it('dry run, then a real run: --json summary, wallet charged, bank transfer waiting, human table', async () => {
     const walletUser = await h.user();
     await h.fund(walletUser, '100000');
@@ -51,14 +64,14 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     expect(dry.json).toMatchObject({ at: '2027-02-28T10:00:00.000Z', dry_run: true, subscriptions: 2, renewed: 2, charged: 0 });
     expect(await h.invoices(walletSub.id)).toHaveLength(1);
 
-    const res = await billing('--at', '2027-02-28T10:00:00Z', '--json', '--allow-past');
+    const res = await billing('--at', '2027-02-28T10:00:00Z', '--json', '--allow-past', '--force');
     expect(res.code, res.stderr).toBe(0);
     expect(res.json).toMatchObject({ dry_run: false, subscriptions: 2, renewed: 2, charged: 1, pending: 1, failed: 0, past_due: 0, errors: [] });
     expect(res.json.actions.map((a: { subscription_id: string }) => a.subscription_id).sort()).toEqual([walletSub.id, bankSub.id].sort());
     expect(iso((await h.sub(walletSub.id)).currentPeriodEnd)).toBe('2027-03-31T10:00:00.000Z');
     expect((await h.payments(bankSub.id))[1]).toMatchObject({ status: 'pending' });
 
-    const again = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past');
+    const again = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past', '--force');
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/renewed\s+0/);
     expect(again.stdout).toMatch(/errors\s+0/);
@@ -71,7 +84,7 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     const unsaved = await h.subscribe(await h.user(), 'pro-monthly', 'credit_card', 'sim-card-accept-4811');
     await em.nativeUpdate(Subscription, { id: unsaved.id }, { cardToken: null });
 
-    const res = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past', '--json');
+    const res = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past', '--json', '--force');
     expect(res.code, res.stderr).toBe(0);
     expect(res.json, JSON.stringify(res.json.actions)).toMatchObject({ renewed: 2, failed: 2, errors: [] });
     const rows = Object.fromEntries(res.json.actions.map((a: { subscription_id: string }) => [a.subscription_id, a]));
@@ -85,7 +98,7 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     const sub = await h.subscribe(user, 'basic-monthly', 'wallet');
     const usd = await planBySlug(h, 'usd-monthly');
     await h.server.running.billing.orm.em.fork().nativeUpdate(Subscription, { id: sub.id }, { pendingPlan: usd.id });
-    const res = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past');
+    const res = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past', '--force');
     expect(res.code).toBe(1);
     expect(res.stdout).toContain(`${sub.id}: the scheduled plan usd-monthly is priced in USD`);
   });

@@ -114,8 +114,22 @@ describe.each(DATABASES)('billing-admin notifications on %s', (kind) => {
     expect((await runCli(['notifications', 'redeliver', '5a0a7c52-7d2e-4f38-9a51-0f6a6f0d7c11'], env)).code).toBe(4);
     expect((await runCli(['notifications', 'list', '--channel', 'sms'], env)).code).toBe(2);
     expect((await runCli(['notifications', 'show', 'nope'], env)).code).toBe(4);
-    const unconfigured = await runCli(['notifications', 'deliver'], { DATABASE_URL: db.url, SESSION_SECRET: 'cli-test' });
-    expect(unconfigured.code).toBe(2);
-    expect(unconfigured.stderr).toMatch(/SMTP_URL/);
   });
+
+  // Last: it leaves queued entries that a configured deliver would send.
+  it('with no channel configured, deliver says so and exits 0, sending nothing (issue 30)', async () => {
+    const ids = await event();
+    const bare = { DATABASE_URL: db.url, SESSION_SECRET: 'cli-test' };
+    const run = await runCli(['notifications', 'deliver', '--json'], bare);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json).toEqual({ delivered: [], retrying: [], failed: [] });
+    expect(run.stderr).toContain('Neither SMTP_URL nor OUTBOUND_WEBHOOK_URL is set');
+    const human = await runCli(['notifications', 'deliver'], bare);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain('Delivered 0, retrying later 0, failed 0.');
+    // Still queued for a deployment that can send them.
+    const list = await runCli(['notifications', 'list', '--status', 'queued', '--user', user.username, '--json'], bare);
+    expect(list.json.map((e: { id: string }) => e.id)).toEqual(expect.arrayContaining([ids.email, ids.webhook]));
+  });
+
 });

@@ -40,6 +40,19 @@ describe.each(DATABASES)('billing-admin payments refund on %s', (kind) => {
     expect(await walletBalance(server, user)).toBe('50000.00');
   });
 
+  it('says what became of the subscription: kept with --keep-subscription, canceled (refunded) with the time otherwise (issue 30)', async () => {
+    const user = await server.createUser();
+    const { subscription, payment } = await activeSubscription(server, user, 'basic-monthly');
+    const kept = await cli(payment.order_id, '--amount', '10000', '--reason', 'goodwill', '--keep-subscription');
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(kept.stdout).toContain(`Subscription ${subscription.id} is kept: active until`);
+    const ended = await cli(payment.order_id, '--reason', 'customer left', '--json');
+    expect(ended.json.subscription).toMatchObject({ id: subscription.id, status: 'canceled', cancel_reason: 'refunded' });
+    const canceledAt = ended.json.subscription.canceled_at;
+    expect(canceledAt).toEqual(expect.any(String));
+    expect((await getSub(user, subscription.id)).canceled_at).toBe(canceledAt);
+  });
+
   it('bounded by what is refundable: more is a usage error; an unknown order is not found; --reason is required', async () => {
     const user = await server.createUser();
     const { payment } = await activeSubscription(server, user, 'basic-monthly');

@@ -64,7 +64,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('parallel billing runs on Postgr
     try {
       const ids = await population(h, 60, 10);
       const env = { DATABASE_URL: h.server.db.url, BILLING_URL: h.server.url };
-      const args = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--json'];
+      const args = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--force', '--json'];
       const [a, b] = await Promise.all([runCli(args, env), runCli(args, env)]);
       expect(a.code, a.stderr).toBe(0);
       expect(b.code, b.stderr).toBe(0);
@@ -85,7 +85,7 @@ describe('parallel billing runs on SQLite', () => {
     try {
       const ids = await population(h, 40, 5);
       const env = { DATABASE_URL: h.server.db.url, BILLING_URL: h.server.url };
-      const args = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--json'];
+      const args = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--force', '--json'];
       const [a, b] = await Promise.all([runCli(args, env), runCli(args, env)]);
       expect([0, 1]).toContain(a.code);
       expect([0, 1]).toContain(b.code);

@@ -130,7 +130,7 @@ describe.each(DATABASES)('billing run: gateway renewals (%s)', (kind) => {
     expect(notes).not.toContain('subscription_canceled');
 
     // billing-admin billing run exits 1 with the reason (the CLI with the wrong key).
-    const cli = await runCli(['billing', 'run', '--at', '2027-03-20T11:00:00.000Z', '--json'], { ...cliEnv(h.server), GATEWAY_BASE_URL: `${h.server.url}/_simulator`, GATEWAY_SERVER_KEY: 'SB-Mid-server-rotated-by-mistake' });
+    const cli = await runCli(['billing', 'run', '--at', '2027-03-20T11:00:00.000Z', '--force', '--json'], { ...cliEnv(h.server), GATEWAY_BASE_URL: `${h.server.url}/_simulator`, GATEWAY_SERVER_KEY: 'SB-Mid-server-rotated-by-mistake' });
     expect(cli.code, cli.stderr).toBe(1);
     expect(cli.json).toMatchObject({ merchant_failed: 1, past_due: 0, canceled: 0 });
 
