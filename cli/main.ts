@@ -8,6 +8,7 @@ import { registerPaymentCommands } from './commands/payments.js';
 import { registerPlanCommands } from './commands/plans.js';
 import { registerSimulateCommands } from './commands/simulate.js';
 import { registerSubscriptionCommands } from './commands/subscriptions.js';
+import { registerTaxCommands } from './commands/tax.js';
 import { registerUserCommands } from './commands/users.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
 import { registerWalletCommands } from './commands/wallet.js';
@@ -31,6 +32,7 @@ registerWalletCommands(program);
 registerCreditNoteCommands(program);
 registerSubscriptionCommands(program);
 registerInvoiceCommands(program);
+registerTaxCommands(program);
 
 try {
   await program.parseAsync(process.argv);

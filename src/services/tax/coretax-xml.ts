@@ -1,0 +1,140 @@
+import { create } from 'xmlbuilder2';
+import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
+import type { Money } from '../../domain/money.js';
+import type { TaxProfile } from '../../domain/tax-profile.js';
+
+/*
+ * NOTE: the Coretax import file for output tax invoices (Faktur Pajak Keluaran), `TaxInvoiceBulk`,
+ * as one template in one place (tax/CORETAX.md §2, docs/tax.md). DJP publishes no XSD: the
+ * element names and order are those of Odoo's golden sample
+ * (odoo/odoo addons/l10n_id_efaktur_coretax/tests/results/sample.xml), which the export test
+ * checks ours against. The XML is built by xmlbuilder2, which escapes text (`&`, `<` in buyer
+ * names were a known trap of string-built exports: agile-technica issue #128).
+ */
+
+/** The fixed codes of an ordinary service under DPP Nilai Lain (PMK 131/2024). */
+export const CORETAX_CODES = {
+  /** 04: DPP Nilai Lain, 11/12 of the selling price. */
+  trxCode: '04',
+  /** Imports are always Normal; replacements are made in Coretax's screens. */
+  taxInvoiceOpt: 'Normal',
+  /** B: services (A: goods). */
+  opt: 'B',
+  /** The generic code, Odoo's default for a service (models/product_template.py). */
+  code: '000000',
+  vatRate: '12',
+  stlgRate: '0',
+  buyerCountry: 'IDN',
+} as const;
+
+/** Units of measure (Odoo data/l10n_id_efaktur_coretax.uom.code.csv). */
+export const CORETAX_UNITS = { month: 'UM.0024', year: 'UM.0023', other: 'UM.0033' } as const;
+export type CoretaxUnit = (typeof CORETAX_UNITS)[keyof typeof CORETAX_UNITS];
+
+/** At most this many TaxInvoice elements in one import file (DDTC, tax/CORETAX.md §2). */
+export const MAX_FAKTURS_PER_FILE = 1000;
+
+/** The seller: its NPWP (TIN) and the NITKU of the place of business that supplies (SellerIDTKU). */
+export interface CoretaxSeller {
+  tin: string;
+  idtku: string;
+}
+
+/** One faktur: one invoice, one service line. Amounts are two-place decimal strings, never negative. */
+export interface CoretaxFaktur {
+  /** YYYY-MM-DD, the payment's date in BILLING_TIMEZONE. */
+  date: string;
+  /** The invoice number: it comes back in Coretax's own exports. */
+  reference: string;
+  buyer: TaxProfile;
+  name: string;
+  unit: CoretaxUnit;
+  /** DPP */
+  taxBase: Money;
+  /** DPP Nilai Lain */
+  otherTaxBase: Money;
+  /** PPN */
+  vat: Money;
+}
+
+/** The unit of a service line: a period of a calendar month is a month (Bulan), of a year a year, anything else "other". */
+export function unitOfPeriod(kind: string, start: Date | null, end: Date | null): CoretaxUnit {
+  if (kind !== 'subscription' || !start || !end) return CORETAX_UNITS.other;
+  const days = Math.round((end.getTime() - start.getTime()) / 86_400_000);
+  if (days >= 28 && days <= 31) return CORETAX_UNITS.month;
+  if (days === 365 || days === 366) return CORETAX_UNITS.year;
+  return CORETAX_UNITS.other;
+}
+
+/**
+ * How a faktur names its buyer. A business: its NPWP as TIN, its NITKU as IDTKU. An individual
+ * without an NPWP: BuyerTin of zeros, the NIK as a National ID, and IDTKU `000000` (the rule of
+ * DJP's template sheet; Odoo writes NIK + 000000 instead, docs/tax.md says why we do not).
+ */
+export function buyerIdentity(buyer: TaxProfile): { tin: string; document: string; documentNumber: string; idtku: string } {
+  if (buyer.buyer_type === 'business') {
+    return { tin: buyer.npwp ?? '', document: 'TIN', documentNumber: '', idtku: buyer.nitku ?? `${buyer.npwp}000000` };
+  }
+  return { tin: '0000000000000000', document: 'National ID', documentNumber: buyer.nik ?? '', idtku: '000000' };
+}
+
+/** One line of text: the registered address may hold line breaks, an import cell may not. */
+function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+}
+
+/** An element with its text, or empty (`<AddInfo/>`) when there is none. */
+function element(parent: XMLBuilder, name: string, text = ''): void {
+  const child = parent.ele(name);
+  if (text !== '') child.txt(text);
+}
+
+/** The TaxInvoiceBulk document of `fakturs` (at most MAX_FAKTURS_PER_FILE), elements in DJP's order. */
+export function coretaxXml(seller: CoretaxSeller, fakturs: CoretaxFaktur[]): string {
+  if (fakturs.length > MAX_FAKTURS_PER_FILE) throw new RangeError(`at most ${MAX_FAKTURS_PER_FILE} fakturs per file, got ${fakturs.length}`);
+  // Characters XML cannot hold (control characters in a typed name) are dropped, not fatal.
+  const root = create({ version: '1.0', encoding: 'UTF-8', invalidCharReplacement: '' }).ele('TaxInvoiceBulk', {
+    'xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance',
+    'xsi:noNamespaceSchemaLocation': 'TaxInvoice.xsd',
+  });
+  element(root, 'TIN', seller.tin);
+  const list = root.ele('ListOfTaxInvoice');
+  for (const faktur of fakturs) {
+    const buyer = buyerIdentity(faktur.buyer);
+    const invoice = list.ele('TaxInvoice');
+    element(invoice, 'TaxInvoiceDate', faktur.date);
+    element(invoice, 'TaxInvoiceOpt', CORETAX_CODES.taxInvoiceOpt);
+    element(invoice, 'TrxCode', CORETAX_CODES.trxCode);
+    element(invoice, 'AddInfo');
+    element(invoice, 'CustomDoc');
+    element(invoice, 'CustomDocMonthYear');
+    element(invoice, 'RefDesc', faktur.reference);
+    element(invoice, 'FacilityStamp');
+    element(invoice, 'SellerIDTKU', seller.idtku);
+    element(invoice, 'BuyerTin', buyer.tin);
+    element(invoice, 'BuyerDocument', buyer.document);
+    element(invoice, 'BuyerCountry', CORETAX_CODES.buyerCountry);
+    element(invoice, 'BuyerDocumentNumber', buyer.documentNumber);
+    element(invoice, 'BuyerName', oneLine(faktur.buyer.name));
+    // NOTE: "Adress" is DJP's spelling in the schema itself.
+    element(invoice, 'BuyerAdress', oneLine(faktur.buyer.address));
+    element(invoice, 'BuyerEmail', faktur.buyer.email ?? '');
+    element(invoice, 'BuyerIDTKU', buyer.idtku);
+    const line = invoice.ele('ListOfGoodService').ele('GoodService');
+    element(line, 'Opt', CORETAX_CODES.opt);
+    element(line, 'Code', CORETAX_CODES.code);
+    element(line, 'Name', oneLine(faktur.name));
+    element(line, 'Unit', faktur.unit);
+    // Price × Qty − TotalDiscount = TaxBase, as Coretax checks: the whole DPP at quantity one.
+    element(line, 'Price', faktur.taxBase);
+    element(line, 'Qty', '1');
+    element(line, 'TotalDiscount', '0.00');
+    element(line, 'TaxBase', faktur.taxBase);
+    element(line, 'OtherTaxBase', faktur.otherTaxBase);
+    element(line, 'VATRate', CORETAX_CODES.vatRate);
+    element(line, 'VAT', faktur.vat);
+    element(line, 'STLGRate', CORETAX_CODES.stlgRate);
+    element(line, 'STLG', '0.00');
+  }
+  return root.end({ prettyPrint: true });
+}

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { create } from 'xmlbuilder2';
+import { coretaxXml, MAX_FAKTURS_PER_FILE, unitOfPeriod, type CoretaxFaktur } from '../../../src/services/tax/coretax-xml.js';
+import { numberedPath } from '../../../src/services/tax/export-coretax.js';
+import { normaliseFakturNumber } from '../../../src/services/tax/record-tax-invoice.js';
+import { isInMonth, localDate, parseTaxMonth, uploadDeadline } from '../../../src/services/tax/tax-month.js';
+
+const SELLER = { tin: '0012345678091000', idtku: '0012345678091000000000' };
+const faktur = (over: Partial<CoretaxFaktur> = {}): CoretaxFaktur => ({
+  date: '2026-03-05',
+  reference: 'INV-2026-000001',
+  buyer: { buyer_type: 'business', npwp: '0012345678091000', nitku: '0012345678091000000000', nik: null, name: 'PT A', address: 'Jakarta', email: null },
+  name: 'Pro',
+  unit: 'UM.0024',
+  taxBase: '150000.00',
+  otherTaxBase: '137500.00',
+  vat: '16500.00',
+  ...over,
+});
+
+describe('the Coretax XML', () => {
+  it('escapes what XML reserves and drops what it cannot hold, and reads back as written', () => {
+    const name = 'PT <Maju> & "Jaya" \'s\u0007 Tbk';
+    const xml = coretaxXml(SELLER, [faktur({ buyer: { ...faktur().buyer, name, address: 'Jl. A & B\r\nBandung' }, name: 'Pro <annual> & more' })]);
+    expect(xml).toContain('<BuyerName>PT &lt;Maju&gt; &amp; "Jaya" \'s Tbk</BuyerName>');
+    expect(xml).toContain('<BuyerAdress>Jl. A &amp; B Bandung</BuyerAdress>');
+    expect(xml).toContain('<Name>Pro &lt;annual&gt; &amp; more</Name>');
+    expect(xml.startsWith('<?xml version="1.0" encoding="UTF-8"?>\n<TaxInvoiceBulk xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="TaxInvoice.xsd">')).toBe(true);
+    expect(xml).toContain('<AddInfo/>');
+    const root = create(xml).root().node as unknown as { getElementsByTagName(name: string): ArrayLike<{ textContent: string | null }> };
+    expect(root.getElementsByTagName('BuyerName')[0].textContent).toBe('PT <Maju> & "Jaya" \'s Tbk');
+  });
+
+  it('refuses more than 1,000 fakturs in one file', () => {
+    expect(() => coretaxXml(SELLER, Array.from({ length: MAX_FAKTURS_PER_FILE + 1 }, () => faktur()))).toThrow(RangeError);
+  });
+});
+
+describe('units, months, file names and faktur numbers', () => {
+  it('a subscription line over a calendar month is Bulan, over a year Tahun, anything else Lainnya', () => {
+    const at = (iso: string) => new Date(iso);
+    expect(unitOfPeriod('subscription', at('2026-02-01T00:00:00Z'), at('2026-03-01T00:00:00Z'))).toBe('UM.0024');
+    expect(unitOfPeriod('subscription', at('2026-01-31T00:00:00Z'), at('2026-03-05T00:00:00Z'))).toBe('UM.0033');
+    expect(unitOfPeriod('subscription', at('2026-01-01T00:00:00Z'), at('2027-01-01T00:00:00Z'))).toBe('UM.0023');
+    expect(unitOfPeriod('subscription', at('2026-01-01T00:00:00Z'), at('2026-01-08T00:00:00Z'))).toBe('UM.0033');
+    expect(unitOfPeriod('proration', at('2026-02-01T00:00:00Z'), at('2026-03-01T00:00:00Z'))).toBe('UM.0033');
+    expect(unitOfPeriod('subscription', null, null)).toBe('UM.0033');
+  });
+
+  it('months are YYYY-MM; dates and months are read in the time zone given', () => {
+    expect(parseTaxMonth('2026-03')).toEqual({ year: 2026, month: 3, label: '2026-03' });
+    for (const bad of ['2026-00', '2026-13', '2026-3', '26-03', '2026/03', '']) expect(parseTaxMonth(bad)).toBeNull();
+    const lateOnTheLastDay = new Date('2026-03-31T17:00:00.000Z');
+    expect(localDate(lateOnTheLastDay, 'Asia/Jakarta')).toBe('2026-04-01');
+    expect(localDate(lateOnTheLastDay, 'UTC')).toBe('2026-03-31');
+    expect(isInMonth(lateOnTheLastDay, parseTaxMonth('2026-04')!, 'Asia/Jakarta')).toBe(true);
+    expect(isInMonth(new Date('2026-03-31T16:59:59.999Z'), parseTaxMonth('2026-04')!, 'Asia/Jakarta')).toBe(false);
+    expect(uploadDeadline(parseTaxMonth('2026-12')!)).toBe('2027-01-20');
+  });
+
+  it('more files are numbered before the extension', () => {
+    expect(['out.xml', 'dir/out.xml', 'out'].map((p) => numberedPath(p, 2))).toEqual(['out-2.xml', 'dir/out-2.xml', 'out-2']);
+    expect(numberedPath('out.xml', 1)).toBe('out.xml');
+  });
+
+  it('a Faktur Pajak number is 17 digits; dots, dashes and spaces are dropped', () => {
+    expect(normaliseFakturNumber('04.00-25.00000000001')).toBe('04002500000000001');
+    expect(normaliseFakturNumber(' 040 025 000 000 000 01 ')).toBe('04002500000000001');
+    for (const bad of ['0400250000000001', '040025000000000012', '04002500000000O01', '']) expect(normaliseFakturNumber(bad)).toBeNull();
+  });
+});
