@@ -42,10 +42,10 @@ async function seedDueSubscriptions(orm: Orm, plan: Plan, size: number): Promise
       const walletId = randomUUID();
       const stamps = { createdAt: PERIOD_START, updatedAt: PERIOD_START };
       users.push({ id: userId, username: `renew-${j}`, email: null, passwordHash: 'scrypt$1$1$1$AAAA$AAAA', isStaff: false, firstName: '', lastName: '', phone: null, ...stamps });
-      wallets.push({ id: walletId, user: userId, currency: 'IDR', balance: '1000000.00', isActive: true, ...stamps });
+      wallets.push({ id: walletId, user: userId, currency: 'IDR', balance: '1000000.00', isActive: true, entries: 1, ...stamps });
       entries.push({
         id: randomUUID(), wallet: walletId, kind: 'credit', amount: '1000000.00', balanceAfter: '1000000.00', source: 'adjustment', referenceId: `bench-${j}`,
-        description: 'bench funding', createdAt: PERIOD_START,
+        description: 'bench funding', position: 1, createdAt: PERIOD_START,
       });
       subs.push({
         id: randomUUID(), user: userId, plan: plan.id, status: 'active', liveUserId: userId, paymentType: 'wallet', bank: null, cardToken: null, metadata: {}, customerDetails: {},

@@ -11,6 +11,7 @@ import { Migration20261125032423 } from './Migration20261125032423.js';
 import { Migration20261126074415 } from './Migration20261126074415.js';
 import { Migration20261126104044 } from './Migration20261126104044.js';
 import { Migration20261126143209 } from './Migration20261126143209.js';
+import { Migration20261126150222 } from './Migration20261126150222.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -25,4 +26,5 @@ export const migrations = [
   { name: 'Migration20261126074415', class: Migration20261126074415 },
   { name: 'Migration20261126104044', class: Migration20261126104044 },
   { name: 'Migration20261126143209', class: Migration20261126143209 },
+  { name: 'Migration20261126150222', class: Migration20261126150222 },
 ];

@@ -92,6 +92,22 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     expect(rows[unsaved.id].error).toContain('no saved card');
   });
 
+  it('a run at a future --at never breaks wallet verify: the ledger keeps the order it was written in, not its timestamps (issue 30)', async () => {
+    const user = await h.user();
+    await h.fund(user, '200000');
+    const sub = await h.subscribe(user, 'basic-monthly', 'wallet');
+    // Renewed a month ahead of the entries written after it, by an operator now.
+    const res = await billing('--at', '2027-02-28T10:00:00Z', '--json', '--force');
+    expect(res.code, res.stderr).toBe(0);
+    expect((await h.payments(sub.id)).length).toBe(2);
+    const adjusted = await runCli(['wallet', 'adjust', user.username, '5000', '--reason', 'goodwill', '--json'], env);
+    expect(adjusted.code, adjusted.stderr).toBe(0);
+    const verify = await runCli(['wallet', 'verify', '--json'], env);
+    expect(verify.code, verify.stdout).toBe(0);
+    expect(verify.json).toMatchObject({ ok: true, discrepancies: [] });
+    expect(await h.balance(user)).toBe('105000.00');
+  });
+
   it('exits 1 and names the subscription when one cannot be billed, after billing the others', async () => {
     const user = await h.user();
     await h.fund(user, '100000');

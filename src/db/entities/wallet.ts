@@ -12,6 +12,8 @@ export class Wallet {
   balance!: string;
   currency!: string;
   isActive = true;
+  /** How many entries its ledger holds: the next entry's position (wallet-ledger.ts). */
+  entries = 0;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -26,6 +28,12 @@ export class WalletTransaction {
   /** What caused it (top-up, refund, payment id…); unique per source so nothing is posted twice. */
   referenceId: string | null = null;
   description = '';
+  /**
+   * NOTE: the entry's place in its wallet's ledger (1, 2, 3 …), given under the wallet's row
+   * lock. The ledger's order is this, not created_at: a billing run at a future --at stamps its
+   * entries ahead of those written after it, and wallet verify must still chain them.
+   */
+  position = 0;
   createdAt!: Date;
 }
 
@@ -38,6 +46,7 @@ export const WalletSchema = new EntitySchema<Wallet>({
     balance: zeroMoneyProperty,
     currency: { type: 'string', length: 3 },
     isActive: { type: 'boolean', default: true },
+    entries: { type: 'integer', default: 0 },
     createdAt: createdAtProperty,
     updatedAt: updatedAtProperty,
   },
@@ -47,7 +56,7 @@ export const WalletTransactionSchema = new EntitySchema<WalletTransaction>({
   class: WalletTransaction,
   tableName: 'wallet_transactions',
   uniques: [{ properties: ['source', 'referenceId'] }],
-  indexes: [{ properties: ['wallet', 'createdAt'] }],
+  indexes: [{ properties: ['wallet', 'createdAt'] }, { properties: ['wallet', 'position'] }],
   properties: {
     id: idProperty,
     wallet: { kind: 'm:1', entity: () => Wallet },
@@ -57,6 +66,7 @@ export const WalletTransactionSchema = new EntitySchema<WalletTransaction>({
     source: { type: 'string', length: 20 },
     referenceId: { type: 'string', length: 100, nullable: true },
     description: { type: 'string', length: 500, default: '' },
+    position: { type: 'integer', default: 0 },
     createdAt: createdAtProperty,
   },
 });

@@ -24,7 +24,7 @@ export interface WalletVerification {
   negative_balances: { wallet_id: string; user_id: string; username: string; currency: string; balance: Money }[];
 }
 
-type Entry = Pick<WalletTransaction, 'id' | 'kind' | 'amount' | 'balanceAfter' | 'createdAt'> & Partial<Pick<WalletTransaction, 'source' | 'referenceId'>>;
+type Entry = Pick<WalletTransaction, 'id' | 'kind' | 'amount' | 'balanceAfter' | 'createdAt' | 'position'> & Partial<Pick<WalletTransaction, 'source' | 'referenceId'>>;
 
 /**
  * Money the gateway took back (a reversed or charged-back top-up, a payment's wallet credit
@@ -114,7 +114,8 @@ export async function verifyWallets(ctx: Pick<DataContext, 'em'>): Promise<Walle
     const entries = await ctx.em.find(
       WalletTransaction,
       { wallet },
-      { fields: ['id', 'kind', 'amount', 'balanceAfter', 'createdAt', 'source', 'referenceId'], orderBy: { createdAt: 'asc', id: 'asc' } },
+      // In ledger order (WalletTransaction.position), not by time: see the entity.
+      { fields: ['id', 'kind', 'amount', 'balanceAfter', 'createdAt', 'position', 'source', 'referenceId'], orderBy: { position: 'asc', createdAt: 'asc', id: 'asc' } },
     );
     entriesChecked += entries.length;
     const { ledgerSum, issues } = ledgerIssues(wallet.balance, entries);

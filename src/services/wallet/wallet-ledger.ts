@@ -79,6 +79,7 @@ export async function postWalletEntry(ctx: DataContext, input: WalletEntryInput)
   const before = wallet.balance;
   wallet.balance = input.kind === 'credit' ? add(wallet.balance, input.amount) : subtract(wallet.balance, input.amount);
   if (compare(wallet.balance, ZERO) < 0 || compare(before, ZERO) < 0) await onWalletDebtMoved(ctx, input.user, before, wallet.balance);
+  wallet.entries += 1;
   const entry = ctx.em.create(WalletTransaction, {
     wallet,
     kind: input.kind,
@@ -87,6 +88,7 @@ export async function postWalletEntry(ctx: DataContext, input: WalletEntryInput)
     source: input.source,
     referenceId: input.referenceId,
     description: input.description,
+    position: wallet.entries,
     createdAt: ctx.clock.now(),
   } as WalletTransaction);
   // Flushed at once: a second posting in the same transaction re-reads the locked row.
@@ -101,6 +103,8 @@ export interface LockedWallet {
   balance: string;
   currency: string;
   isActive: boolean;
+  /** The ledger's length; postWalletDebits follows it as it posts. */
+  entries: number;
 }
 
 /**
@@ -112,7 +116,7 @@ export interface LockedWallet {
 export async function lockWalletsOf(em: EntityManager, userIds: string[]): Promise<Map<string, LockedWallet>> {
   if (userIds.length === 0) return new Map();
   const rows = (await em.execute(
-    `select id, user_id, balance, currency, is_active from wallets where user_id in (${userIds.map(() => '?').join(', ')}) order by id${isPostgres(em) ? ' for update' : ''}`,
+    `select id, user_id, balance, currency, is_active, entries from wallets where user_id in (${userIds.map(() => '?').join(', ')}) order by id${isPostgres(em) ? ' for update' : ''}`,
     userIds,
     'all',
   )) as Record<string, unknown>[];
@@ -125,6 +129,7 @@ export async function lockWalletsOf(em: EntityManager, userIds: string[]): Promi
         balance: fromColumn(em, Wallet, 'balance', r.balance) as string,
         currency: String(r.currency),
         isActive: fromColumn(em, Wallet, 'isActive', r.is_active) as boolean,
+        entries: Number(r.entries),
       },
     ]),
   );
@@ -154,13 +159,14 @@ export async function postWalletDebits(ctx: DataContext, debits: WalletDebit[]):
   if (!ctx.em.isInTransaction()) throw new Error('postWalletDebits must run inside a transaction');
   const at = ctx.clock.now();
   const entries: RequiredEntityData<WalletTransaction>[] = [];
-  const balances = new Map<string, string>();
+  const balances = new Map<string, [string, number]>();
   for (const debit of debits) {
     if (!isPositive(debit.amount)) throw new DomainError('validation_error', 'A wallet entry must have a positive amount.');
     const refused = walletRefusal(debit.wallet, { kind: 'debit', amount: debit.amount, currency: debit.currency });
     if (refused) throw refused;
     debit.wallet.balance = subtract(debit.wallet.balance, debit.amount);
-    balances.set(debit.wallet.id, debit.wallet.balance);
+    debit.wallet.entries += 1;
+    balances.set(debit.wallet.id, [debit.wallet.balance, debit.wallet.entries]);
     entries.push({
       id: debit.id ?? randomUUID(),
       wallet: debit.wallet.id,
@@ -170,9 +176,10 @@ export async function postWalletDebits(ctx: DataContext, debits: WalletDebit[]):
       source: debit.source,
       referenceId: debit.referenceId,
       description: debit.description,
+      position: debit.wallet.entries,
       createdAt: at,
     });
   }
   await insertRows(ctx.em, WalletTransaction, entries);
-  await updateRows(ctx.em, Wallet, ['balance'], [...balances], { sql: 'updated_at = ?', params: [new Date()] });
+  await updateRows(ctx.em, Wallet, ['balance', 'entries'], [...balances].map(([id, [balance, entries]]) => [id, balance, entries]), { sql: 'updated_at = ?', params: [new Date()] });
 }
