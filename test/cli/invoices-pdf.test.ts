@@ -36,7 +36,7 @@ describe.each(DATABASES)('billing-admin invoices pdf on %s', (kind) => {
     const text = await pdfText(pdf);
     expect(text).toContain(invoice.number);
     expect(text).toContain('PT Contoh Langganan Indonesia');
-    expect(text).toContain('Tax ID: 01.234.567.8-901.000');
+    expect(text).toContain('NPWP: 01.234.567.8-901.000');
     expect(text).toMatch(/Rp 50\.000/);
 
     const here = await runCli(['invoices', 'pdf', invoice.number.toLowerCase()], env(), undefined, { cwd: dir });

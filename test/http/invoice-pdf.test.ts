@@ -63,16 +63,18 @@ describe.each(DATABASES)('invoice and credit-note PDFs on %s', (kind) => {
     expect(res.body.subarray(0, 5).toString()).toBe('%PDF-');
 
     const text = squash(await pdfText(res.body));
-    expect(text).toContain('INVOICE');
+    expect(text).toContain('TAGIHAN');
     expect(text).toContain(proration.number);
     expect(text).toContain(SELLER.BILLING_COMPANY_NAME);
     expect(text).toContain('Jl. Jenderal Sudirman Kav. 52-53');
     expect(text).toContain('Jakarta Selatan 12190');
-    expect(text).toContain(`Tax ID: ${SELLER.BILLING_TAX_ID}`);
+    expect(text).toContain(`NPWP: ${SELLER.BILLING_TAX_ID}`);
     expect(text).toContain('Siti Rahayu');
     expect(text).toContain(`${user.username}@example.com`);
-    // Dates in Asia/Jakarta, id-ID: issued 25 January 2026.
-    expect(text).toMatch(/Issue date 25 Januari 2026/);
+    // Labels in Bahasa Indonesia, dates in Asia/Jakarta (the defaults): issued 25 January 2026.
+    expect(text).toContain('TAGIHAN KEPADA');
+    expect(text).toMatch(/Tanggal 25 Januari 2026/);
+    expect(text).toMatch(/Deskripsi Jml Harga Satuan Jumlah/);
 
     expect(proration.lines).toHaveLength(2);
     for (const line of proration.lines) expect(text).toContain(line.description);
@@ -80,11 +82,12 @@ describe.each(DATABASES)('invoice and credit-note PDFs on %s', (kind) => {
     expect(text).toMatch(/Rp 101\.613/);
     expect(text).toMatch(/Subtotal Rp 67\.742/);
     expect(text).toMatch(/Total Rp 67\.742/);
-    expect(text).toMatch(/Refunded -Rp 17\.742/);
-    expect(text).toMatch(/Net paid Rp 50\.000/);
-    expect(text).toContain('PARTIALLY REFUNDED');
-    expect(text).toMatch(/Method GoPay/);
-    expect(text).toMatch(/Credit note CN-2026-\d{6} Refund back to GoPay -Rp 17\.742/);
+    expect(text).toMatch(/Dikembalikan -Rp 17\.742/);
+    expect(text).toMatch(/Dibayar bersih Rp 50\.000/);
+    expect(text).toContain('DIKEMBALIKAN SEBAGIAN');
+    expect(text).toMatch(/Status Dikembalikan sebagian Rp 17\.742/);
+    expect(text).toMatch(/Metode GoPay/);
+    expect(text).toMatch(/Nota Kredit CN-2026-\d{6} Pengembalian dana ke GoPay -Rp 17\.742/);
 
     const png = await renderFirstPage(res.body);
     expect(png.subarray(1, 4).toString()).toBe('PNG');
@@ -96,10 +99,11 @@ describe.each(DATABASES)('invoice and credit-note PDFs on %s', (kind) => {
     const text = squash(await pdfText(res.body));
     expect(text).toContain(first.number);
     expect(text).toMatch(/Basic/);
-    expect(text).toMatch(/Period 15 Jan 2026 – 15 Feb 2026/);
+    expect(text).toMatch(/Periode 15 Jan 2026 – 15 Feb 2026/);
     expect(text).toMatch(/Total Rp 50\.000/);
-    expect(text).toContain('PAID');
-    expect(text).not.toContain('Refunds and credit notes');
+    expect(text).toContain('LUNAS');
+    expect(text).toMatch(/Status Lunas/);
+    expect(text).not.toContain('Pengembalian Dana dan Nota Kredit');
   });
 
   it('a downgrade credits the wallet: the paid invoice lists the credit note and the net paid', async () => {
@@ -111,9 +115,9 @@ describe.each(DATABASES)('invoice and credit-note PDFs on %s', (kind) => {
     const invoice = (await server.api('GET', `/invoices/${payment.invoice_id}/`, { auth: other })).body;
     expect(invoice.credit_notes).toHaveLength(1);
     const text = squash(await pdfText((await pdfOf(invoice.id, other)).body));
-    expect(text).toMatch(new RegExp(`Credit note ${invoice.credit_notes[0].number} Proration credit to the wallet -Rp 67\\.742`));
-    expect(text).toMatch(/Credited to wallet -Rp 67\.742/);
-    expect(text).toMatch(/Net paid Rp 82\.258/);
+    expect(text).toMatch(new RegExp(`Nota Kredit ${invoice.credit_notes[0].number} Kredit prorata ke dompet -Rp 67\\.742`));
+    expect(text).toMatch(/Dikreditkan ke dompet -Rp 67\.742/);
+    expect(text).toMatch(/Dibayar bersih Rp 82\.258/);
   });
 
   it('renders the same bytes twice (the creation date is the issue date)', async () => {
@@ -139,18 +143,18 @@ describe.each(DATABASES)('invoice and credit-note PDFs on %s', (kind) => {
     expect(res.disposition).toBe(`inline; filename="${note.number}.pdf"`);
 
     const text = squash(await pdfText(res.body));
-    expect(text).toContain('CREDIT NOTE');
+    expect(text).toContain('NOTA KREDIT');
     expect(text).toContain(note.number);
-    expect(text).toMatch(new RegExp(`Invoice ${proration.number}`));
+    expect(text).toMatch(new RegExp(`No. Tagihan ${proration.number}`));
     expect(text).toContain(SELLER.BILLING_COMPANY_NAME);
-    expect(text).toContain(`Tax ID: ${SELLER.BILLING_TAX_ID}`);
+    expect(text).toContain(`NPWP: ${SELLER.BILLING_TAX_ID}`);
     expect(text).toContain('Siti Rahayu');
     // A long description wraps inside its column: every word is there.
     for (const line of note.lines) for (const word of line.description.split(' ')) expect(text).toContain(word);
-    expect(text).toMatch(/Total credited Rp 17\.742/);
-    expect(text).toMatch(/Reason Refund/);
-    expect(text).toMatch(/Credited Back to GoPay/);
-    expect(text).toMatch(/Note goodwill/);
+    expect(text).toMatch(/Total Dikreditkan Rp 17\.742/);
+    expect(text).toMatch(/Alasan Pengembalian dana/);
+    expect(text).toMatch(/Dikreditkan Ke GoPay/);
+    expect(text).toMatch(/Catatan goodwill/);
     expect((await renderFirstPage(res.body)).subarray(1, 4).toString()).toBe('PNG');
 
     expect((await pdfOf(note.id, stranger, 'credit-notes')).status).toBe(404);

@@ -58,7 +58,7 @@ describe.each(DATABASES)('notifications on %s', (kind) => {
     expect(pending).toMatchObject({ channel: 'in_app', status: 'queued', read_at: null, title: expect.any(String) });
     expect(pending.data).toMatchObject({ order_id: topup.body.order_id, amount: '50000.00', currency: 'IDR', bank: 'permata', va_number: topup.body.payment_details.va_number });
     expect(pending.message).toContain(topup.body.payment_details.va_number);
-    expect(res.body.results[0].message).toContain('50000.00');
+    expect(res.body.results[0].message).toContain('Rp 50.000');
   });
 
   it('lists the caller’s notifications newest first, filtered by type, channel and status, paginated', async () => {

@@ -65,7 +65,7 @@ export async function issueCreditNote(ctx: DataContext, input: CreditNoteInput):
       `A credit note of ${input.amount} ${invoice.currency} on invoice ${invoice.number} would take its credit notes (${credited}) past what was paid on it (${paid}).`,
     );
   }
-  const tax = creditNoteTax(invoice, await taxCreditedOnInvoice(ctx, invoice), input);
+  const tax = creditNoteTax(invoice, await suppliedCreditedOnInvoice(ctx, invoice), input);
   const at = ctx.clock.now();
   const note = ctx.em.create(CreditNote, {
     number: await nextCreditNoteNumber(ctx, at),
@@ -99,14 +99,14 @@ function creditsTax(reason: CreditNoteReason): boolean {
 }
 
 /** The PPN part of a credit note and what Coretax needs for it (src/domain/tax.ts). */
-function creditNoteTax(invoice: Invoice, taxCreditedBefore: Money, input: CreditNoteInput): { taxAmount: Money; taxAction: TaxAction } {
+function creditNoteTax(invoice: Invoice, suppliedCreditedBefore: Money, input: CreditNoteInput): { taxAmount: Money; taxAction: TaxAction } {
   if (!creditsTax(input.reason)) return { taxAmount: ZERO, taxAction: 'none' };
-  const taxAmount = creditedTax(invoice, taxCreditedBefore, input.amount);
-  return { taxAmount, taxAction: taxActionFor(taxAmount, compare(add(taxCreditedBefore, input.amount), invoice.totalAmount) >= 0) };
+  const taxAmount = creditedTax(invoice, suppliedCreditedBefore, input.amount);
+  return { taxAmount, taxAction: taxActionFor(taxAmount, compare(add(suppliedCreditedBefore, input.amount), invoice.totalAmount) >= 0) };
 }
 
 /** The sum of an invoice's credit notes that gave back part of its supply (creditsTax). */
-async function taxCreditedOnInvoice(ctx: DataContext, invoice: Invoice): Promise<Money> {
+async function suppliedCreditedOnInvoice(ctx: DataContext, invoice: Invoice): Promise<Money> {
   const notes = await ctx.em.find(CreditNote, { invoice, reason: { $ne: 'unusable_settlement' } }, { fields: ['amount'] });
   return add(ZERO, ...notes.map((n) => n.amount));
 }

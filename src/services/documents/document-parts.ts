@@ -1,19 +1,36 @@
-import type { DocumentSettings } from '../../config.js';
-import type { CreditNote, CreditNoteReason } from '../../db/entities/credit-note.js';
+import type { Config } from '../../config.js';
+import type { CreditNote } from '../../db/entities/credit-note.js';
+import type { Invoice } from '../../db/entities/invoice.js';
 import type { Payment } from '../../db/entities/payment.js';
 import type { User } from '../../db/entities/user.js';
-import { PAYMENT_METHOD_NAMES } from '../../domain/payment-method-names.js';
+import { isPositive } from '../../domain/money.js';
+import type { TaxProfile } from '../../domain/tax-profile.js';
 import type { DocumentView } from './document-view.js';
+import type { Labels } from './labels/labels.js';
 
 /* The blocks every document shares: who sells, who buys, how they paid. */
 
-/** The seller's block, from the BILLING_COMPANY_* settings. */
-export function sellerOf(settings: DocumentSettings): DocumentView['seller'] {
-  return {
-    name: settings.companyName,
-    lines: [...settings.companyAddress, ...(settings.taxId ? [`Tax ID: ${settings.taxId}`] : [])],
-    logoPath: settings.logoPath,
-  };
+/**
+ * NOTE: a document shows PPN, both parties' tax numbers and the tax lines when its invoice
+ * carries PPN, or is taxable (`exclusive`, `inclusive`) and the seller is a PKP: an invoice
+ * whose PPN rounds to nothing is still a taxed supply (DECISIONS §11).
+ */
+export function isTaxed(invoice: Pick<Invoice, 'taxAmount' | 'taxBehavior'>, config: Pick<Config, 'tax'>): boolean {
+  return isPositive(invoice.taxAmount) || (invoice.taxBehavior !== 'none' && config.tax.pkp);
+}
+
+/**
+ * The seller's block, from the BILLING_COMPANY_* settings: on a taxed document headed "Penjual"
+ * with the PKP's NPWP (BILLING_TAX_ID as registered) and NITKU, else with the tax number as
+ * typed, if any.
+ */
+export function sellerOf(config: Pick<Config, 'documents' | 'tax'>, labels: Labels, taxed: boolean): DocumentView['seller'] {
+  const settings = config.documents;
+  const taxId = taxed ? (config.tax.sellerTaxId ?? settings.taxId) : settings.taxId;
+  const lines = [...settings.companyAddress];
+  if (taxId) lines.push(`${labels.document.taxId}: ${taxId}`);
+  if (taxed && config.tax.sellerNitku) lines.push(`${labels.document.nitku}: ${config.tax.sellerNitku}`);
+  return { heading: taxed ? labels.document.seller : labels.document.from, name: settings.companyName, lines, logoPath: settings.logoPath };
 }
 
 /** The customer as the subscription's customer_details name them, else as the user's profile does. */
@@ -26,26 +43,40 @@ export function customerOf(user: User, details: Record<string, string> | null | 
   return { heading, name, lines };
 }
 
+/**
+ * The buyer of a taxed document, as the tax profile the invoice was issued with names them: a
+ * business with its NPWP and NITKU, a person with the NIK. Without a profile, the customer.
+ */
+export function buyerOf(user: User, details: Record<string, string> | null | undefined, profile: TaxProfile | null, labels: Labels): DocumentView['customer'] {
+  const heading = labels.document.buyer;
+  if (!profile) return customerOf(user, details, heading);
+  const numbers: [string, string | null][] =
+    profile.buyer_type === 'individual'
+      ? [[labels.document.nik, profile.nik]]
+      : [
+          [labels.document.taxId, profile.npwp],
+          [labels.document.nitku, profile.nitku],
+        ];
+  const lines = [
+    ...profile.address.split(/\r?\n/),
+    ...numbers.filter(([, value]) => value).map(([label, value]) => `${label}: ${value}`),
+    profile.email ?? details?.email ?? user.email ?? '',
+  ].filter((l) => l.trim() !== '');
+  return { heading, name: profile.name, lines };
+}
+
 /** How a payment was made, with the card's masked number or the virtual account's bank. */
-export function paymentMethodOf(payment: Pick<Payment, 'paymentType' | 'paymentDetails'>): string {
+export function paymentMethodOf(payment: Pick<Payment, 'paymentType' | 'paymentDetails'>, labels: Labels): string {
   const details = payment.paymentDetails as Record<string, unknown>;
-  const method = PAYMENT_METHOD_NAMES[payment.paymentType] ?? payment.paymentType;
+  const method = labels.paymentMethods[payment.paymentType] ?? payment.paymentType;
   if (payment.paymentType === 'credit_card' && typeof details.masked_card === 'string') return `${method} ${details.masked_card}`;
   if (payment.paymentType === 'bank_transfer' && typeof details.bank === 'string') return `${method}, ${details.bank.toUpperCase()}`;
   return method;
 }
 
-export const CREDIT_REASONS: Record<CreditNoteReason, string> = {
-  refund: 'Refund',
-  proration_credit: 'Proration credit',
-  unusable_settlement: 'Payment that could not be used',
-  period_passed: 'Paid after its period had ended',
-  chargeback: 'Chargeback',
-};
-
-/** Where a credit note's money went ("back to GoPay", "to the wallet"), to follow a word like "Refund". */
-export function creditDestinationOf(note: Pick<CreditNote, 'reason' | 'refund' | 'payment'>): string {
+/** Where a credit note's money went ("back to GoPay", "ke dompet"), to follow its reason ("Refund"). */
+export function creditDestinationOf(note: Pick<CreditNote, 'reason' | 'refund' | 'payment'>, labels: Labels): string {
   // A chargeback's money went back to the card too, taken by its issuer.
   const toGateway = ((note.reason === 'refund' && note.refund?.destination !== 'wallet') || note.reason === 'chargeback') && note.payment;
-  return toGateway ? `back to ${paymentMethodOf(note.payment!)}` : 'to the wallet';
+  return toGateway ? labels.destinations.backTo(paymentMethodOf(note.payment!, labels)) : labels.destinations.toWallet;
 }

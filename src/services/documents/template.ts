@@ -4,7 +4,8 @@ import type { DocumentSection, DocumentView } from './document-view.js';
 
 /**
  * The one layout of every document (invoice, credit note): change the look here. It takes a
- * DocumentView whose text is already formatted and knows nothing of invoices or money.
+ * DocumentView whose text is already formatted and in its language (even the column headings
+ * and the page number come with it), and knows nothing of invoices, money or words.
  *
  * A4, from the top: the seller's logo (or name as a wordmark) with the title, number and a
  * status stamp; the seller's details beside the document's dates; the customer; the table of
@@ -44,6 +45,8 @@ const COLOURS = {
 };
 const SIZE = { title: 22, wordmark: 18, heading: 10, body: 9.5, small: 8 };
 const WORDMARK_WIDTH = 270;
+/** Labels of a section's rows: "Kode Perusahaan (Biller Code)" on one line. */
+const LABEL_WIDTH = 170;
 
 interface Column {
   key: 'description' | 'quantity' | 'unitAmount' | 'amount';
@@ -52,18 +55,25 @@ interface Column {
   align: 'left' | 'right';
 }
 
-/** Table columns of the lines: description takes what the numbers leave. */
-const COLUMNS: Column[] = [
-  { key: 'description', title: 'Description', width: CONTENT_WIDTH - 250, align: 'left' },
-  { key: 'quantity', title: 'Qty', width: 40, align: 'right' },
-  { key: 'unitAmount', title: 'Unit price', width: 100, align: 'right' },
-  { key: 'amount', title: 'Amount', width: 110, align: 'right' },
-];
-/** Lines without quantities (a credit note's) show only the description and the amount. */
-const AMOUNT_ONLY_COLUMNS: Column[] = [
-  { key: 'description', title: 'Description', width: CONTENT_WIDTH - 110, align: 'left' },
-  { key: 'amount', title: 'Amount', width: 110, align: 'right' },
-];
+/**
+ * Table columns of the lines: description takes what the numbers leave. Lines without
+ * quantities (a credit note's) show only the description and the amount.
+ */
+function columnsOf(view: DocumentView): Column[] {
+  const titles = view.layout.columns;
+  if (view.lines.every((l) => l.quantity === '' && l.unitAmount === '')) {
+    return [
+      { key: 'description', title: titles.description, width: CONTENT_WIDTH - 110, align: 'left' },
+      { key: 'amount', title: titles.amount, width: 110, align: 'right' },
+    ];
+  }
+  return [
+    { key: 'description', title: titles.description, width: CONTENT_WIDTH - 250, align: 'left' },
+    { key: 'quantity', title: titles.quantity, width: 40, align: 'right' },
+    { key: 'unitAmount', title: titles.unitPrice, width: 100, align: 'right' },
+    { key: 'amount', title: titles.amount, width: 110, align: 'right' },
+  ];
+}
 
 type Doc = PDFKit.PDFDocument;
 
@@ -165,11 +175,13 @@ function labelledBlock(doc: Doc, x: number, y: number, width: number, heading: s
 function partiesAndFacts(doc: Doc, view: DocumentView): void {
   const top = doc.y;
   const half = CONTENT_WIDTH * 0.45;
-  const sellerBottom = labelledBlock(doc, PAGE.margin, top, half, 'From', view.seller.name, view.seller.lines);
+  const sellerBottom = labelledBlock(doc, PAGE.margin, top, half, view.seller.heading, view.seller.name, view.seller.lines);
 
   const factsWidth = CONTENT_WIDTH * 0.5;
   const factsX = PAGE.margin + CONTENT_WIDTH - factsWidth;
-  const labelWidth = 62;
+  // As wide as the longest label ("No. Faktur Pajak"), within reason: values keep the rest.
+  font(doc, 'regular', SIZE.body);
+  const labelWidth = Math.min(factsWidth * 0.45, Math.max(62, ...view.facts.map(([label]) => doc.widthOfString(label) + 8)));
   let y = top;
   for (const [label, value] of view.facts) {
     font(doc, 'regular', SIZE.body, COLOURS.muted).text(label, factsX, y, { width: labelWidth });
@@ -184,7 +196,7 @@ function partiesAndFacts(doc: Doc, view: DocumentView): void {
 
 function linesTable(doc: Doc, view: DocumentView): void {
   const padding = 6;
-  const columns = view.lines.every((l) => l.quantity === '' && l.unitAmount === '') ? AMOUNT_ONLY_COLUMNS : COLUMNS;
+  const columns = columnsOf(view);
   const headerHeight = 20;
   const drawHeader = () => {
     const y = doc.y;
@@ -230,7 +242,8 @@ function linesTable(doc: Doc, view: DocumentView): void {
 }
 
 function totals(doc: Doc, view: DocumentView): void {
-  const width = 250;
+  const width = 270;
+  const labelWidth = 140;
   const x = PAGE.margin + CONTENT_WIDTH - width;
   ensureRoom(doc, view.totals.length * 18 + 10);
   for (const total of view.totals) {
@@ -240,27 +253,32 @@ function totals(doc: Doc, view: DocumentView): void {
     if (total.strong) {
       doc.rect(x, y - 4, width, 22).fill(COLOURS.band);
     }
-    font(doc, weight, size, total.strong ? COLOURS.text : COLOURS.muted).text(total.label, x + 6, y + (total.strong ? 1 : 0), { width: 120, lineBreak: false });
-    font(doc, weight, size).text(total.value, x + 126, y + (total.strong ? 1 : 0), { width: width - 132, align: 'right', lineBreak: false });
+    font(doc, weight, size, total.strong ? COLOURS.text : COLOURS.muted).text(total.label, x + 6, y + (total.strong ? 1 : 0), { width: labelWidth, lineBreak: false });
+    font(doc, weight, size).text(total.value, x + 6 + labelWidth, y + (total.strong ? 1 : 0), { width: width - 12 - labelWidth, align: 'right', lineBreak: false });
     doc.y = y + (total.strong ? 24 : 16);
   }
   doc.y += 14;
 }
 
 function sectionBlock(doc: Doc, section: DocumentSection): void {
-  ensureRoom(doc, 40 + section.rows.length * 14);
+  ensureRoom(doc, 40 + section.rows.length * 14 + (section.note ? 30 : 0));
   font(doc, 'bold', SIZE.heading, COLOURS.accent).text(section.heading, PAGE.margin, doc.y, { width: CONTENT_WIDTH });
   doc.y += 3;
   rule(doc, doc.y);
   doc.y += 5;
+  if (section.note) {
+    font(doc, 'regular', SIZE.body).text(section.note, PAGE.margin, doc.y, { width: CONTENT_WIDTH });
+    doc.y += 6;
+  }
   if (section.columns) {
     tableRows(doc, [section.columns, ...section.rows], true);
   } else {
     for (const [label, value] of section.rows) {
       const y = doc.y;
-      font(doc, 'regular', SIZE.body, COLOURS.muted).text(label, PAGE.margin, y, { width: 140 });
-      font(doc, 'regular', SIZE.body).text(value, PAGE.margin + 140, y, { width: CONTENT_WIDTH - 140 });
-      doc.y = Math.max(doc.y, y + 12) + 2;
+      font(doc, 'regular', SIZE.body, COLOURS.muted).text(label, PAGE.margin, y, { width: LABEL_WIDTH - 6 });
+      const labelBottom = doc.y;
+      font(doc, 'regular', SIZE.body).text(value, PAGE.margin + LABEL_WIDTH, y, { width: CONTENT_WIDTH - LABEL_WIDTH });
+      doc.y = Math.max(doc.y, labelBottom, y + 12) + 2;
     }
   }
   doc.y += 12;
@@ -306,7 +324,8 @@ function footer(doc: Doc, view: DocumentView): void {
       lineBreak: false,
       ellipsis: true,
     });
-    doc.text(`Page ${i - range.start + 1} of ${range.count}`, PAGE.margin + CONTENT_WIDTH - 80, y, { width: 80, align: 'right', lineBreak: false });
+    const page = view.layout.page.replace('{page}', String(i - range.start + 1)).replace('{pages}', String(range.count));
+    doc.text(page, PAGE.margin + CONTENT_WIDTH - 80, y, { width: 80, align: 'right', lineBreak: false });
     doc.page.margins.bottom = bottom;
   }
 }

@@ -33,10 +33,10 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
     expect(mail.headers['x-billing-notification-id']).toBe(emailOf(entries).id);
     expect(mail.subject).toContain('SUB-8QZ1X2Y3');
     expect(mail.text).toContain('12345678901');
-    expect(mail.text).toContain('IDR 150,000.00');
-    expect(mail.text).toContain('Hello Dewi,');
+    expect(mail.text).toContain('Rp 150.000');
+    expect(mail.text).toContain('Halo Dewi,');
     expect(mail.html).toContain('12345678901');
-    expect(mail.html).toContain('IDR 150,000.00');
+    expect(mail.html).toContain('Rp 150.000');
 
     const sent = await entry(h.store.orm, emailOf(entries).id);
     expect(sent).toMatchObject({ status: 'sent', attempts: 1, lastError: null, nextAttemptAt: null });
@@ -125,7 +125,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
     h.clock.advance(MINUTE);
     expect((await h.deliver()).delivered).toEqual([id]);
     expect(h.smtp.messages).toHaveLength(1);
-    expect(h.smtp.messages[0].subject).toBe('Your Pro trial ends on 2026-12-01');
+    expect(h.smtp.messages[0].subject).toBe('Masa uji coba Pro Anda berakhir pada 1 Desember 2026');
     expect(await entry(h.store.orm, id)).toMatchObject({ status: 'sent', attempts: 2, lastError: null });
     expect((await h.attemptsOf(id)).map((a) => a.outcome)).toEqual(['failed', 'delivered']);
   });

@@ -45,7 +45,7 @@ describe.each(DATABASES)('notification delivery through a running server on %s',
     expect(instructions.to).toEqual([`${user.username}@example.com`]);
     expect(instructions.from).toBe('billing@shop.example');
     expect(instructions.text).toContain(details.va_number);
-    expect(instructions.text).toContain('IDR 100,000.00');
+    expect(instructions.text).toContain('Rp 100.000');
     expect(instructions.html).toContain(details.va_number);
 
     const [pendingPost] = await eventually('the payment_pending webhook', () => postsOfType('payment_pending').length > 0 && postsOfType('payment_pending'));
@@ -59,7 +59,7 @@ describe.each(DATABASES)('notification delivery through a running server on %s',
     // Paying at the gateway: the simulator notifies the webhook, which records topup_succeeded.
     const settled = await server.request('POST', `/_simulator/v2/${orderId}/settle`, { body: {} });
     expect(settled.status, settled.text).toBe(200);
-    const receipt = await eventually('the top-up receipt email', () => smtp.messages.find((m) => m.subject.startsWith('Top-up of IDR 100,000.00 received')));
+    const receipt = await eventually('the top-up receipt email', () => smtp.messages.find((m) => m.subject === 'Top-up Rp 100.000 diterima'));
     expect(receipt.text).toContain(orderId);
     await eventually('the topup_succeeded webhook', () => postsOfType('topup_succeeded').length > 0);
 

@@ -46,17 +46,17 @@ describe.each(DATABASES)('receipts carry their documents on %s', (kind) => {
   const event = (type: string) => receiver.posts.map((p) => JSON.parse(p.body)).find((e) => e.type === type);
 
   it('the payment receipt email attaches the invoice PDF; its webhook links to it', async () => {
-    const mail = smtp.messages.find((m) => m.subject.startsWith('Receipt:'))!;
+    const mail = smtp.messages.find((m) => m.subject.startsWith('Bukti pembayaran:'))!;
     expect(mail.attachments.map((a) => [a.filename, a.contentType])).toEqual([[`${invoice.number}.pdf`, 'application/pdf']]);
     const text = await pdfText(mail.attachments[0].content);
     expect(text).toContain(invoice.number);
     expect(text).toContain('PT Contoh Langganan Indonesia');
-    expect(mail.text).toContain('This email is your receipt');
+    expect(mail.text).toContain('Email ini adalah bukti pembayaran Anda');
     expect(event('payment_succeeded').data).toMatchObject({ invoice_pdf: `/invoices/${invoice.id}/pdf/` });
   });
 
   it("the refund email attaches the refund's credit note; its webhook links to the credit note and the invoice", async () => {
-    const mail = smtp.messages.find((m) => m.subject.startsWith('Refund of'))!;
+    const mail = smtp.messages.find((m) => m.subject.startsWith('Pengembalian dana'))!;
     expect(mail.attachments.map((a) => a.filename)).toEqual([`${note.number}.pdf`]);
     const text = await pdfText(mail.attachments[0].content);
     expect(text).toContain(note.number);
@@ -65,7 +65,7 @@ describe.each(DATABASES)('receipts carry their documents on %s', (kind) => {
   });
 
   it('other events attach nothing and link nothing', async () => {
-    const activated = smtp.messages.find((m) => /is active/.test(m.subject))!;
+    const activated = smtp.messages.find((m) => /sudah aktif/.test(m.subject))!;
     expect(activated.attachments).toEqual([]);
     expect(event('subscription_activated').data).not.toHaveProperty('invoice_pdf');
   });

@@ -9,8 +9,9 @@ import { DocumentRenderer, RenderRefusedError, type RefusalReason } from '../../
 
 const view = (number: string): DocumentView => ({
   title: 'Invoice', number, issuedAt: new Date('2026-11-01T00:00:00Z'),
-  seller: { name: 'PT Contoh', lines: [], logoPath: null }, customer: { heading: 'Bill to', name: 'Siti', lines: [] },
+  seller: { heading: 'From', name: 'PT Contoh', lines: [], logoPath: null }, customer: { heading: 'Bill to', name: 'Siti', lines: [] },
   facts: [], stamp: null, lines: [], totals: [], sections: [], footer: [],
+  layout: { columns: { description: 'Description', quantity: 'Qty', unitPrice: 'Unit price', amount: 'Amount' }, page: 'Page {page} of {pages}' },
 });
 
 function heldRenders() {
