@@ -36,6 +36,15 @@ export function isoDate(at: Date): string {
 }
 
 /**
+ * NOTE: the calendar day of `at` where the seller is (BILLING_TIMEZONE): an invoice made at
+ * 18:30 UTC on 31 March is dated 1 April in Jakarta, and belongs to April's tax period.
+ */
+export function localDate(at: Date, timeZone: string): string {
+  // en-CA formats a date as YYYY-MM-DD.
+  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+}
+
+/**
  * The first cycle boundary strictly after `at`, counted from `anchor` (never before the first
  * boundary, `cycles` = 1). A renewal's period ends here: computed from the anchor rather than by
  * adding a month to the previous end, so month-end clamping never drifts (31 Jan → 29 Feb →

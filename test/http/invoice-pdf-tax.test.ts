@@ -275,6 +275,14 @@ describe.each(DATABASES)('taxed invoice PDFs in English (BILLING_LOCALE=en-US) o
   });
   afterAll(async () => server?.stop());
 
+  it('the in-app notifications follow BILLING_LOCALE too', async () => {
+    const user = await buyer(server, BUSINESS);
+    const created = await subscribe(server, user, { plan_id: 'pro-tax', payment_type: 'bank_transfer' });
+    await simulate(server, created.body.payment.order_id, 'settle');
+    const titles = (await server.api('GET', '/notifications/', { auth: user })).body.results.map((n: { title: string }) => n.title);
+    expect(titles).toEqual(expect.arrayContaining(['Payment waiting', 'Payment received', 'Subscription active']));
+  });
+
   it('shows the English labels, the same figures in en-US digits, how to pay, and a refund', async () => {
     const user = await buyer(server, BUSINESS);
     const created = await subscribe(server, user, { plan_id: 'pro-tax', payment_type: 'bank_transfer', metadata: { bank: 'bca' } });

@@ -130,6 +130,12 @@ describe.each(DATABASES)('PPN on invoices on %s', (kind) => {
     expectConsistentTax(first);
   });
 
+  it('an invoice issued at 18:00 UTC on 31 December is dated 1 January where the seller is (Asia/Jakarta), and numbered in the new year', async () => {
+    clock.set(new Date('2026-12-31T18:00:00.000Z'));
+    const created = await subscribe(server, user, { plan_id: 'pro-tax', payment_type: 'bank_transfer' });
+    expect(await invoice(created.body.payment.invoice_id)).toMatchObject({ issue_date: '2027-01-01', due_date: '2027-01-01', number: expect.stringMatching(/^INV-2027-\d{6}$/) });
+  });
+
   it('an untaxed plan carries no PPN on a PKP', async () => {
     const created = await subscribe(server, user, { plan_id: 'untaxed', payment_type: 'bank_transfer' });
     expect(await invoice(created.body.payment.invoice_id)).toMatchObject({ total_amount: '50000.00', tax_behavior: 'none', tax_rate: '0.00', tax_amount: '0.00', tax_base: '0.00' });

@@ -2199,9 +2199,15 @@ export interface components {
             subscription_id: string | null;
             status: components["schemas"]["InvoiceStatus"];
             currency: components["schemas"]["Currency"];
-            /** Format: date */
+            /**
+             * Format: date
+             * @description The day the invoice was issued, in the seller's time zone (`BILLING_TIMEZONE`, default Asia/Jakarta).
+             */
             issue_date: string;
-            /** Format: date */
+            /**
+             * Format: date
+             * @description The day it is due, in the seller's time zone.
+             */
             due_date: string;
             /** Format: date-time */
             paid_at: string | null;

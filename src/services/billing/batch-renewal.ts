@@ -9,7 +9,7 @@ import { PeriodFund } from '../../db/entities/period-fund.js';
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import { User } from '../../db/entities/user.js';
-import { isoDate } from '../../domain/billing-calendar.js';
+import { localDate } from '../../domain/billing-calendar.js';
 import { add, isPositive, money, multiplyAndRound, ZERO } from '../../domain/money.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { invoiceTaxFields, priceInvoice, type CreateInvoiceInput, type InvoicePricing } from '../invoices/create-invoice.js';
@@ -139,7 +139,7 @@ export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]):
       const invoiceId = randomUUID();
       invoices.push({
         id: invoiceId, number, user: sub.user.id, subscription: sub.id, status: 'paid', billingReason: input.billingReason, currency: input.currency,
-        issueDate: isoDate(input.issuedAt), dueDate: isoDate(input.dueAt), paidAt: at, ...invoiceTaxFields(pricing, sub.user), amountRefunded: ZERO,
+        issueDate: localDate(input.issuedAt, ctx.config.documents.timeZone), dueDate: localDate(input.dueAt, ctx.config.documents.timeZone), paidAt: at, ...invoiceTaxFields(pricing, sub.user), amountRefunded: ZERO,
         periodStart: input.periodStart, periodEnd: input.periodEnd, retryCount: 0, nextRetryAt: input.dueAt, createdAt: at, updatedAt: now,
       });
       input.lines.forEach((line, position) => {

@@ -11,7 +11,7 @@ export interface DeliveryChannels {
 
 export function createDeliveryChannels(config: Config): DeliveryChannels {
   return {
-    email: config.smtpUrl ? new SmtpEmailSender(config.smtpUrl, config.mailFrom) : null,
+    email: config.smtpUrl ? new SmtpEmailSender(config.smtpUrl, config.mailFrom, config.documents) : null,
     webhook: config.outboundWebhookUrl
       ? new WebhookSender(config.outboundWebhookUrl, config.outboundWebhookSecret, config.outboundWebhookTimeoutMs)
       : null,

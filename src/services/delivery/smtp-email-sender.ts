@@ -6,6 +6,8 @@ import { delivered, oneLine, permanent, retryable, type ChannelSender, type Send
 import type { ReceiptDocument } from '../documents/receipt-document.js';
 import type { PdfFile } from '../documents/invoice-pdf.js';
 import { renderNotificationEmail } from './email-templates.js';
+import type { LocaleSettings } from '../documents/labels/labels.js';
+import { DEFAULT_LOCALE_SETTINGS } from '../documents/labels/localisation.js';
 
 // Deliberately stricter than RFC 5322: anything a mail server would have to guess about fails at once.
 const ADDRESS = /^[^\s@<>()[\],;:"\\]+@[^\s@<>()[\],;:"\\]+\.[^\s@<>()[\],;:"\\]+$/;
@@ -29,7 +31,12 @@ export function classifySmtpError(err: unknown): SendOutcome {
 export class SmtpEmailSender implements ChannelSender {
   private readonly transport: Transporter<SMTPTransport.SentMessageInfo>;
 
-  constructor(smtpUrl: string, private readonly from: string) {
+  constructor(
+    smtpUrl: string,
+    private readonly from: string,
+    /** BILLING_LOCALE and BILLING_TIMEZONE: the email's language and its dates. */
+    private readonly locale: LocaleSettings = DEFAULT_LOCALE_SETTINGS,
+  ) {
     const options: SMTPTransport.Options = {
       url: smtpUrl,
       // nodemailer's defaults let a silent server hold a delivery for up to an hour.
@@ -48,7 +55,7 @@ export class SmtpEmailSender implements ChannelSender {
     if (address.length > 254 || !ADDRESS.test(address)) return permanent(`invalid email address ${JSON.stringify(address)}`);
     let email;
     try {
-      email = renderNotificationEmail(entry.notificationType, entry.data, user.firstName || user.username);
+      email = renderNotificationEmail(entry.notificationType, entry.data, user.firstName || user.username, this.locale);
     } catch (err) {
       return permanent(oneLine(`cannot render the email: ${(err as Error).message}`));
     }

@@ -1,7 +1,7 @@
 import { Invoice, InvoiceLine, type BillingReason, type InvoiceLineKind } from '../../db/entities/invoice.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
-import { isoDate } from '../../domain/billing-calendar.js';
+import { localDate } from '../../domain/billing-calendar.js';
 import { add, money, multiplyAndRound } from '../../domain/money.js';
 import { taxInvoice, type InvoiceTax, type TaxBehavior } from '../../domain/tax.js';
 import type { Config } from '../../config.js';
@@ -74,8 +74,8 @@ export async function createInvoice(ctx: DataContext, input: CreateInvoiceInput)
     status: 'open',
     billingReason: input.billingReason,
     currency: input.currency,
-    issueDate: isoDate(input.issuedAt),
-    dueDate: isoDate(input.dueAt),
+    issueDate: localDate(input.issuedAt, ctx.config.documents.timeZone),
+    dueDate: localDate(input.dueAt, ctx.config.documents.timeZone),
     ...invoiceTaxFields(pricing, input.user),
     periodStart: input.periodStart ?? null,
     periodEnd: input.periodEnd ?? null,

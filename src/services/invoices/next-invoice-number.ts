@@ -1,3 +1,4 @@
+import { localDate } from '../../domain/billing-calendar.js';
 import type { DataContext } from '../context.js';
 
 /*
@@ -46,7 +47,8 @@ export async function nextCreditNoteNumber(ctx: DataContext, at: Date): Promise<
 async function reserveNumbers(ctx: DataContext, series: DocumentSeries, at: Date, count: number): Promise<string[]> {
   if (!ctx.em.isInTransaction()) throw new Error(`${series.counter} numbers must be reserved inside a transaction`);
   if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`count must be a positive whole number, got ${count}`);
-  const year = at.getUTCFullYear();
+  // The year of the document's date where the seller is (BILLING_TIMEZONE), as its issue_date.
+  const year = localDate(at, ctx.config.documents.timeZone).slice(0, 4);
   const name = `${series.counter}:${year}`;
   await ctx.em.execute('insert into counters (name, value) values (?, 0) on conflict (name) do nothing', [name], 'run');
   const rows = (await ctx.em.execute('update counters set value = value + ? where name = ? returning value', [count, name], 'all')) as {

@@ -15,7 +15,7 @@ export function notificationRows(
   const channels: NotificationChannel[] = ['in_app'];
   if (ctx.config.smtpUrl && user.email) channels.push('email');
   if (ctx.config.outboundWebhookUrl) channels.push('webhook');
-  const { title, message } = notificationContent(type, data);
+  const { title, message } = notificationContent(type, data, ctx.config.documents);
   const now = ctx.clock.now();
   return channels.map((channel) => ({
     user,
