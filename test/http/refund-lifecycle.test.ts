@@ -134,6 +134,29 @@ describe.each(DATABASES)('a refund takes effect when the gateway accepts it (%s)
     expect(await dbOf(server).count(CreditNote, { payment: payment.id })).toBe(1);
   });
 
+  it('money a pending refund holds is not credited by a plan change meanwhile: the refund, once accepted, takes it (long seed 2604922969)', async () => {
+    const { user, server } = stage;
+    const { subscription, payment } = await activeSubscription(server, user, 'basic-yearly', 'gopay');
+    stage.clock.advance(DAY);
+    // The gateway refunds all of it, but its answer and notification are lost: pending here.
+    await fault({ mode: 'http_500', when: 'after', count: 1, operations: ['refund'], notify: false });
+    const pending = await refund(user, payment.id, {});
+    expect(pending.status, pending.text).toBe(202);
+    // The unused share of the year, less one day: 500,000 x 365/366 (2027-03-02 to 2028-03-01, a leap year).
+    const held = pending.body.refund.amount;
+    expect(held).toBe('498634.00');
+    // A downgrade now would credit the unused year to the wallet: that money is held by the refund.
+    const down = await server.api('POST', `/subscriptions/${subscription.id}/change-plan/`, { auth: user, body: { plan_id: 'basic-monthly', immediate: true } });
+    expect(down.status, down.text).toBe(200);
+    expect(await walletBalance(server, user)).toBe('0.00');
+    // The retry reads the gateway's answer: the refund took the money back to the customer.
+    const retry = await refund(user, payment.id, {});
+    expect(retry.status, retry.text).toBe(200);
+    expect(retry.body.payment).toMatchObject({ refunded_amount: held, credited_amount: '0.00' });
+    expect(await walletBalance(server, user)).toBe('0.00');
+    expect(server.running.billing.simulator!.transaction(payment.order_id)!.refunds).toHaveLength(1);
+  });
+
   it('a refund whose answer was lost is confirmed by its notification: the effects come then', async () => {
     const { user, server } = stage;
     const { subscription, payment } = await activeSubscription(server, user, 'basic-monthly', 'gopay');

@@ -1,4 +1,4 @@
-import type { Payment } from '../../db/entities/payment.js';
+import { Refund, type Payment } from '../../db/entities/payment.js';
 import { PeriodFund } from '../../db/entities/period-fund.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
@@ -39,9 +39,40 @@ async function runningFunds(ctx: DataContext, where: { subscription: Subscriptio
 
 const share = (row: PeriodFund, at: Date): Money => unusedShare(row.amount, row.periodStart, row.periodEnd, at, row.payment.currency);
 
-/** The unused share, at `at`, of what was paid for the subscription's service: nothing for a trial or an unpaid period. */
+/**
+ * The unused share, at `at`, of what was paid for the subscription's service, less what refunds
+ * still waiting for the gateway hold of it: nothing for a trial or an unpaid period.
+ */
 export async function unusedCredit(ctx: DataContext, sub: Subscription, at: Date): Promise<Money> {
-  return (await runningFunds(ctx, { subscription: sub }, at)).reduce((sum, row) => add(sum, share(row, at)), ZERO);
+  const held = new PendingRefunds(ctx);
+  let credit = ZERO;
+  for (const row of await runningFunds(ctx, { subscription: sub }, at)) {
+    const unused = share(row, at);
+    credit = add(credit, subtract(unused, await held.take(row.payment, unused)));
+  }
+  return credit;
+}
+
+/**
+ * NOTE: a refund waiting for the gateway (its answer was lost) holds its amount of the payment's
+ * unused funds: the gateway may already have paid it out. Neither a plan change's credit nor
+ * the new period may use that money; the refund takes it when it is accepted (withdrawFunds),
+ * and if it fails the money funds the period it was moved to. `take` hands out what is still
+ * held, payment by payment, once.
+ */
+class PendingRefunds {
+  private readonly left = new Map<string, Money>();
+  constructor(private readonly ctx: DataContext) {}
+
+  async take(payment: Payment, upTo: Money): Promise<Money> {
+    if (!this.left.has(payment.id)) {
+      const pending = await this.ctx.em.find(Refund, { payment, status: 'pending' }, { fields: ['amount'] });
+      this.left.set(payment.id, pending.reduce((sum, r) => add(sum, r.amount), ZERO));
+    }
+    const taken = minimum(this.left.get(payment.id)!, upTo);
+    this.left.set(payment.id, subtract(this.left.get(payment.id)!, taken));
+    return isPositive(taken) ? taken : ZERO;
+  }
 }
 
 /** The unused share, at `at`, of what one payment paid for. */
@@ -74,12 +105,17 @@ export async function moveFundsToNewPeriod(
   let toCarry = carry;
   let credited = ZERO;
   const parts: UnusedPart[] = [];
+  const held = new PendingRefunds(ctx);
   for (const row of await runningFunds(ctx, { subscription: sub }, at)) {
     const unused = closeRow(row, at);
-    const carried = compare(toCarry, ZERO) > 0 ? minimum(unused, toCarry) : ZERO;
+    // What a pending refund holds moves with the period, used for nothing (PendingRefunds).
+    const reserved = await held.take(row.payment, unused);
+    const free = subtract(unused, reserved);
+    const carried = compare(toCarry, ZERO) > 0 ? minimum(free, toCarry) : ZERO;
     toCarry = subtract(toCarry, carried);
-    fundPeriod(ctx, { subscription: sub, payment: row.payment, amount: carried, start, end });
-    const rest = subtract(unused, carried);
+    // Never more than the payment still holds (a safety bound: refunds and credits so far).
+    const rest = minimum(subtract(free, carried), await creditable(ctx, row.payment));
+    fundPeriod(ctx, { subscription: sub, payment: row.payment, amount: subtract(unused, rest), start, end });
     if (isPositive(rest)) {
       row.payment.creditedAmount = add(row.payment.creditedAmount, rest);
       credited = add(credited, rest);
@@ -89,6 +125,17 @@ export async function moveFundsToNewPeriod(
     }
   }
   return { credited, parts };
+}
+
+/**
+ * What of a payment may still be credited to the wallet: what it brought in, less its refunds
+ * (pending ones too, as refundLimit holds them), its credits so far and what was charged back.
+ */
+async function creditable(ctx: DataContext, payment: Payment): Promise<Money> {
+  const refunds = await ctx.em.find(Refund, { payment, status: { $ne: 'failed' } }, { fields: ['amount'] });
+  const held = refunds.reduce((sum, r) => add(sum, r.amount), ZERO);
+  const free = subtract(payment.grossAmount, add(held, payment.creditedAmount, payment.chargebackAmount));
+  return isPositive(free) ? free : ZERO;
 }
 
 /**
