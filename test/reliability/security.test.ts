@@ -23,6 +23,7 @@ const VALID_BODIES: Record<string, unknown> = {
   createTopup: { amount: 15000, payment_type: 'qris' },
   login: { username: 'alice', password: 'whatever it is' },
   changePassword: { current_password: 'whatever it is', new_password: 'a long enough new one' },
+  putTaxProfile: { buyer_type: 'individual', nik: '3171012345670001', name: 'Alice', address: 'Jakarta' },
 };
 
 describe.each(DATABASES)('security of a server process (%s)', (kind) => {
