@@ -4780,6 +4780,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaxProfile"];
                 };
             };
+            400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
