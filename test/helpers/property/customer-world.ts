@@ -458,7 +458,13 @@ function gatewayTruthProblems(c: Customer, payments: Payment[], refunds: Refund[
     const tx = gatewayRecord(c, t.orderId);
     const theirs = gatewayView(tx);
     const info = (tx?.metadata as { extra_info?: { gross_amount_info?: { customer_imposed_payment_fee?: string | number } } } | null)?.extra_info?.gross_amount_info;
-    if (theirs.state === 'paid' && info?.customer_imposed_payment_fee !== undefined) theirs.gross = subtract(theirs.gross, add(ZERO, String(info.customer_imposed_payment_fee)));
+    if (theirs.state === 'paid' && info?.customer_imposed_payment_fee !== undefined) {
+      theirs.gross = subtract(theirs.gross, add(ZERO, String(info.customer_imposed_payment_fee)));
+      // A refund of the whole gross at the gateway gives the customer the fee back too: money
+      // the service never held (long seed 3133026555, path 307:0:7:5:4:4:5:0:4:5). Ours is the
+      // original amount, so the top-up records at most that.
+      if (compare(theirs.refunded, theirs.gross) > 0) theirs.refunded = theirs.gross;
+    }
     compareViews(t.orderId, ours, theirs);
   }
   return problems;
