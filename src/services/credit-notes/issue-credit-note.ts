@@ -59,13 +59,15 @@ export async function issueCreditNote(ctx: DataContext, input: CreditNoteInput):
   }
   const invoice = await ctx.em.findOneOrFail(Invoice, { id: invoiceRef.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   const paid = await paidOnInvoice(ctx, invoice);
-  const credited = await creditedOnInvoice(ctx, invoice);
+  // One read of the invoice's notes for both sums: all of them (the invariant) and those that gave back supply (PPN).
+  const earlier = await ctx.em.find(CreditNote, { invoice }, { fields: ['amount', 'reason'] });
+  const credited = add(ZERO, ...earlier.map((n) => n.amount));
   if (compare(add(credited, input.amount), paid) > 0) {
     throw new CreditNoteInvariantError(
       `A credit note of ${input.amount} ${invoice.currency} on invoice ${invoice.number} would take its credit notes (${credited}) past what was paid on it (${paid}).`,
     );
   }
-  const tax = creditNoteTax(invoice, await suppliedCreditedOnInvoice(ctx, invoice), input);
+  const tax = creditNoteTax(invoice, add(ZERO, ...earlier.filter((n) => creditsTax(n.reason)).map((n) => n.amount)), input);
   const at = ctx.clock.now();
   const note = ctx.em.create(CreditNote, {
     number: await nextCreditNoteNumber(ctx, at),
@@ -103,12 +105,6 @@ function creditNoteTax(invoice: Invoice, suppliedCreditedBefore: Money, input: C
   if (!creditsTax(input.reason)) return { taxAmount: ZERO, taxAction: 'none' };
   const taxAmount = creditedTax(invoice, suppliedCreditedBefore, input.amount);
   return { taxAmount, taxAction: taxActionFor(taxAmount, compare(add(suppliedCreditedBefore, input.amount), invoice.totalAmount) >= 0) };
-}
-
-/** The sum of an invoice's credit notes that gave back part of its supply (creditsTax). */
-async function suppliedCreditedOnInvoice(ctx: DataContext, invoice: Invoice): Promise<Money> {
-  const notes = await ctx.em.find(CreditNote, { invoice, reason: { $ne: 'unusable_settlement' } }, { fields: ['amount'] });
-  return add(ZERO, ...notes.map((n) => n.amount));
 }
 
 /** What was paid on an invoice: the gross of its payments whose money arrived (settled at some time). */

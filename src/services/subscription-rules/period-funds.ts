@@ -61,17 +61,36 @@ export async function unusedCredit(ctx: DataContext, sub: Subscription, at: Date
  * held, payment by payment, once.
  */
 class PendingRefunds {
-  private readonly left = new Map<string, Money>();
+  /** Per payment: what its pending refunds still hold here, and all its refunds but failed ones. */
+  private readonly refunds = new Map<string, { left: Money; held: Money }>();
   constructor(private readonly ctx: DataContext) {}
 
-  async take(payment: Payment, upTo: Money): Promise<Money> {
-    if (!this.left.has(payment.id)) {
-      const pending = await this.ctx.em.find(Refund, { payment, status: 'pending' }, { fields: ['amount'] });
-      this.left.set(payment.id, pending.reduce((sum, r) => add(sum, r.amount), ZERO));
+  private async of(payment: Payment): Promise<{ left: Money; held: Money }> {
+    let known = this.refunds.get(payment.id);
+    if (!known) {
+      // One read per payment serves both take() and creditable().
+      const rows = await this.ctx.em.find(Refund, { payment, status: { $ne: 'failed' } }, { fields: ['amount', 'status'] });
+      const sum = (list: Pick<Refund, 'amount'>[]) => list.reduce((total, r) => add(total, r.amount), ZERO);
+      known = { left: sum(rows.filter((r) => r.status === 'pending')), held: sum(rows) };
+      this.refunds.set(payment.id, known);
     }
-    const taken = minimum(this.left.get(payment.id)!, upTo);
-    this.left.set(payment.id, subtract(this.left.get(payment.id)!, taken));
+    return known;
+  }
+
+  async take(payment: Payment, upTo: Money): Promise<Money> {
+    const known = await this.of(payment);
+    const taken = minimum(known.left, upTo);
+    known.left = subtract(known.left, taken);
     return isPositive(taken) ? taken : ZERO;
+  }
+
+  /**
+   * What of a payment may still be credited to the wallet: what it brought in, less its refunds
+   * (pending ones too, as refundLimit holds them), its credits so far and what was charged back.
+   */
+  async creditable(payment: Payment): Promise<Money> {
+    const free = subtract(payment.grossAmount, add((await this.of(payment)).held, payment.creditedAmount, payment.chargebackAmount));
+    return isPositive(free) ? free : ZERO;
   }
 }
 
@@ -114,7 +133,7 @@ export async function moveFundsToNewPeriod(
     const carried = compare(toCarry, ZERO) > 0 ? minimum(free, toCarry) : ZERO;
     toCarry = subtract(toCarry, carried);
     // Never more than the payment still holds (a safety bound: refunds and credits so far).
-    const rest = minimum(subtract(free, carried), await creditable(ctx, row.payment));
+    const rest = minimum(subtract(free, carried), await held.creditable(row.payment));
     fundPeriod(ctx, { subscription: sub, payment: row.payment, amount: subtract(unused, rest), start, end });
     if (isPositive(rest)) {
       row.payment.creditedAmount = add(row.payment.creditedAmount, rest);
@@ -125,17 +144,6 @@ export async function moveFundsToNewPeriod(
     }
   }
   return { credited, parts };
-}
-
-/**
- * What of a payment may still be credited to the wallet: what it brought in, less its refunds
- * (pending ones too, as refundLimit holds them), its credits so far and what was charged back.
- */
-async function creditable(ctx: DataContext, payment: Payment): Promise<Money> {
-  const refunds = await ctx.em.find(Refund, { payment, status: { $ne: 'failed' } }, { fields: ['amount'] });
-  const held = refunds.reduce((sum, r) => add(sum, r.amount), ZERO);
-  const free = subtract(payment.grossAmount, add(held, payment.creditedAmount, payment.chargebackAmount));
-  return isPositive(free) ? free : ZERO;
 }
 
 /**
