@@ -12,6 +12,7 @@ import { Migration20261126074415 } from './Migration20261126074415.js';
 import { Migration20261126104044 } from './Migration20261126104044.js';
 import { Migration20261126143209 } from './Migration20261126143209.js';
 import { Migration20261126150222 } from './Migration20261126150222.js';
+import { Migration20261126174541 } from './Migration20261126174541.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -27,4 +28,5 @@ export const migrations = [
   { name: 'Migration20261126104044', class: Migration20261126104044 },
   { name: 'Migration20261126143209', class: Migration20261126143209 },
   { name: 'Migration20261126150222', class: Migration20261126150222 },
+  { name: 'Migration20261126174541', class: Migration20261126174541 },
 ];

@@ -13,4 +13,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261126104044',
   'Migration20261126143209',
   'Migration20261126150222',
+  'Migration20261126174541',
 ];

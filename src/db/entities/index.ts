@@ -12,8 +12,12 @@ export * from './period-fund.js';
 export * from './trial-grant.js';
 export * from './credit-note.js';
 export * from './access-version.js';
+export * from './api-key.js';
+export * from './audit-event.js';
 
 import { AccessVersionSchema } from './access-version.js';
+import { ApiKeySchema } from './api-key.js';
+import { AuditEventSchema } from './audit-event.js';
 import { CreditNoteLineSchema, CreditNoteSchema } from './credit-note.js';
 import { DeliveryAttemptSchema } from './delivery-attempt.js';
 import { CounterSchema, InvoiceLineSchema, InvoiceSchema } from './invoice.js';
@@ -52,4 +56,6 @@ export const allEntities = [
   SessionSchema,
   LoginThrottleSchema,
   AccessVersionSchema,
+  ApiKeySchema,
+  AuditEventSchema,
 ];

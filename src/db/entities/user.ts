@@ -13,6 +13,8 @@ export class User {
   phone: string | null = null;
   /** The buyer identity invoices are made out to (PUT /tax-profile/); each invoice keeps a copy. */
   taxProfile: TaxProfile | null = null;
+  /** Set by `billing-admin users disable`: the user can no longer log in or use the API. */
+  disabledAt: Date | null = null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -30,6 +32,7 @@ export const UserSchema = new EntitySchema<User>({
     lastName: { type: 'string', length: 150, default: '' },
     phone: { type: 'string', length: 50, nullable: true },
     taxProfile: { type: 'json', nullable: true },
+    disabledAt: { type: 'Date', nullable: true },
     createdAt: createdAtProperty,
     updatedAt: updatedAtProperty,
   },

@@ -1,0 +1,47 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { idProperty } from './common.js';
+
+export type AuditActorType = 'staff' | 'api_key' | 'cli';
+
+/** One field's value before and after a change. */
+export type AuditChanges = Record<string, [unknown, unknown]>;
+
+/**
+ * A change made by a person or a key (DECISIONS.md section 12): append-only. On PostgreSQL a
+ * trigger refuses every UPDATE and DELETE of the table (the migration that made it); on SQLite
+ * two triggers do the same. Nothing in the service updates or deletes a row.
+ */
+export class AuditEvent {
+  id!: string;
+  occurredAt!: Date;
+  actorType!: AuditActorType;
+  /** The staff user's id, the key's id, or the operating-system user of the CLI. */
+  actorId!: string;
+  actorName!: string;
+  action!: string;
+  targetType!: string;
+  targetId!: string;
+  reason: string | null = null;
+  /** The API request's id, or the CLI's command line. */
+  requestId: string | null = null;
+  changes: AuditChanges = {};
+}
+
+export const AuditEventSchema = new EntitySchema<AuditEvent>({
+  class: AuditEvent,
+  tableName: 'audit_events',
+  indexes: [{ properties: ['targetId'] }, { properties: ['actorName'] }, { properties: ['occurredAt'] }],
+  properties: {
+    id: idProperty,
+    occurredAt: { type: 'Date' },
+    actorType: { type: 'string', length: 10 },
+    actorId: { type: 'string', length: 200 },
+    actorName: { type: 'string', length: 200 },
+    action: { type: 'string', length: 60 },
+    targetType: { type: 'string', length: 40 },
+    targetId: { type: 'string', length: 200 },
+    reason: { type: 'text', nullable: true },
+    requestId: { type: 'text', nullable: true },
+    changes: { type: 'json' },
+  },
+});
