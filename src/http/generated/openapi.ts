@@ -998,6 +998,516 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/subscriptions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's subscriptions
+         * @description Staff only: subscriptions of every user, newest first, filtered by the query's parameters
+         *     (all must hold). Anyone but staff users and API keys gets `404`.
+         */
+        get: operations["adminListSubscriptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/subscriptions/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up any user's subscription
+         * @description Staff only.
+         */
+        get: operations["adminGetSubscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/subscriptions/{id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a subscription for its user
+         * @description Staff only, write scope. Cancels now (the same rules as the user's own cancel: no refund),
+         *     or at the end of the paid period with `at_period_end`. Recorded in the audit trail with the
+         *     `reason`, which the customer never sees.
+         */
+        post: operations["adminCancelSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/subscriptions/{id}/pause/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a subscription for its user
+         * @description Staff only, write scope. The rules of the user's own pause. Recorded in the audit trail.
+         */
+        post: operations["adminPauseSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/subscriptions/{id}/resume/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a subscription for its user
+         * @description Staff only, write scope. The rules of the user's own resume. Recorded in the audit trail.
+         */
+        post: operations["adminResumeSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/subscriptions/{id}/sync/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sync a subscription's payments with the gateway
+         * @description Staff only, write scope. Asks the gateway for the status of the subscription's open
+         *     payments and applies what it says, like `POST /subscriptions/{id}/sync/`. Recorded in the
+         *     audit trail.
+         */
+        post: operations["adminSyncSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/invoices/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's invoices
+         * @description Staff only: invoices of every user, newest first, filtered by the query's parameters
+         *     (all must hold). Anyone but staff users and API keys gets `404`.
+         */
+        get: operations["adminListInvoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/invoices/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up any user's invoice
+         * @description Staff only, with its lines.
+         */
+        get: operations["adminGetInvoice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/payments/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's payments
+         * @description Staff only: payments of every user, newest first, filtered by the query's parameters
+         *     (all must hold). Anyone but staff users and API keys gets `404`.
+         */
+        get: operations["adminListPayments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/payments/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up any user's payment
+         * @description Staff only. With `gateway=true` the gateway's own status of the payment is asked and
+         *     shown beside the local one (`gateway`), without changing anything; an unreachable gateway
+         *     answers `502`/`503`.
+         */
+        get: operations["adminGetPayment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/payments/{id}/refund/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund any user's payment
+         * @description Staff only, write scope. The refund of `billing-admin payments refund`: bounded only by
+         *     what is refundable (gross - refunded - credited); unless `keep_subscription`, the
+         *     subscription the payment paid for ends once the gateway accepts the refund. `reason` stays
+         *     in the audit trail; the customer sees `description` (default: none). Answers like
+         *     `POST /payments/{id}/refund/`: `202` when the gateway's answer was lost.
+         */
+        post: operations["adminRefundPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/refunds/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's refunds
+         * @description Staff only: refunds of every user, newest first, filtered by the query's parameters
+         *     (all must hold). Anyone but staff users and API keys gets `404`.
+         */
+        get: operations["adminListRefunds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/credit-notes/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's credit notes
+         * @description Staff only: credit notes of every user, newest first, filtered by the query's parameters
+         *     (all must hold). Anyone but staff users and API keys gets `404`.
+         */
+        get: operations["adminListCreditNotes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/wallets/{user}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up a user's wallet and ledger
+         * @description Staff only. The wallet (made empty if the user has none, as for the user) and a page of its
+         *     ledger, newest first.
+         */
+        get: operations["adminGetWallet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/wallets/{user}/adjust/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Credit or debit a user's wallet
+         * @description Staff only, write scope. A signed `amount` credits (positive) or debits (negative) the
+         *     wallet; a debit cannot take it below zero (`409` `insufficient_funds`). The customer's ledger
+         *     shows `description` (default "Credit from support" or "Debit by support"), never `reason`,
+         *     which stays in the audit trail. A `reference` used before posts nothing (`already_applied`).
+         */
+        post: operations["adminAdjustWallet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/topups/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's top-ups
+         * @description Staff only: top-ups of every user, newest first, filtered by the query's parameters
+         *     (all must hold). Anyone but staff users and API keys gets `404`.
+         */
+        get: operations["adminListTopups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/notifications/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's notification log entries
+         * @description Staff only: notification log entries of every user, newest first, filtered by the query's parameters
+         *     (all must hold). Anyone but staff users and API keys gets `404`.
+         */
+        get: operations["adminListNotifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/notifications/{id}/resend/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an email or webhook notification again
+         * @description Staff only, write scope. A `sent` or `failed` email or webhook entry goes back to
+         *     `queued` with fresh attempts and is delivered at once where a channel is configured (in-app
+         *     entries and queued ones answer `409`). Recorded in the audit trail.
+         */
+        post: operations["adminResendNotification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook-logs/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every user's webhook logs
+         * @description Staff only: webhook logs of every user, newest first, filtered by the query's parameters
+         *     (all must hold). Anyone but staff users and API keys gets `404`.
+         */
+        get: operations["adminListWebhookLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook-logs/{id}/replay/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay a stored gateway notification
+         * @description Staff only, write scope. Runs the webhook's processing again on the stored payload, as
+         *     `billing-admin webhooks replay --id` does: a `received`, `failed` or `invalid` log only
+         *     (`409` otherwise). Recorded in the audit trail.
+         */
+        post: operations["adminReplayWebhookLog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/audit-events/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit trail
+         * @description Staff only. Every change made by a staff user, an API key or the CLI, newest first.
+         *     Audit events cannot be changed or deleted by any interface.
+         */
+        get: operations["adminListAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/reports/revenue/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The revenue report
+         * @description Staff only. Money collected, refunded, charged back and net, per month and payment type. Months are `BILLING_TIMEZONE` months from `from` to `to`
+         *     inclusive (at most 120); definitions in `docs/reports.md`.
+         */
+        get: operations["adminRevenueReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/reports/mrr/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The mrr report
+         * @description Staff only. Monthly recurring revenue at each month's end, by plan, with its movements. Months are `BILLING_TIMEZONE` months from `from` to `to`
+         *     inclusive (at most 120); definitions in `docs/reports.md`.
+         */
+        get: operations["adminMrrReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/reports/churn/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The churn report
+         * @description Staff only. Logo churn and revenue churn per month. Months are `BILLING_TIMEZONE` months from `from` to `to`
+         *     inclusive (at most 120); definitions in `docs/reports.md`.
+         */
+        get: operations["adminChurnReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1123,7 +1633,7 @@ export interface components {
              * @example validation_error
              * @enum {string}
              */
-            code: "validation_error" | "not_authenticated" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
+            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
             /** @description For `validation_error`, one entry per invalid field. */
             errors?: components["schemas"]["FieldError"][];
         };
@@ -2759,8 +3269,406 @@ export interface components {
              */
             token?: string;
         };
+        OwnerRef: {
+            /** Format: uuid */
+            id: string;
+            /** @example alice */
+            username: string;
+        };
+        Owned: {
+            user: components["schemas"]["OwnerRef"];
+        };
+        /**
+         * @description Why staff act. Kept in the audit trail; the customer never sees it.
+         * @example Ticket #4521: charged twice
+         */
+        StaffReason: string;
+        AdminActionRequest: {
+            reason: components["schemas"]["StaffReason"];
+        };
+        AdminCancelRequest: {
+            reason: components["schemas"]["StaffReason"];
+            /**
+             * @description Cancel at the end of the paid period instead of now.
+             * @default false
+             */
+            at_period_end?: boolean;
+        };
+        AdminRefundRequest: {
+            reason: components["schemas"]["StaffReason"];
+            amount?: components["schemas"]["AmountInput"];
+            /**
+             * @description What the customer is told about the refund (kept with it); none by default.
+             * @example Refund of the duplicate charge
+             */
+            description?: string;
+            /**
+             * @description Use the gateway's direct refund. Ignored for refunds to the wallet.
+             * @default false
+             */
+            direct?: boolean;
+            /**
+             * @description Refund without ending the subscription the payment paid for.
+             * @default false
+             */
+            keep_subscription?: boolean;
+        };
+        AdminRefundResponse: {
+            payment: components["schemas"]["AdminPayment"];
+            refund: components["schemas"]["AdminRefund"];
+            /** @description The subscription the payment paid for, as the refund left it (null for a top-up). */
+            subscription: components["schemas"]["Subscription"] | components["schemas"]["NullValue"];
+        };
+        AdminRefund: components["schemas"]["Refund"] & components["schemas"]["Owned"] & {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            payment_id: string;
+            order_id: string;
+            /** @description What the customer was told about the refund. */
+            description: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        AdminSubscription: components["schemas"]["Subscription"] & components["schemas"]["Owned"];
+        AdminInvoice: components["schemas"]["Invoice"] & components["schemas"]["Owned"];
+        AdminInvoiceDetail: components["schemas"]["InvoiceDetail"] & components["schemas"]["Owned"];
+        AdminPayment: components["schemas"]["Payment"] & components["schemas"]["Owned"];
+        AdminPaymentDetail: components["schemas"]["AdminPayment"] & {
+            refunds: components["schemas"]["Refund"][];
+            /** @description With `gateway=true`, the gateway's own status of the payment, asked now. */
+            gateway?: components["schemas"]["PaymentStatusCheck"];
+        };
+        AdminCreditNote: components["schemas"]["CreditNote"] & components["schemas"]["Owned"];
+        AdminTopup: components["schemas"]["Topup"] & components["schemas"]["Owned"];
+        AdminNotification: components["schemas"]["Notification"] & components["schemas"]["Owned"] & {
+            attempts: number;
+            last_error: string | null;
+        };
+        AdminWallet: {
+            user: components["schemas"]["OwnerRef"];
+            wallet: components["schemas"]["Wallet"];
+            transactions: components["schemas"]["PaginatedWalletTransactionList"];
+        };
+        AdminWalletAdjustRequest: {
+            /**
+             * @description Signed decimal; positive credits the wallet, negative debits it.
+             * @example -25000
+             */
+            amount: string;
+            reason: components["schemas"]["StaffReason"];
+            /**
+             * @description What the customer's ledger says (default "Credit from support" or "Debit by support").
+             * @example Goodwill credit for the outage
+             */
+            description?: string;
+            /**
+             * @description A ticket or case id; adjusting again with the same reference posts nothing.
+             * @example TICKET-4521
+             */
+            reference?: string;
+        };
+        AdminWalletAdjustment: {
+            /** @description The reference was used before; nothing was posted now. */
+            already_applied: boolean;
+            wallet: components["schemas"]["Wallet"];
+            transaction: components["schemas"]["WalletTransaction"];
+        };
+        WebhookLog: {
+            /** Format: uuid */
+            id: string;
+            order_id: string | null;
+            transaction_status: string | null;
+            /** @description The body as received (the first 4 KiB of an invalid one). */
+            payload: string;
+            payload_sha256: string | null;
+            payload_truncated: boolean;
+            ip_address: string | null;
+            /** @enum {string} */
+            status: "received" | "invalid" | "duplicate" | "processed" | "failed" | "ignored";
+            error: string | null;
+            attempts: number;
+            /** @enum {string} */
+            source: "gateway" | "sync" | "replay" | "charge";
+            /** Format: date-time */
+            processed_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        AdminWebhookReplay: {
+            log: components["schemas"]["WebhookLog"];
+            previous_status: string;
+            /** @description What the replay did (`processed`, `duplicate`, `ignored`, `failed`, `invalid`). */
+            result: string;
+            /** @description What the replay changed, one sentence each. */
+            changes: string[];
+            error: string | null;
+        };
+        /**
+         * @example {
+         *       "id": "4b8f0c1e-2d3a-4e5f-9a6b-7c8d9e0f1a2b",
+         *       "occurred_at": "2026-11-26T08:15:00Z",
+         *       "actor": {
+         *         "type": "api_key",
+         *         "id": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+         *         "name": "support-desk"
+         *       },
+         *       "action": "wallet.adjust",
+         *       "target": {
+         *         "type": "wallet",
+         *         "id": "6a1f2c3d-4b5e-4f60-8a71-92b3c4d5e6f7"
+         *       },
+         *       "reason": "Ticket #4521: goodwill after the outage",
+         *       "request_id": "0d6c5b4a-3f2e-4d1c-9b8a-7f6e5d4c3b2a",
+         *       "changes": {
+         *         "balance": [
+         *           "0.00",
+         *           "25000.00"
+         *         ]
+         *       }
+         *     }
+         */
+        AuditEvent: {
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            occurred_at: string;
+            actor: {
+                /** @enum {string} */
+                type: "staff" | "api_key" | "cli";
+                /** @description The staff user's id, the API key's id, or the CLI's operating-system user. */
+                id: string;
+                /** @description The staff user's username, the key's name, or the operating-system user. */
+                name: string;
+            };
+            /** @example payment.refund */
+            action: string;
+            target: {
+                /** @example payment */
+                type: string;
+                id: string;
+            };
+            reason: string | null;
+            /** @description The API request's `X-Request-Id`, or the CLI's command line. */
+            request_id: string | null;
+            /** @description Each changed field's `[before, after]`. */
+            changes: {
+                [key: string]: unknown[];
+            };
+        };
+        /** @example 2026-11 */
+        ReportMonth: string;
+        PaginatedAdminSubscriptionList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["AdminSubscription"][];
+        };
+        PaginatedAdminInvoiceList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["AdminInvoice"][];
+        };
+        PaginatedAdminPaymentList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["AdminPayment"][];
+        };
+        PaginatedAdminRefundList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["AdminRefund"][];
+        };
+        PaginatedAdminCreditNoteList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["AdminCreditNote"][];
+        };
+        PaginatedAdminTopupList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["AdminTopup"][];
+        };
+        PaginatedAdminNotificationList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["AdminNotification"][];
+        };
+        PaginatedWebhookLogList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["WebhookLog"][];
+        };
+        PaginatedAuditEventList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["AuditEvent"][];
+        };
+        /**
+         * @description A percentage with two places; null when its denominator is zero.
+         * @example 12.50
+         */
+        ReportRate: string | null;
+        RevenueFigures: {
+            collected: components["schemas"]["Money"];
+            refunded: components["schemas"]["Money"];
+            charged_back: components["schemas"]["Money"];
+            /**
+             * @description collected - refunded - charged_back (may be negative).
+             * @example 1350000.00
+             */
+            net: string;
+        };
+        RevenueReport: {
+            from: components["schemas"]["ReportMonth"];
+            to: components["schemas"]["ReportMonth"];
+            /** @example Asia/Jakarta */
+            timezone: string;
+            currency: components["schemas"]["Currency"];
+            rows: (components["schemas"]["RevenueFigures"] & {
+                month: components["schemas"]["ReportMonth"];
+                by_method: (components["schemas"]["RevenueFigures"] & {
+                    /** @example bank_transfer */
+                    payment_type: string;
+                })[];
+            })[];
+        };
+        MrrReport: {
+            from: components["schemas"]["ReportMonth"];
+            to: components["schemas"]["ReportMonth"];
+            timezone: string;
+            currency: components["schemas"]["Currency"];
+            rows: {
+                month: components["schemas"]["ReportMonth"];
+                mrr: components["schemas"]["Money"];
+                new: components["schemas"]["Money"];
+                expansion: components["schemas"]["Money"];
+                contraction: components["schemas"]["Money"];
+                churned: components["schemas"]["Money"];
+                reactivated: components["schemas"]["Money"];
+                /** @description new + expansion + reactivated - contraction - churned. */
+                net_new: string;
+                by_plan: {
+                    /** Format: uuid */
+                    plan_id: string;
+                    plan_slug: string;
+                    plan_name: string;
+                    mrr: components["schemas"]["Money"];
+                    subscriptions: number;
+                }[];
+            }[];
+        };
+        ChurnReport: {
+            from: components["schemas"]["ReportMonth"];
+            to: components["schemas"]["ReportMonth"];
+            timezone: string;
+            currency: components["schemas"]["Currency"];
+            rows: {
+                month: components["schemas"]["ReportMonth"];
+                customers_at_start: number;
+                customers_churned: number;
+                logo_churn_rate: components["schemas"]["ReportRate"];
+                mrr_at_start: components["schemas"]["Money"];
+                churned_mrr: components["schemas"]["Money"];
+                contraction_mrr: components["schemas"]["Money"];
+                expansion_mrr: components["schemas"]["Money"];
+                revenue_churn_rate: components["schemas"]["ReportRate"];
+                net_revenue_churn_rate: components["schemas"]["ReportRate"];
+            }[];
+        };
     };
     responses: {
+        /**
+         * @description No such resource, or the caller is not staff: every staff route answers `404`
+         *     (`not_found`) to anyone but a staff user or an API key, as if it did not exist.
+         */
+        AdminNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/not-found",
+                 *       "title": "Not found",
+                 *       "status": 404,
+                 *       "detail": "No operation at GET /api/subscriptions/admin/payments/.",
+                 *       "code": "not_found"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description Credentials were sent and are wrong: a wrong username or password (`not_authenticated`),
+         *     or an unknown or revoked API key (`invalid_api_key`).
+         */
+        AdminNotAuthenticated: {
+            headers: {
+                /** @description The challenge. */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/invalid-api-key",
+                 *       "title": "Invalid API key",
+                 *       "status": 401,
+                 *       "detail": "The API key is unknown or revoked.",
+                 *       "code": "invalid_api_key"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description A `read` API key tried to act (`insufficient_scope`), or a session-authenticated request
+         *     came without its `X-CSRF-Token` (`csrf_failed`).
+         */
+        InsufficientScope: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/insufficient-scope",
+                 *       "title": "Insufficient scope",
+                 *       "status": 403,
+                 *       "detail": "This API key may only read; acting needs a write key.",
+                 *       "code": "insufficient_scope"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The request is malformed or fails validation (`validation_error`); `errors` lists each field's problem. */
         ValidationError: {
             headers: {
@@ -3113,6 +4021,36 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Only this user's records (a user id or a username). */
+        AdminUserFilter: string;
+        /** @description Only records in this status (the resource's own status values). */
+        AdminStatusFilter: string;
+        /** @description Only refunds in this status. */
+        AdminRefundStatusFilter: "pending" | "succeeded" | "failed";
+        /** @description Only logs in this status. */
+        AdminWebhookStatusFilter: "received" | "invalid" | "duplicate" | "processed" | "failed" | "ignored";
+        /** @description Only records of this gateway order id. */
+        AdminOrderIdFilter: string;
+        /** @description Only the document with this number. */
+        AdminNumberFilter: string;
+        /** @description Only records created at or after this time. */
+        AdminCreatedAfter: string;
+        /** @description Only records created before this time. */
+        AdminCreatedBefore: string;
+        /** @description Also ask the gateway for its status of the payment. */
+        AdminGatewayFlag: boolean;
+        /** @description The wallet's owner, by user id or username. */
+        AdminWalletUser: string;
+        /** @description Only events about this target id (a payment, subscription, wallet, user, key…). */
+        AdminAuditTarget: string;
+        /** @description Only events by this actor (a username, key name, operating-system user, or an id). */
+        AdminAuditActor: string;
+        /** @description Only events at or after this time. */
+        AdminAuditSince: string;
+        /** @description The first month, in `BILLING_TIMEZONE`. */
+        ReportFrom: components["schemas"]["ReportMonth"];
+        /** @description The last month (inclusive), in `BILLING_TIMEZONE`. */
+        ReportTo: components["schemas"]["ReportMonth"];
         /** @description Page number, from 1. A page past the last answers an empty `results`. */
         Page: number;
         /** @description Number of items per page, at most 100. */
@@ -5014,6 +5952,951 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListSubscriptions: {
+        parameters: {
+            query?: {
+                /** @description Only this user's records (a user id or a username). */
+                user?: components["parameters"]["AdminUserFilter"];
+                /** @description Only records in this status (the resource's own status values). */
+                status?: components["parameters"]["AdminStatusFilter"];
+                /** @description Only records created at or after this time. */
+                created_after?: components["parameters"]["AdminCreatedAfter"];
+                /** @description Only records created before this time. */
+                created_before?: components["parameters"]["AdminCreatedBefore"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of subscriptions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAdminSubscriptionList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSubscription"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminCancelSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminCancelRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription after the action. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSubscription"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminPauseSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription after the action. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSubscription"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminResumeSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription after the action. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSubscription"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminSyncSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription after the action. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSubscription"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            502: components["responses"]["GatewayError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListInvoices: {
+        parameters: {
+            query?: {
+                /** @description Only this user's records (a user id or a username). */
+                user?: components["parameters"]["AdminUserFilter"];
+                /** @description Only records in this status (the resource's own status values). */
+                status?: components["parameters"]["AdminStatusFilter"];
+                /** @description Only the document with this number. */
+                number?: components["parameters"]["AdminNumberFilter"];
+                /** @description Only records created at or after this time. */
+                created_after?: components["parameters"]["AdminCreatedAfter"];
+                /** @description Only records created before this time. */
+                created_before?: components["parameters"]["AdminCreatedBefore"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invoices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAdminInvoiceList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invoice. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminInvoiceDetail"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListPayments: {
+        parameters: {
+            query?: {
+                /** @description Only this user's records (a user id or a username). */
+                user?: components["parameters"]["AdminUserFilter"];
+                /** @description Only records in this status (the resource's own status values). */
+                status?: components["parameters"]["AdminStatusFilter"];
+                /** @description Only records of this gateway order id. */
+                order_id?: components["parameters"]["AdminOrderIdFilter"];
+                /** @description Only records created at or after this time. */
+                created_after?: components["parameters"]["AdminCreatedAfter"];
+                /** @description Only records created before this time. */
+                created_before?: components["parameters"]["AdminCreatedBefore"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of payments. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAdminPaymentList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetPayment: {
+        parameters: {
+            query?: {
+                /** @description Also ask the gateway for its status of the payment. */
+                gateway?: components["parameters"]["AdminGatewayFlag"];
+            };
+            header?: never;
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payment, its refunds, and the gateway status when asked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminPaymentDetail"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            502: components["responses"]["GatewayError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminRefundPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A client-chosen key, unique per intended operation. The same key from the same user
+                 *     with the same body within 24 hours replays the first response without doing anything
+                 *     again; the same key with another body answers `422` `idempotency_key_reused`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminRefundRequest"];
+            };
+        };
+        responses: {
+            /** @description The payment after the refund, the refund, and the subscription as it left it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminRefundResponse"];
+                };
+            };
+            /** @description The gateway's answer was lost; the refund is pending. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminRefundResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["RefundUnprocessable"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            502: components["responses"]["GatewayError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListRefunds: {
+        parameters: {
+            query?: {
+                /** @description Only this user's records (a user id or a username). */
+                user?: components["parameters"]["AdminUserFilter"];
+                /** @description Only refunds in this status. */
+                status?: components["parameters"]["AdminRefundStatusFilter"];
+                /** @description Only records of this gateway order id. */
+                order_id?: components["parameters"]["AdminOrderIdFilter"];
+                /** @description Only records created at or after this time. */
+                created_after?: components["parameters"]["AdminCreatedAfter"];
+                /** @description Only records created before this time. */
+                created_before?: components["parameters"]["AdminCreatedBefore"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of refunds. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAdminRefundList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListCreditNotes: {
+        parameters: {
+            query?: {
+                /** @description Only this user's records (a user id or a username). */
+                user?: components["parameters"]["AdminUserFilter"];
+                /** @description Only the document with this number. */
+                number?: components["parameters"]["AdminNumberFilter"];
+                /** @description Only records created at or after this time. */
+                created_after?: components["parameters"]["AdminCreatedAfter"];
+                /** @description Only records created before this time. */
+                created_before?: components["parameters"]["AdminCreatedBefore"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of credit notes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAdminCreditNoteList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetWallet: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path: {
+                /** @description The wallet's owner, by user id or username. */
+                user: components["parameters"]["AdminWalletUser"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's wallet and a page of its ledger. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminWallet"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminAdjustWallet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A client-chosen key, unique per intended operation. The same key from the same user
+                 *     with the same body within 24 hours replays the first response without doing anything
+                 *     again; the same key with another body answers `422` `idempotency_key_reused`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The wallet's owner, by user id or username. */
+                user: components["parameters"]["AdminWalletUser"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminWalletAdjustRequest"];
+            };
+        };
+        responses: {
+            /** @description The wallet after the adjustment and its ledger entry. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminWalletAdjustment"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListTopups: {
+        parameters: {
+            query?: {
+                /** @description Only this user's records (a user id or a username). */
+                user?: components["parameters"]["AdminUserFilter"];
+                /** @description Only records in this status (the resource's own status values). */
+                status?: components["parameters"]["AdminStatusFilter"];
+                /** @description Only records of this gateway order id. */
+                order_id?: components["parameters"]["AdminOrderIdFilter"];
+                /** @description Only records created at or after this time. */
+                created_after?: components["parameters"]["AdminCreatedAfter"];
+                /** @description Only records created before this time. */
+                created_before?: components["parameters"]["AdminCreatedBefore"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of top-ups. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAdminTopupList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListNotifications: {
+        parameters: {
+            query?: {
+                /** @description Only this user's records (a user id or a username). */
+                user?: components["parameters"]["AdminUserFilter"];
+                /** @description Only records in this status (the resource's own status values). */
+                status?: components["parameters"]["AdminStatusFilter"];
+                /** @description Only records created at or after this time. */
+                created_after?: components["parameters"]["AdminCreatedAfter"];
+                /** @description Only records created before this time. */
+                created_before?: components["parameters"]["AdminCreatedBefore"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of notification log entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAdminNotificationList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminResendNotification: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The entry after the delivery attempt. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminNotification"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListWebhookLogs: {
+        parameters: {
+            query?: {
+                /** @description Only this user's records (a user id or a username). */
+                user?: components["parameters"]["AdminUserFilter"];
+                /** @description Only logs in this status. */
+                status?: components["parameters"]["AdminWebhookStatusFilter"];
+                /** @description Only records of this gateway order id. */
+                order_id?: components["parameters"]["AdminOrderIdFilter"];
+                /** @description Only records created at or after this time. */
+                created_after?: components["parameters"]["AdminCreatedAfter"];
+                /** @description Only records created before this time. */
+                created_before?: components["parameters"]["AdminCreatedBefore"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook logs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedWebhookLogList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminReplayWebhookLog: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The log after the replay and what it changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminWebhookReplay"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events about this target id (a payment, subscription, wallet, user, key…). */
+                target?: components["parameters"]["AdminAuditTarget"];
+                /** @description Only events by this actor (a username, key name, operating-system user, or an id). */
+                actor?: components["parameters"]["AdminAuditActor"];
+                /** @description Only events at or after this time. */
+                since?: components["parameters"]["AdminAuditSince"];
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAuditEventList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminRevenueReport: {
+        parameters: {
+            query: {
+                /** @description The first month, in `BILLING_TIMEZONE`. */
+                from: components["parameters"]["ReportFrom"];
+                /** @description The last month (inclusive), in `BILLING_TIMEZONE`. */
+                to: components["parameters"]["ReportTo"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per month. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevenueReport"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminMrrReport: {
+        parameters: {
+            query: {
+                /** @description The first month, in `BILLING_TIMEZONE`. */
+                from: components["parameters"]["ReportFrom"];
+                /** @description The last month (inclusive), in `BILLING_TIMEZONE`. */
+                to: components["parameters"]["ReportTo"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per month. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MrrReport"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminChurnReport: {
+        parameters: {
+            query: {
+                /** @description The first month, in `BILLING_TIMEZONE`. */
+                from: components["parameters"]["ReportFrom"];
+                /** @description The last month (inclusive), in `BILLING_TIMEZONE`. */
+                to: components["parameters"]["ReportTo"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per month. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChurnReport"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
