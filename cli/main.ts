@@ -6,6 +6,7 @@ import { registerInvoiceCommands } from './commands/invoices.js';
 import { registerNotificationCommands } from './commands/notifications.js';
 import { registerPaymentCommands } from './commands/payments.js';
 import { registerPlanCommands } from './commands/plans.js';
+import { registerReportCommands } from './commands/reports.js';
 import { registerSimulateCommands } from './commands/simulate.js';
 import { registerSubscriptionCommands } from './commands/subscriptions.js';
 import { registerTaxCommands } from './commands/tax.js';
@@ -33,6 +34,7 @@ registerCreditNoteCommands(program);
 registerSubscriptionCommands(program);
 registerInvoiceCommands(program);
 registerTaxCommands(program);
+registerReportCommands(program);
 
 try {
   await program.parseAsync(process.argv);
