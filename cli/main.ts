@@ -1,4 +1,6 @@
 import { Command } from 'commander';
+import { registerApiKeyCommands } from './commands/api-keys.js';
+import { registerAuditCommands } from './commands/audit.js';
 import { registerBillingCommands } from './commands/billing.js';
 import { registerCreditNoteCommands } from './commands/credit-notes.js';
 import { registerDbCommands } from './commands/db.js';
@@ -35,6 +37,8 @@ registerSubscriptionCommands(program);
 registerInvoiceCommands(program);
 registerTaxCommands(program);
 registerReportCommands(program);
+registerApiKeyCommands(program);
+registerAuditCommands(program);
 
 try {
   await program.parseAsync(process.argv);

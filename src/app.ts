@@ -12,6 +12,7 @@ import { API_ROOT, createApiMiddleware } from './http/api.js';
 import { canonicalPath } from './http/canonical-path.js';
 import { AccessCache } from './http/auth/access-cache.js';
 import { authenticationMiddleware } from './http/auth/authenticate.js';
+import { staffGate } from './http/auth/staff-gate.js';
 import { VerifiedCredentialCache } from './http/auth/basic-auth.js';
 import { LoginThrottler } from './http/auth/login-throttle.js';
 import { databaseSessionStore } from './http/auth/session-store.js';
@@ -172,6 +173,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     ),
   );
   app.use(authenticationMiddleware(orm, credentialCache, throttler, accessCache));
+  app.use(staffGate(orm, clock, API_ROOT));
   app.use(documentBurstLimit(documents));
   app.use(
     subscriptionAccessMiddleware({

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { serializeWallet, serializeWalletTransaction } from '../../src/http/serializers.js';
+import { cliActor } from '../../src/services/audit/actor.js';
 import { adjustWallet } from '../../src/services/wallet/adjust-wallet.js';
 import { findWalletOwner } from '../../src/services/wallet/find-wallet-owner.js';
 import { listWalletTransactions } from '../../src/services/wallet/list-wallet-transactions.js';
@@ -59,12 +60,20 @@ export function registerWalletCommands(program: Command): void {
   wallet
     .command('adjust <user> <amount>')
     .description('credit (positive AMOUNT) or debit (negative AMOUNT) a wallet for support; a debit cannot take it below zero')
-    .requiredOption('--reason <text>', 'why; recorded in the ledger entry')
+    .requiredOption('--reason <text>', 'why; kept in the audit trail (the customer never sees it)')
+    .option('--description <text>', 'what the customer\'s ledger says (default "Credit from support" or "Debit by support")')
     .option('--reference <ref>', 'a ticket or case id: adjusting again with the same reference posts nothing')
-    .action(async (ref: string, amount: string, opts: { reason: string; reference?: string }, cmd: Command) => {
+    .action(async (ref: string, amount: string, opts: { reason: string; description?: string; reference?: string }, cmd: Command) => {
       const result = await withServices(async (s) => {
         const user = await findWalletOwner(s, ref);
-        const { wallet: w, entry, alreadyApplied } = await adjustWallet(s, { user, amount, reason: opts.reason, reference: opts.reference });
+        const { wallet: w, entry, alreadyApplied } = await adjustWallet(s, {
+          user,
+          amount,
+          reason: opts.reason,
+          description: opts.description,
+          reference: opts.reference,
+          actor: cliActor(),
+        });
         return { username: user.username, wallet: serializeWallet(w), transaction: serializeWalletTransaction(entry), alreadyApplied };
       });
       const t = result.transaction;

@@ -7,6 +7,8 @@
 export type ErrorCode =
   | 'validation_error'
   | 'not_authenticated'
+  | 'invalid_api_key'
+  | 'insufficient_scope'
   | 'permission_denied'
   | 'csrf_failed'
   | 'not_found'

@@ -21,6 +21,7 @@ import { requestFingerprint, withIdempotency, type StoredResponse } from './idem
 import { requireUserId, type OperationHandlers, type OperationId, type OperationRequest } from './operations.js';
 import { mayWrite } from './methods.js';
 import { problem, sendProblem } from './problem.js';
+import { sendNoSuchRoute } from './auth/staff-gate.js';
 
 export const API_ROOT = '/api/subscriptions';
 export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi.yaml');
@@ -75,6 +76,11 @@ function declaresIdempotencyKey(operation: Operation): boolean {
   );
 }
 
+/** Staff operations are those the staff API key scheme may call (DECISIONS.md section 12). */
+function isStaffOperation(operation: Operation | undefined): boolean {
+  return (operation?.security ?? []).some((requirement) => 'staffApiKey' in requirement);
+}
+
 function requiresAuthentication(operation: Operation): boolean {
   return (operation.security ?? []).length > 0;
 }
@@ -109,6 +115,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
 
   api.registerSecurityHandler('basicAuth', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'basic');
   api.registerSecurityHandler('sessionCookie', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'session');
+  api.registerSecurityHandler('staffApiKey', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'api_key');
 
   api.register({
     notFound: (_c: OpenApiContext, ctx: KoaContext) => sendProblem(ctx, problem('not_found', `No operation at ${ctx.method} ${ctx.path}.`)),
@@ -119,6 +126,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       sendProblem(ctx, problem('not_authenticated', 'Authentication required: HTTP Basic or a session cookie.'));
     },
     validationFail: (c: OpenApiContext, ctx: KoaContext) => {
+      if (isStaffOperation(c.operation) && !ctx.state.staff) return sendNoSuchRoute(ctx);
       // A path whose id or slug is no valid spelling names no resource (DECISIONS §10).
       if ((c.validation.errors ?? []).some((e) => (e as ErrorObject).instancePath.startsWith('/path'))) {
         return sendProblem(ctx, problem('not_found', `Nothing is found at ${ctx.path}.`));
@@ -157,6 +165,14 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   ): Promise<void> {
     const operation = c.operation;
     ctx.state.operationId = operationId;
+    // The staff gate (staff-gate.ts) already turned away non-staff by path; this holds whatever
+    // spelling of a path reached a staff operation.
+    if (isStaffOperation(operation)) {
+      if (!ctx.state.staff) return sendNoSuchRoute(ctx);
+      if (mayWrite(ctx.method) && ctx.state.staff.scope !== 'write') {
+        return sendProblem(ctx, problem('insufficient_scope', 'This API key may only read; acting needs a write key.'));
+      }
+    }
 
     if (requiresAuthentication(operation) && ctx.state.authMethod === 'session' && mayWrite(ctx.method)) {
       const expected = ctx.session?.csrfToken;
@@ -195,7 +211,8 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
         ? await withIdempotency(
             deps.orm,
             {
-              userId: requireUserId(request),
+              // A key's requests are its own: its id scopes its idempotency keys as a user's id does.
+              userId: ctx.state.authMethod === 'api_key' && ctx.state.staff ? ctx.state.staff.id : requireUserId(request),
               key: idempotencyKey,
               fingerprint: requestFingerprint(ctx.method, ctx.path.replace(/\/?$/, '/'), ctx.state.rawBody ?? ''),
               now: deps.clock.now(),

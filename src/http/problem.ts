@@ -7,6 +7,8 @@ import { classifyFailure } from '../services/shared/classify-failure.js';
 const STATUS: Record<ErrorCode, [number, string]> = {
   validation_error: [400, 'Validation failed'],
   not_authenticated: [401, 'Not authenticated'],
+  invalid_api_key: [401, 'Invalid API key'],
+  insufficient_scope: [403, 'Insufficient scope'],
   permission_denied: [403, 'Permission denied'],
   csrf_failed: [403, 'CSRF check failed'],
   not_found: [404, 'Not found'],

@@ -14,6 +14,7 @@ import type { DatabaseKind } from './database.js';
 import { makeUser } from './factories.js';
 import { startTestServer, STANDARD_PLANS, type TestServer } from './server.js';
 import type { PlanSeed } from '../../src/services/plans/seed-plans.js';
+import { cliActor } from '../../src/services/audit/actor.js';
 
 export const DAY = 24 * 60 * 60 * 1000;
 
@@ -55,7 +56,7 @@ export async function startBilling(kind: DatabaseKind, start = new Date('2027-01
     // Factory users (no password hashing): these customers never log in.
     user: () => makeUser(orm.em.fork()),
     async fund(user, amount) {
-      await adjustWallet(ctx(), { user, amount, reason: 'test funds' });
+      await adjustWallet(ctx(), { actor: cliActor(), user, amount, reason: 'test funds' });
     },
     async subscribe(user, plan, paymentType, token) {
       const { subscription } = await createSubscription(ctx(), user, { planId: plan, paymentType, token });

@@ -9,7 +9,8 @@ import { parseBasicAuth, VerifiedCredentialCache, type BasicCredentials } from '
 import { slowDown, type LoginThrottler } from './login-throttle.js';
 import { mayWrite } from '../methods.js';
 
-export type AuthMethod = 'basic' | 'session';
+/** `api_key`: a staff API key on a staff route (staff-gate.ts). */
+export type AuthMethod = 'basic' | 'session' | 'api_key';
 
 export interface AuthState {
   user: User | null;

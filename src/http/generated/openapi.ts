@@ -1414,7 +1414,7 @@ export interface paths {
         /**
          * Replay a stored gateway notification
          * @description Staff only, write scope. Runs the webhook's processing again on the stored payload, as
-         *     `billing-admin webhooks replay --id` does: a `received`, `failed` or `invalid` log only
+         *     `billing-admin webhooks replay --id` does: a `received`, `failed`, `invalid` or `ignored` log only
          *     (`409` otherwise). Recorded in the audit trail.
          */
         post: operations["adminReplayWebhookLog"];

@@ -3,6 +3,8 @@ import type { DocumentRenderer } from '../../services/documents/document-rendere
 import type { CatalogueCache } from '../../services/plans/catalogue-cache.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
+import { adminActionHandlers } from './admin-actions.js';
+import { adminReadHandlers } from './admin-reads.js';
 import { authHandlers } from './auth.js';
 import { creditNoteHandlers } from './credit-notes.js';
 import { documentHandlers } from './documents.js';
@@ -31,5 +33,7 @@ export function allHandlers(deps: { throttler: LoginThrottler; catalogue: Catalo
     ...invoiceHandlers,
     ...creditNoteHandlers,
     ...documentHandlers(deps.documents),
+    ...adminReadHandlers,
+    ...adminActionHandlers,
   };
 }

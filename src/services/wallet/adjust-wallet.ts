@@ -1,7 +1,9 @@
 import type { User } from '../../db/entities/user.js';
 import { WalletTransaction, type Wallet } from '../../db/entities/wallet.js';
 import { DomainError, ValidationError } from '../../domain/errors.js';
-import { parseAmountInput } from '../../domain/money.js';
+import { add, parseAmountInput, subtract } from '../../domain/money.js';
+import type { Actor } from '../audit/actor.js';
+import { recordAuditEvent } from '../audit/record-audit-event.js';
 import type { DataContext } from '../context.js';
 import { getOrCreateWallet, postWalletEntry } from './wallet-ledger.js';
 
@@ -9,9 +11,14 @@ export interface WalletAdjustmentInput {
   user: User;
   /** Signed: positive credits the wallet, negative debits it ("-5000"). */
   amount: string;
+  /** Why: kept in the audit trail only (DECISIONS.md section 12); the customer never sees it. */
   reason: string;
+  /** What the customer's ledger says; by default "Credit from support" or "Debit by support". */
+  description?: string | null;
   /** A support ticket or similar: adjusting twice with the same reference posts once. */
   reference?: string | null;
+  /** Who adjusts: recorded with the entry, in the same transaction. */
+  actor: Actor;
 }
 
 /**
@@ -25,6 +32,8 @@ export async function adjustWallet(
   const reason = input.reason.trim();
   if (reason === '') throw new ValidationError([{ field: 'reason', message: 'is required: say why the balance changes' }]);
   if (reason.length > 450) throw new ValidationError([{ field: 'reason', message: 'must be at most 450 characters' }]);
+  const description = input.description?.trim() || null;
+  if (description !== null && description.length > 200) throw new ValidationError([{ field: 'description', message: 'must be at most 200 characters' }]);
   const reference = input.reference?.trim() || null;
   if (reference !== null && reference.length > 80) throw new ValidationError([{ field: 'reference', message: 'must be at most 80 characters' }]);
   const text = input.amount.trim();
@@ -35,7 +44,7 @@ export async function adjustWallet(
     if (reference !== null) {
       alreadyApplied = (await em.count(WalletTransaction, { source: 'adjustment', referenceId: `adjustment:${reference}` })) > 0;
     }
-    return postWalletEntry(
+    const posted = await postWalletEntry(
       { ...ctx, em },
       {
         user: input.user,
@@ -44,9 +53,18 @@ export async function adjustWallet(
         currency: ctx.config.walletCurrency,
         source: 'adjustment',
         referenceId: reference === null ? null : `adjustment:${reference}`,
-        description: `Adjustment: ${reason}`,
+        description: description ?? (negative ? 'Debit by support' : 'Credit from support'),
       },
     );
+    if (!alreadyApplied) {
+      await recordAuditEvent({ ...ctx, em }, input.actor, {
+        action: 'wallet.adjust',
+        target: { type: 'wallet', id: posted.wallet.id },
+        reason,
+        changes: { balance: [negative ? add(posted.balanceAfter, amount) : subtract(posted.balanceAfter, amount), posted.balanceAfter] },
+      });
+    }
+    return posted;
   });
   if (entry.kind !== (negative ? 'debit' : 'credit') || entry.amount !== amount) {
     throw new DomainError('conflict', `Reference "${reference}" was already used for a ${entry.kind} of ${entry.amount}; use another reference.`);

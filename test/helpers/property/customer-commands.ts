@@ -14,6 +14,7 @@ import { dunningSchedule } from '../../../src/services/billing/dunning-schedule.
 import { runBilling } from '../../../src/services/billing/run-billing.js';
 import type { SimTransaction } from '../../../src/simulator/types.js';
 import { api, armFault, billingRun, calledSince, checkMoneyRules, disarmFaults, gatewayAction, gatewayMark, gatewayRecord, markHeard, paymentsSync, PLAN_SLUGS, type Customer } from './customer-world.js';
+import { cliActor } from '../../../src/services/audit/actor.js';
 
 /*
  * The customer's moves for fast-check's model-based testing. Each command is a small class
@@ -317,7 +318,7 @@ export class StaffCredit extends Step {
   async act(c: Customer) {
     const ctx = c.world.ctx();
     const user = await ctx.em.findOneOrFail(User, c.user.id);
-    await adjustWallet(ctx, { user, amount: String(this.amount), reason: 'property test goodwill' });
+    await adjustWallet(ctx, { actor: cliActor(), user, amount: String(this.amount), reason: 'property test goodwill' });
     c.trace.push(`  staff credit ${this.amount}`);
   }
   toString() {

@@ -16,6 +16,7 @@ import { adjustWallet } from '../../../src/services/wallet/adjust-wallet.js';
 import { verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
 import { createTestDatabase, DATABASES, type DatabaseKind, type TestDatabase } from '../../helpers/database.js';
 import { STANDARD_PLANS } from '../../helpers/server.js';
+import { cliActor } from '../../../src/services/audit/actor.js';
 
 /*
  * The batched billing run must leave the database exactly as the per-subscription run does:
@@ -99,7 +100,7 @@ async function seed(w: World, population: readonly Kind[] = POPULATION): Promise
     const plan = { pro: 'pro-monthly', odd: 'odd-price', usd: 'usd-monthly', trial: 'pro-trial', behind: 'weekly', last_cycle: 'one-cycle' }[kind as string] ?? 'basic-monthly';
     // Enough for the first payment and one renewal (three renewals for the weekly plan), except 'short'.
     const funds = { short: '60000', pro: '400000', trial: '400000', usd: '100000', behind: '200000', odd: '30000' }[kind as string] ?? '150000';
-    await adjustWallet(w.ctx(), { user, amount: funds, reason: 'test funds' });
+    await adjustWallet(w.ctx(), { actor: cliActor(), user, amount: funds, reason: 'test funds' });
     const { subscription } = await createSubscription(w.ctx(), user, { planId: plan, paymentType: 'wallet' }).catch(async (err) => {
       if (kind !== 'usd') throw err;
       // A USD plan cannot be paid from an IDR wallet: made directly, as a subscription moved between plans would be.

@@ -1,0 +1,167 @@
+import { Refund } from '../../db/entities/payment.js';
+import { listAuditEvents } from '../../services/audit/list-audit-events.js';
+import { creditNotesOfInvoice } from '../../services/credit-notes/list-credit-notes.js';
+import { churnReport } from '../../services/reports/churn-report.js';
+import { mrrReport } from '../../services/reports/mrr-report.js';
+import { revenueReport } from '../../services/reports/revenue-report.js';
+import {
+  findUserByRef,
+  getStaffInvoice,
+  getStaffPayment,
+  getStaffSubscription,
+  listStaffCreditNotes,
+  listStaffInvoices,
+  listStaffNotifications,
+  listStaffPayments,
+  listStaffRefunds,
+  listStaffSubscriptions,
+  listStaffTopups,
+  listStaffWebhookLogs,
+  paymentStatusCheck,
+  type StaffListFilters,
+} from '../../services/staff-queries/index.js';
+import { listWalletTransactions } from '../../services/wallet/list-wallet-transactions.js';
+import { getOrCreateWallet } from '../../services/wallet/wallet-ledger.js';
+import { serializeCreditNote } from '../credit-note-serializers.js';
+import { ownersOf, serializeAdminRefund, serializeAuditEvent, withOwners } from '../admin-serializers.js';
+import type { OperationHandlers } from '../operations.js';
+import { envelope, pageRequest } from '../pagination.js';
+import {
+  serializeInvoice,
+  serializeInvoiceDetail,
+  serializeNotification,
+  serializePayment,
+  serializeRefund,
+  serializeSubscription,
+  serializeTopup,
+  serializeWallet,
+  serializeWalletTransaction,
+  serializeWebhookLog,
+} from '../serializers.js';
+
+interface ListQuery {
+  user?: string;
+  status?: string;
+  order_id?: string;
+  number?: string;
+  created_after?: string;
+  created_before?: string;
+}
+
+/** The staff lists' query (validated by the contract) as the services' filters. */
+function staffFilters(q: ListQuery): StaffListFilters {
+  return {
+    user: q.user,
+    status: q.status,
+    orderId: q.order_id,
+    number: q.number,
+    createdAfter: q.created_after ? new Date(q.created_after) : undefined,
+    createdBefore: q.created_before ? new Date(q.created_before) : undefined,
+  };
+}
+
+/** Staff reads of every user's records (DECISIONS.md section 12); the gate let only staff in. */
+export const adminReadHandlers: OperationHandlers = {
+  async adminListSubscriptions(req) {
+    const page = pageRequest(req.query);
+    const found = await listStaffSubscriptions(req.services, staffFilters(req.query), page);
+    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializeSubscription)) };
+  },
+
+  async adminGetSubscription(req) {
+    const subscription = await getStaffSubscription(req.services, req.path.id);
+    return { status: 200, body: (await withOwners(req.services.em, [subscription], serializeSubscription))(subscription) };
+  },
+
+  async adminListInvoices(req) {
+    const page = pageRequest(req.query);
+    const found = await listStaffInvoices(req.services, staffFilters(req.query), page);
+    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializeInvoice)) };
+  },
+
+  async adminGetInvoice(req) {
+    const invoice = await getStaffInvoice(req.services, req.path.id);
+    const notes = await creditNotesOfInvoice(req.services, invoice);
+    return { status: 200, body: (await withOwners(req.services.em, [invoice], (i) => serializeInvoiceDetail(i, notes)))(invoice) };
+  },
+
+  async adminListPayments(req) {
+    const page = pageRequest(req.query);
+    const found = await listStaffPayments(req.services, staffFilters(req.query), page);
+    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializePayment)) };
+  },
+
+  async adminGetPayment(req) {
+    const payment = await getStaffPayment(req.services, req.path.id);
+    const refunds = await req.services.em.find(Refund, { payment }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const gateway = req.query.gateway ? await paymentStatusCheck(req.services, payment) : undefined;
+    const body = (await withOwners(req.services.em, [payment], serializePayment))(payment);
+    return { status: 200, body: { ...body, refunds: refunds.map(serializeRefund), ...(gateway ? { gateway } : {}) } };
+  },
+
+  async adminListRefunds(req) {
+    const page = pageRequest(req.query);
+    const found = await listStaffRefunds(req.services, staffFilters(req.query), page);
+    const owner = await ownersOf(req.services.em, found.items.map((r) => r.payment));
+    return { status: 200, body: envelope(req.koa, found, page, (r) => serializeAdminRefund(r, r.payment, owner(r.payment))) };
+  },
+
+  async adminListCreditNotes(req) {
+    const page = pageRequest(req.query);
+    const found = await listStaffCreditNotes(req.services, staffFilters(req.query), page);
+    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializeCreditNote)) };
+  },
+
+  async adminGetWallet(req) {
+    const user = await findUserByRef(req.services, req.path.user);
+    const page = pageRequest(req.query);
+    const wallet = await getOrCreateWallet(req.services, user);
+    const entries = await listWalletTransactions(req.services, user, page);
+    return {
+      status: 200,
+      body: {
+        user: { id: user.id, username: user.username },
+        wallet: serializeWallet(wallet),
+        transactions: envelope(req.koa, entries, page, serializeWalletTransaction),
+      },
+    };
+  },
+
+  async adminListTopups(req) {
+    const page = pageRequest(req.query);
+    const found = await listStaffTopups(req.services, staffFilters(req.query), page);
+    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializeTopup)) };
+  },
+
+  async adminListNotifications(req) {
+    const page = pageRequest(req.query);
+    const found = await listStaffNotifications(req.services, staffFilters(req.query), page);
+    const serialize = await withOwners(req.services.em, found.items, (n) => ({ ...serializeNotification(n), attempts: n.attempts, last_error: n.lastError }));
+    return { status: 200, body: envelope(req.koa, found, page, serialize) };
+  },
+
+  async adminListWebhookLogs(req) {
+    const page = pageRequest(req.query);
+    const found = await listStaffWebhookLogs(req.services, staffFilters(req.query), page);
+    return { status: 200, body: envelope(req.koa, found, page, serializeWebhookLog) };
+  },
+
+  async adminListAuditEvents(req) {
+    const page = pageRequest(req.query);
+    const { target, actor, since } = req.query;
+    const found = await listAuditEvents(req.services, { target, actor, since: since ? new Date(since) : undefined }, page);
+    return { status: 200, body: envelope(req.koa, found, page, serializeAuditEvent) };
+  },
+
+  async adminRevenueReport(req) {
+    return { status: 200, body: await revenueReport(req.services, { from: req.query.from, to: req.query.to }) };
+  },
+
+  async adminMrrReport(req) {
+    return { status: 200, body: await mrrReport(req.services, { from: req.query.from, to: req.query.to }) };
+  },
+
+  async adminChurnReport(req) {
+    return { status: 200, body: await churnReport(req.services, { from: req.query.from, to: req.query.to }) };
+  },
+};
