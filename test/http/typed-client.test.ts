@@ -1,7 +1,10 @@
 import createClient from 'openapi-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { paths } from '../../src/http/generated/openapi.js';
+import { createApiKey } from '../../src/services/api-keys/manage-api-keys.js';
+import { cliActor } from '../../src/services/audit/actor.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
+import { activeSubscription } from '../helpers/subscriptions.js';
 
 describe('a client generated from openapi.yaml', () => {
   let server: TestServer;
@@ -28,5 +31,72 @@ describe('a client generated from openapi.yaml', () => {
     const missing = await client.GET('/plans/{slug}/', { params: { path: { slug: 'absent' } } });
     expect(missing.response.status).toBe(404);
     expect(missing.error?.code).toBe('not_found');
+  });
+
+  it('covers the staff routes with an API key: every list, look-up, action and report typed, no casts', async () => {
+    const billing = server.running.billing;
+    const { key } = await createApiKey({ em: billing.orm.em.fork(), config: billing.config, clock: billing.clock }, cliActor(), { name: 'typed-client', scope: 'write' });
+    const staff = createClient<paths>({ baseUrl: `${server.url}/api/subscriptions`, headers: { authorization: `Bearer ${key}` } });
+    const customer = await server.createUser();
+    const { subscription, payment } = await activeSubscription(server, customer, 'basic-monthly', 'bank_transfer');
+
+    const subs = await staff.GET('/admin/subscriptions/', { params: { query: { user: customer.username, status: 'active' } } });
+    const owner: string = subs.data!.results[0].user.username;
+    expect(owner).toBe(customer.username);
+    const one = await staff.GET('/admin/subscriptions/{id}/', { params: { path: { id: subscription.id } } });
+    expect(one.data?.plan.slug).toBe('basic-monthly');
+    const paid = await staff.GET('/admin/payments/{id}/', { params: { path: { id: payment.id }, query: { gateway: true } } });
+    const gatewayStatus: string | undefined = paid.data?.gateway?.gateway_status.transaction_status;
+    expect(gatewayStatus).toBe('settlement');
+    for (const list of [
+      await staff.GET('/admin/invoices/', { params: { query: { user: customer.id } } }),
+      await staff.GET('/admin/payments/', { params: { query: { order_id: payment.order_id } } }),
+      await staff.GET('/admin/refunds/', { params: { query: { status: 'succeeded' } } }),
+      await staff.GET('/admin/credit-notes/', {}),
+      await staff.GET('/admin/topups/', {}),
+      await staff.GET('/admin/notifications/', { params: { query: { user: customer.username } } }),
+      await staff.GET('/admin/webhook-logs/', { params: { query: { status: 'processed' } } }),
+      await staff.GET('/admin/audit-events/', {}),
+    ]) {
+      expect(list.response.status).toBe(200);
+      expect(list.data!.count).toBeGreaterThanOrEqual(0);
+    }
+    const invoice = await staff.GET('/admin/invoices/{id}/', { params: { path: { id: payment.invoice_id! } } });
+    expect(invoice.data?.lines.length).toBeGreaterThan(0);
+
+    const adjusted = await staff.POST('/admin/wallets/{user}/adjust/', { params: { path: { user: customer.username } }, body: { amount: '10000', reason: 'typed client' } });
+    const balance: string | undefined = adjusted.data?.wallet.balance;
+    expect(balance).toBe('10000.00');
+    const wallet = await staff.GET('/admin/wallets/{user}/', { params: { path: { user: customer.id } } });
+    expect(wallet.data?.transactions.results[0].amount).toBe('10000.00');
+    const paused = await staff.POST('/admin/subscriptions/{id}/pause/', { params: { path: { id: subscription.id } }, body: { reason: 'typed client' } });
+    expect(paused.data?.status).toBe('paused');
+    const resumed = await staff.POST('/admin/subscriptions/{id}/resume/', { params: { path: { id: subscription.id } }, body: { reason: 'typed client' } });
+    expect(resumed.data?.status).toBe('active');
+    const refund = await staff.POST('/admin/payments/{id}/refund/', { params: { path: { id: payment.id } }, body: { reason: 'typed client', amount: '1000', keep_subscription: true } });
+    expect(refund.data?.refund.order_id).toBe(payment.order_id);
+    const canceled = await staff.POST('/admin/subscriptions/{id}/cancel/', { params: { path: { id: subscription.id } }, body: { reason: 'typed client', at_period_end: true } });
+    expect(canceled.data?.cancel_at_period_end).toBe(true);
+    const logs = await staff.GET('/admin/webhook-logs/', {});
+    const replay = await staff.POST('/admin/webhook-logs/{id}/replay/', { params: { path: { id: logs.data!.results[0].id } }, body: { reason: 'typed client' } });
+    expect(replay.error?.code).toBe('invalid_state');
+    const notes = await staff.GET('/admin/notifications/', {});
+    const inApp = notes.data!.results.find((n) => n.channel === 'in_app')!;
+    const resend = await staff.POST('/admin/notifications/{id}/resend/', { params: { path: { id: inApp.id } }, body: { reason: 'typed client' } });
+    expect(resend.response.status).toBe(409);
+    const sync = await staff.POST('/admin/subscriptions/{id}/sync/', { params: { path: { id: subscription.id } }, body: { reason: 'typed client' } });
+    expect(sync.data?.id).toBe(subscription.id);
+
+    const month = new Date().toISOString().slice(0, 7);
+    const revenue = await staff.GET('/admin/reports/revenue/', { params: { query: { from: month, to: month } } });
+    const collected: string | undefined = revenue.data?.rows[0].collected;
+    expect(collected).toMatch(/^\d+\.\d{2}$/);
+    const mrr = await staff.GET('/admin/reports/mrr/', { params: { query: { from: month, to: month } } });
+    expect(mrr.data?.rows).toHaveLength(1);
+    const churn = await staff.GET('/admin/reports/churn/', { params: { query: { from: month, to: month } } });
+    const customers: number | undefined = churn.data?.rows[0].customers_at_start;
+    expect(customers).toBeGreaterThanOrEqual(0);
+    const audit = await staff.GET('/admin/audit-events/', { params: { query: { target: subscription.id } } });
+    expect(audit.data?.results.map((e) => e.action)).toEqual(['subscription.sync', 'subscription.cancel', 'subscription.resume', 'subscription.pause']);
   });
 });

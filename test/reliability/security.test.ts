@@ -24,7 +24,17 @@ const VALID_BODIES: Record<string, unknown> = {
   login: { username: 'alice', password: 'whatever it is' },
   changePassword: { current_password: 'whatever it is', new_password: 'a long enough new one' },
   putTaxProfile: { buyer_type: 'individual', nik: '3171012345670001', name: 'Alice', address: 'Jakarta' },
+  adminCancelSubscription: { reason: 'r' },
+  adminPauseSubscription: { reason: 'r' },
+  adminResumeSubscription: { reason: 'r' },
+  adminSyncSubscription: { reason: 'r' },
+  adminRefundPayment: { reason: 'r' },
+  adminAdjustWallet: { amount: '1000', reason: 'r' },
+  adminResendNotification: { reason: 'r' },
+  adminReplayWebhookLog: { reason: 'r' },
 };
+/** The staff routes (DECISIONS.md section 12): every user's records, for staff only. */
+const isStaffRoute = (op: { path: string }) => op.path.startsWith('/admin/');
 
 describe.each(DATABASES)('security of a server process (%s)', (kind) => {
   let db: TestDatabase;
@@ -85,7 +95,8 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
       : path.startsWith('/topups/') ? bob.topup
       : path.startsWith('/credit-notes/') ? bob.creditNote
       : null;
-    const routes = contract.operations.filter((op) => op.path.includes('{id}'));
+    // Staff routes see every user's records by design; a customer finds none of them (below).
+    const routes = contract.operations.filter((op) => op.path.includes('{id}') && !isStaffRoute(op));
     expect(routes.length).toBeGreaterThanOrEqual(13);
     for (const op of routes) {
       const id = idFor(op.path);
@@ -109,7 +120,23 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
     const unsafe = contract.operations.filter((op) => op.method !== 'GET' && op.secured);
     expect(unsafe.length).toBeGreaterThanOrEqual(10);
     const bodies: Record<string, unknown> = { ...VALID_BODIES, chargeSubscription: { subscription_id: bob.subscription } };
-    for (const op of unsafe) {
+    // A staff member's session is held to the same check on the staff routes; a customer's finds no such route.
+    await orm.em.fork().nativeUpdate(User, { username: 'carol' }, { isStaff: true });
+    const staffLogin = await api('POST', '/auth/login/', { body: { username: 'carol', password: users.carol.password } });
+    expect(staffLogin.status).toBe(200);
+    const staffCookie = cookieOf(staffLogin);
+    for (const op of unsafe.filter(isStaffRoute)) {
+      const path = op.path.replace('{id}', bob.subscription).replace('{user}', 'bob');
+      const body = bodies[op.id] ?? {};
+      const customer = await api(op.method, path, { cookie, headers: { 'x-csrf-token': login.body.csrf_token }, body });
+      expect({ op: op.id, status: customer.status, code: customer.body.code }).toEqual({ op: op.id, status: 404, code: 'not_found' });
+      for (const headers of [{}, { 'x-csrf-token': 'forged-token' }] as Record<string, string>[]) {
+        const res = await api(op.method, path, { cookie: staffCookie, headers, body });
+        expect({ op: op.id, status: res.status, code: res.body.code }).toEqual({ op: op.id, status: 403, code: 'csrf_failed' });
+      }
+    }
+    await orm.em.fork().nativeUpdate(User, { username: 'carol' }, { isStaff: false });
+    for (const op of unsafe.filter((o) => !isStaffRoute(o))) {
       const path = op.path.replace('{id}', bob.subscription);
       for (const headers of [{}, { 'x-csrf-token': 'forged-token' }] as Record<string, string>[]) {
         const res = await api(op.method, path, { cookie, headers, body: op.body ? (bodies[op.id] ?? {}) : undefined });

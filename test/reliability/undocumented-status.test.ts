@@ -41,7 +41,11 @@ describe.each(DATABASES)('every status the server answers is documented for its 
   /** The operation's URL with real path values (a resource id of the user's, a plan slug). */
   const urlOf = (server: ServerProcess, op: Operation) =>
     `${server.url}${op.base ?? API}${op.path.replace(/\{(\w+)\}/g, (_, name: string) => target.context.pathValues[name][0])}`;
-  const own = () => basic(target.context.credentials.username, target.context.credentials.password);
+  /** The fuzz user's credentials; on a staff route, the staff user's (a customer finds no staff route). */
+  const own = (op?: Operation) => {
+    const who = op?.staff && target.context.staffCredentials ? target.context.staffCredentials : target.context.credentials;
+    return basic(who.username, who.password);
+  };
   const send = (server: ServerProcess, op: Operation, label: string, headers: Record<string, string>, body?: string) =>
     log.fetch(op, urlOf(server, op), { method: op.method, headers, body }, `${op.method} ${op.path} ${label}`);
   const jsonBody = (op: Operation) => (op.method === 'POST' ? '{}' : undefined);
@@ -67,7 +71,7 @@ describe.each(DATABASES)('every status the server answers is documented for its 
     const posts = operations.filter((op) => op.method === 'POST');
     expect(posts.map((op) => op.id)).toEqual(expect.arrayContaining(['pauseSubscription', 'resumeSubscription', 'markNotificationRead']));
     for (const op of posts) {
-      const headers = { authorization: own(), 'content-type': 'application/json' };
+      const headers = { authorization: own(op), 'content-type': 'application/json' };
       const large = await send(target.server, op, '[large body]', headers, JSON.stringify({ x: 'y'.repeat(MAX_BODY_BYTES) }));
       expect(large.status, op.id).toBe(413);
       if (op.id !== 'receiveGatewayNotification') {
@@ -99,7 +103,7 @@ describe.each(DATABASES)('every status the server answers is documented for its 
     try {
       await chaos.refuse();
       for (const op of operations) {
-        const answer = await send(target.server, op, '[database down]', { authorization: own(), 'content-type': 'application/json' }, jsonBody(op));
+        const answer = await send(target.server, op, '[database down]', { authorization: own(op), 'content-type': 'application/json' }, jsonBody(op));
         if (op.base === null) expect(answer.status, op.id).toBe(503);
       }
     } finally {

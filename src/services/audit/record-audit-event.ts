@@ -10,15 +10,26 @@ export interface AuditEntry {
   changes?: AuditChanges;
 }
 
+/** The last time this process gave an event, so that its events never share an instant. */
+let lastOccurredAt = 0;
+
+/**
+ * The wall clock, not the service's clock: the trail says when a person acted, even when the
+ * change itself is dated otherwise (a billing run `--at` another time). Strictly increasing
+ * within a process, so that a list's newest-first order is the order of the changes.
+ */
+function occurredNow(): Date {
+  lastOccurredAt = Math.max(Date.now(), lastOccurredAt + 1);
+  return new Date(lastOccurredAt);
+}
+
 /**
  * Appends one audit event. Call it inside the change's own transaction where the change has
  * one, so that a change and its event are kept or lost together.
  */
 export async function recordAuditEvent(ctx: Pick<DataContext, 'em'>, actor: Actor, entry: AuditEntry): Promise<AuditEvent> {
   const event = ctx.em.create(AuditEvent, {
-    // NOTE: the wall clock, not the service's clock: the trail says when a person acted, even
-    // when the change itself is dated otherwise (a billing run `--at` another time).
-    occurredAt: new Date(),
+    occurredAt: occurredNow(),
     actorType: actor.type,
     actorId: actor.id,
     actorName: actor.name,

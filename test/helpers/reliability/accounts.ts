@@ -16,7 +16,8 @@ export interface Account {
  * Migrates a fresh database and creates the standard plans and the named users (through the
  * same use cases as the CLI), before any server process starts.
  */
-export async function prepareDatabase(databaseUrl: string, usernames: string[]): Promise<Record<string, Account>> {
+/** Users named in `staff` are staff users (the staff API's Basic credentials). */
+export async function prepareDatabase(databaseUrl: string, usernames: string[], options: { staff?: string[] } = {}): Promise<Record<string, Account>> {
   const orm = await openOrm(databaseUrl, { create: true });
   try {
     await migrateUp(orm);
@@ -25,7 +26,7 @@ export async function prepareDatabase(databaseUrl: string, usernames: string[]):
     const accounts: Record<string, Account> = {};
     for (const username of usernames) {
       const password = `${username} has a long password`;
-      const user = await createUser(ctx(), { username, password, email: `${username}@example.com`, firstName: 'Rel', lastName: 'Iable' });
+      const user = await createUser(ctx(), { username, password, email: `${username}@example.com`, firstName: 'Rel', lastName: 'Iable', isStaff: options.staff?.includes(username) ?? false });
       accounts[username] = { id: user.id, username, password };
     }
     return accounts;

@@ -25,6 +25,8 @@ export interface Operation {
   /** The path's own server (`/metrics`, the probes: '' for the host's root), or null: under the API mount. */
   base: string | null;
   secured: boolean;
+  /** A staff route (its security names the staff API key scheme): sent with the staff account. */
+  staff: boolean;
   params: { name: string; in: 'path' | 'query' | 'header'; required: boolean; schema: Schema }[];
   body: { schema: Schema; required: boolean } | null;
   /** status → schema by content type (null: no body documented). */
@@ -78,6 +80,7 @@ export function loadContract(): Contract {
         path,
         base: item.servers?.[0] ? String(item.servers[0].url).replace(/\/$/, '') : null,
         secured: security.length > 0,
+        staff: security.some((requirement: Json) => 'staffApiKey' in requirement),
         params: [...(item.parameters ?? []), ...(raw.parameters ?? [])].map((p: Json) => {
           const r = resolve(p);
           return { name: r.name, in: r.in, required: Boolean(r.required), schema: r.schema ?? {} };
@@ -220,6 +223,8 @@ export interface HostileRequest {
 
 export interface RequestContext {
   credentials: { username: string; password: string };
+  /** A staff user's, for the staff routes (a customer finds none of them: a 404 tests nothing). */
+  staffCredentials?: { username: string; password: string };
   serverKey: string;
   /** Real values for path parameters (the user's own ids, another user's ids), by name. */
   pathValues: Record<string, string[]>;
@@ -384,7 +389,7 @@ export function requestArb(contract: Contract, op: Operation, rc: RequestContext
     const headers: Record<string, string> = {};
     if (r.body.body !== undefined) headers['content-type'] = r.body.contentType;
     if (r.idempotency) headers['idempotency-key'] = r.idempotency;
-    const { username, password } = rc.credentials;
+    const { username, password } = op.staff && rc.staffCredentials ? rc.staffCredentials : rc.credentials;
     if (r.auth === 'user') headers.authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
     if (r.auth === 'wrong') headers.authorization = `Basic ${Buffer.from(`${username}:wrong-${password}`).toString('base64')}`;
     if (r.auth === 'malformed') headers.authorization = 'Basic !!!not-base64';

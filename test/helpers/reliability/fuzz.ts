@@ -39,7 +39,7 @@ export interface FuzzFinding {
 }
 
 export async function startFuzzTarget(databaseUrl: string, env: Record<string, string> = {}): Promise<FuzzTarget> {
-  const accounts = await prepareDatabase(databaseUrl, ['fuzz', 'other', 'nosub', 'refunder']);
+  const accounts = await prepareDatabase(databaseUrl, ['fuzz', 'other', 'nosub', 'refunder', 'staffer'], { staff: ['staffer'] });
   const server = await startServerProcess({ databaseUrl, env: { LOGIN_THROTTLE_LIMIT: '100000000', ...env } });
   const strict = await startServerProcess({
     databaseUrl,
@@ -65,8 +65,9 @@ export async function startFuzzTarget(databaseUrl: string, env: Record<string, s
   const orders = await call(server.url, 'GET', `${API}/payments/`, { basic: accounts.fuzz });
   const context: RequestContext = {
     credentials: accounts.fuzz,
+    staffCredentials: accounts.staffer,
     serverKey: TEST_SERVER_KEY,
-    pathValues: { id: [...ids.own, ...ids.other], slug: [...slugs, 'legacy', 'no-such-plan'] },
+    pathValues: { id: [...ids.own, ...ids.other], slug: [...slugs, 'legacy', 'no-such-plan'], user: ['fuzz', 'other', accounts.fuzz.id, 'nobody-at-all'] },
     bodyHints: {
       plan_id: fc.constantFrom(...slugs, plans.body.results[0].id, 'legacy', 'usd-monthly'),
       subscription_id: fc.constantFrom(...subscriptions.own, ...subscriptions.other),
@@ -206,9 +207,13 @@ export async function fuzzPathVariants(target: FuzzTarget, runs: number, seed: n
  */
 export async function fuzzIdSpellings(target: FuzzTarget): Promise<FuzzFinding[]> {
   const findings: FuzzFinding[] = [];
-  const headers = { authorization: `Basic ${Buffer.from(`${target.context.credentials.username}:${target.context.credentials.password}`).toString('base64')}`, 'content-type': 'application/json' };
+  const headersFor = (op: Operation) => {
+    const who = op.staff && target.context.staffCredentials ? target.context.staffCredentials : target.context.credentials;
+    return { authorization: `Basic ${Buffer.from(`${who.username}:${who.password}`).toString('base64')}`, 'content-type': 'application/json' };
+  };
   const ids = [...new Set(target.context.pathValues.id)];
   for (const op of target.contract.operations.filter((o) => o.base === null && o.params.some((p) => p.in === 'path' && p.name === 'id'))) {
+    const headers = headersFor(op);
     for (const id of ids) {
       for (const [what, spell] of ID_SPELLINGS) {
         const url = `${API}${op.path.replace('{id}', encodePathValue(spell(id)))}`;
