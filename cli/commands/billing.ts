@@ -36,7 +36,11 @@ function human(report: BillingRunReport): string {
     '',
     table([...COUNTERS.map((c) => ({ outcome: c as string, count: report[c] })), { outcome: 'errors', count: report.errors.length }], ['outcome', 'count']),
   ];
-  if (report.dry_run && report.actions.length > 0) lines.push('', table(report.actions as unknown as Record<string, unknown>[], ['subscription_id', 'action', 'invoice_number', 'status']));
+  if (report.dry_run && report.actions.length > 0) {
+    lines.push('', table(report.actions as unknown as Record<string, unknown>[], ['subscription_id', 'action', 'invoice_number', 'amount', 'status']));
+    const awaiting = report.actions.filter((a) => a.awaits_gateway);
+    if (awaiting.length > 0) lines.push('', `Not predictable (${awaiting.length}):`, ...awaiting.map((a) => `  ${a.subscription_id}: ${a.awaits_gateway}`));
+  }
   if (report.errors.length > 0) lines.push('', 'Errors:', ...report.errors.map((e) => `  ${e.subscription_id}: ${e.message}`));
   return lines.join('\n');
 }
@@ -51,7 +55,7 @@ export function registerBillingCommands(program: Command): void {
     .option('--allow-past', `accept an --at more than ${PAST_TOLERANCE_MS / 60000} minutes in the past (back-dated invoices)`)
     .option('--force', `accept an --at more than ${PAST_TOLERANCE_MS / 60000} minutes in the future (renewals charged before they are due)`)
     .option('--limit <n>', 'bill at most this many subscriptions')
-    .option('--dry-run', 'report what is due; write nothing and call no gateway')
+    .option('--dry-run', 'rehearse the run in a transaction that is rolled back and report what it would do; writes nothing and calls no gateway (what a charge\'s answer decides is reported as not predictable)')
     .action(async (opts: { at?: string; allowPast?: boolean; force?: boolean; limit?: string; dryRun?: boolean }, cmd: Command) => {
       const at = opts.at === undefined ? new Date() : parseAt(opts.at);
       if (!opts.allowPast && at.getTime() < Date.now() - PAST_TOLERANCE_MS) {

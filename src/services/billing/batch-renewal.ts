@@ -91,98 +91,109 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
  */
 export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]): Promise<StepResult[]> {
   if (ids.length === 0) return [];
+  return retryingTransaction(ctx.em, (em) => renewBatchIn(ctx, em, ids));
+}
+
+/**
+ * The dry run's batch: the same renewals, written inside the caller's transaction (a savepoint
+ * of it), which the caller rolls back.
+ */
+export async function rehearsePlainWalletBatch(ctx: ServiceContext, ids: string[]): Promise<StepResult[]> {
+  if (ids.length === 0) return [];
+  return ctx.em.fork({ keepTransactionContext: true }).transactional((em: EntityManager) => renewBatchIn(ctx, em, ids));
+}
+
+async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[]): Promise<StepResult[]> {
   const at = ctx.clock.now();
-  return retryingTransaction(ctx.em, async (em) => {
-    const tctx: DataContext = { ...ctx, em };
-    const subs = await claimPlainRenewals(em, ids, at);
-    if (subs.length === 0) return [];
-    const walletOf = await lockWalletsOf(em, subs.map((s) => s.user.id));
-    // Amounts per plan: every subscription of a plan pays the same.
-    const priced = new Map<string, InvoicePricing>();
-    const price = (plan: Plan, input: CreateInvoiceInput) => {
-      let p = priced.get(plan.id);
-      if (!p) {
-        p = priceInvoice(ctx.config, input);
-        priced.set(plan.id, p);
-      }
-      return p;
-    };
+  const tctx: DataContext = { ...ctx, em };
+  const subs = await claimPlainRenewals(em, ids, at);
+  if (subs.length === 0) return [];
+  const walletOf = await lockWalletsOf(em, subs.map((s) => s.user.id));
+  // Amounts per plan: every subscription of a plan pays the same.
+  const priced = new Map<string, InvoicePricing>();
+  const price = (plan: Plan, input: CreateInvoiceInput) => {
+    let p = priced.get(plan.id);
+    if (!p) {
+      p = priceInvoice(ctx.config, input);
+      priced.set(plan.id, p);
+    }
+    return p;
+  };
 
-    const renewals = subs.flatMap((sub) => {
-      const input = renewalInvoiceInput(tctx, sub as unknown as Subscription, at);
-      // More than one cycle behind: the per-subscription path catches up cycle by cycle.
-      if (input.periodEnd.getTime() <= at.getTime()) return [];
-      const pricing = price(sub.plan, input);
-      const total = pricing.tax.total;
-      const wallet = walletOf.get(sub.user.id);
-      if (!wallet || !isPositive(total) || walletRefusal(wallet, { kind: 'debit', amount: total, currency: input.currency })) return [];
-      return [{ sub, input, pricing, total, wallet }];
-    });
-    if (renewals.length === 0) return [];
-
-    const numbers = await reserveInvoiceNumbers(tctx, at, renewals.length);
-    const now = new Date();
-    // Rows keyed by entity property (relations by id): insertRows converts each value through
-    // the column's type, as a flush would.
-    const invoices: RequiredEntityData<Invoice>[] = [];
-    const lines: RequiredEntityData<InvoiceLine>[] = [];
-    const payments: RequiredEntityData<Payment>[] = [];
-    const funds: RequiredEntityData<PeriodFund>[] = [];
-    const debits: WalletDebit[] = [];
-    const notifications: RequiredEntityData<Notification>[] = [];
-    const subscriptionUpdates: unknown[][] = [];
-    const steps: StepResult[] = [];
-
-    renewals.forEach(({ sub, input, pricing, total, wallet }, i) => {
-      const amounts = pricing.amounts;
-      const number = numbers[i];
-      const invoiceId = randomUUID();
-      invoices.push({
-        id: invoiceId, number, user: sub.user.id, subscription: sub.id, status: 'paid', billingReason: input.billingReason, currency: input.currency,
-        issueDate: localDate(input.issuedAt, ctx.config.documents.timeZone), dueDate: localDate(input.dueAt, ctx.config.documents.timeZone), paidAt: at, ...invoiceTaxFields(pricing, sub.user), amountRefunded: ZERO,
-        periodStart: input.periodStart, periodEnd: input.periodEnd, retryCount: 0, nextRetryAt: input.dueAt, createdAt: at, updatedAt: now,
-      });
-      input.lines.forEach((line, position) => {
-        lines.push({
-          id: randomUUID(), invoice: invoiceId, position, description: line.description, kind: line.kind, quantity: line.quantity ?? 1,
-          unitAmount: money(line.unitAmount), amount: amounts[position], periodStart: line.periodStart ?? null, periodEnd: line.periodEnd ?? null,
-        });
-      });
-      const payment = {
-        id: randomUUID(), orderId: newSubscriptionOrderId(), grossAmount: total, currency: input.currency, paymentType: sub.paymentType,
-        paymentDetails: { wallet_transaction_id: randomUUID() },
-      };
-      payments.push({
-        ...payment, user: sub.user.id, subscription: sub.id, invoice: invoiceId, status: 'settled', refundedAmount: ZERO, creditedAmount: ZERO, customerFee: ZERO, chargebackAmount: ZERO, transactionId: null,
-        fraudStatus: null, gatewayStatus: 'settlement', outcomeUnknown: false, paidAt: at, expiresAt: null, createdAt: at, updatedAt: now,
-      });
-      // The period this payment bought (periodBought in gateway-events/apply-to-subscription.ts).
-      funds.push({ id: randomUUID(), subscription: sub.id, payment: payment.id, amount: total, periodStart: input.periodStart, periodEnd: input.periodEnd, createdAt: at });
-      debits.push({
-        wallet, id: payment.paymentDetails.wallet_transaction_id, amount: total, currency: input.currency, source: 'payment',
-        referenceId: payment.id, description: `Payment ${payment.orderId} of invoice ${number}`,
-      });
-      subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd, input.periodEnd]);
-      const renewed = { id: sub.id, plan: sub.plan, status: sub.status, currentPeriodEnd: input.periodEnd, trialEnd: sub.trialEnd } as Subscription;
-      for (const [type, data] of [['payment_succeeded', paymentData(payment)], ['subscription_renewed', subscriptionData(renewed)]] as const) {
-        notifications.push(...notificationInserts(tctx, sub.user, type, data));
-      }
-      steps.push(result(sub, 'renew', { counts: { renewed: 1, charged: 1 }, invoiceNumber: number, after: nothingAfter() }));
-    });
-
-    // Parents before children (foreign keys are checked per statement).
-    await insertRows(em, Invoice, invoices);
-    await insertRows(em, InvoiceLine, lines);
-    await insertRows(em, Payment, payments);
-    await insertRows(em, PeriodFund, funds);
-    await postWalletDebits(tctx, debits);
-    await insertRows(em, Notification, notifications);
-    await updateRows(em, Subscription, ['currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'], subscriptionUpdates, {
-      sql: 'cycles_completed = cycles_completed + 1, updated_at = ?',
-      params: [now],
-    });
-    return steps;
+  const renewals = subs.flatMap((sub) => {
+    const input = renewalInvoiceInput(tctx, sub as unknown as Subscription, at);
+    // More than one cycle behind: the per-subscription path catches up cycle by cycle.
+    if (input.periodEnd.getTime() <= at.getTime()) return [];
+    const pricing = price(sub.plan, input);
+    const total = pricing.tax.total;
+    const wallet = walletOf.get(sub.user.id);
+    if (!wallet || !isPositive(total) || walletRefusal(wallet, { kind: 'debit', amount: total, currency: input.currency })) return [];
+    return [{ sub, input, pricing, total, wallet }];
   });
+  if (renewals.length === 0) return [];
+
+  const numbers = await reserveInvoiceNumbers(tctx, at, renewals.length);
+  const now = new Date();
+  // Rows keyed by entity property (relations by id): insertRows converts each value through
+  // the column's type, as a flush would.
+  const invoices: RequiredEntityData<Invoice>[] = [];
+  const lines: RequiredEntityData<InvoiceLine>[] = [];
+  const payments: RequiredEntityData<Payment>[] = [];
+  const funds: RequiredEntityData<PeriodFund>[] = [];
+  const debits: WalletDebit[] = [];
+  const notifications: RequiredEntityData<Notification>[] = [];
+  const subscriptionUpdates: unknown[][] = [];
+  const steps: StepResult[] = [];
+
+  renewals.forEach(({ sub, input, pricing, total, wallet }, i) => {
+    const amounts = pricing.amounts;
+    const number = numbers[i];
+    const invoiceId = randomUUID();
+    invoices.push({
+      id: invoiceId, number, user: sub.user.id, subscription: sub.id, status: 'paid', billingReason: input.billingReason, currency: input.currency,
+      issueDate: localDate(input.issuedAt, ctx.config.documents.timeZone), dueDate: localDate(input.dueAt, ctx.config.documents.timeZone), paidAt: at, ...invoiceTaxFields(pricing, sub.user), amountRefunded: ZERO,
+      periodStart: input.periodStart, periodEnd: input.periodEnd, retryCount: 0, nextRetryAt: input.dueAt, createdAt: at, updatedAt: now,
+    });
+    input.lines.forEach((line, position) => {
+      lines.push({
+        id: randomUUID(), invoice: invoiceId, position, description: line.description, kind: line.kind, quantity: line.quantity ?? 1,
+        unitAmount: money(line.unitAmount), amount: amounts[position], periodStart: line.periodStart ?? null, periodEnd: line.periodEnd ?? null,
+      });
+    });
+    const payment = {
+      id: randomUUID(), orderId: newSubscriptionOrderId(), grossAmount: total, currency: input.currency, paymentType: sub.paymentType,
+      paymentDetails: { wallet_transaction_id: randomUUID() },
+    };
+    payments.push({
+      ...payment, user: sub.user.id, subscription: sub.id, invoice: invoiceId, status: 'settled', refundedAmount: ZERO, creditedAmount: ZERO, customerFee: ZERO, chargebackAmount: ZERO, transactionId: null,
+      fraudStatus: null, gatewayStatus: 'settlement', outcomeUnknown: false, paidAt: at, expiresAt: null, createdAt: at, updatedAt: now,
+    });
+    // The period this payment bought (periodBought in gateway-events/apply-to-subscription.ts).
+    funds.push({ id: randomUUID(), subscription: sub.id, payment: payment.id, amount: total, periodStart: input.periodStart, periodEnd: input.periodEnd, createdAt: at });
+    debits.push({
+      wallet, id: payment.paymentDetails.wallet_transaction_id, amount: total, currency: input.currency, source: 'payment',
+      referenceId: payment.id, description: `Payment ${payment.orderId} of invoice ${number}`,
+    });
+    subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd, input.periodEnd]);
+    const renewed = { id: sub.id, plan: sub.plan, status: sub.status, currentPeriodEnd: input.periodEnd, trialEnd: sub.trialEnd } as Subscription;
+    for (const [type, data] of [['payment_succeeded', paymentData(payment)], ['subscription_renewed', subscriptionData(renewed)]] as const) {
+      notifications.push(...notificationInserts(tctx, sub.user, type, data));
+    }
+    steps.push(result(sub, 'renew', { counts: { renewed: 1, charged: 1 }, invoiceNumber: number, amount: total, after: nothingAfter() }));
+  });
+
+  // Parents before children (foreign keys are checked per statement).
+  await insertRows(em, Invoice, invoices);
+  await insertRows(em, InvoiceLine, lines);
+  await insertRows(em, Payment, payments);
+  await insertRows(em, PeriodFund, funds);
+  await postWalletDebits(tctx, debits);
+  await insertRows(em, Notification, notifications);
+  await updateRows(em, Subscription, ['currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'], subscriptionUpdates, {
+    sql: 'cycles_completed = cycles_completed + 1, updated_at = ?',
+    params: [now],
+  });
+  return steps;
 }
 
 /**

@@ -46,6 +46,10 @@ export interface StepResult {
   more: boolean;
   /** The renewal invoice the step worked on (internal: decides `more` without another query). */
   invoice?: Invoice | null;
+  /** The total of the invoice the step issued or collected, null when it touched none. */
+  amount?: string | null;
+  /** Dry run: what the gateway's answer decides, which the dry run cannot know (null when nothing). */
+  awaitsGateway?: string | null;
 }
 
 const POPULATE = ['plan', 'pendingPlan', 'user'] as const;
@@ -208,32 +212,28 @@ export function lockedElsewhere(id: string): StepResult {
   return result({ id, status: '' }, 'locked_elsewhere');
 }
 
-/** What a real step would do, from the same decision, without writing anything. */
-async function preview(ctx: DataContext, id: string): Promise<StepResult | null> {
-  const em = ctx.em.fork();
-  const sub = await em.findOne(Subscription, { id }, { populate: POPULATE });
-  if (!sub) return null;
+/**
+ * The step inside the caller's transaction `em`: claim, decide (dueAction), act. Shared by the
+ * real step and the dry run's rehearsal, so both decide and write the same.
+ */
+async function stepIn(ctx: ServiceContext, em: EntityManager, id: string): Promise<StepResult | null> {
+  const tctx = { ...ctx, em };
+  const sub = await claim(em, id);
+  if (!sub) {
+    const exists = await em.fork({ keepTransactionContext: true }).count(Subscription, { id });
+    return exists ? lockedElsewhere(id) : null;
+  }
   const at = ctx.clock.now();
   const action = dueAction(sub, await openRenewalInvoice(em, sub), at);
   if (!action) return null;
-  const counts: Counts = {};
-  let invoiceNumber: string | null = null;
-  if (action.kind === 'renew') {
-    counts.renewed = 1;
-    if (sub.status === 'trialing') counts.trial_ended = 1;
-    if (action.planChange) counts.plan_changes = 1;
-  } else if (action.kind === 'collect') {
-    invoiceNumber = action.invoice.number;
-    const schedule = dunningSchedule(action.invoice.createdAt, ctx.config);
-    if (at.getTime() >= schedule.cancelAt.getTime()) counts.canceled = 1;
-    else {
-      if (at.getTime() >= schedule.dueAt.getTime() && sub.status !== 'past_due') counts.past_due = 1;
-      if (retriesDueBy(schedule, at) > action.invoice.retryCount) counts.retried = 1;
-    }
-  } else if (action.kind === 'cancel_at_period_end') counts.canceled = 1;
-  else if (action.kind === 'expire') counts.expired = 1;
-  else if (action.kind === 'trial_notice') counts.trial_notices = 1;
-  return result(sub, action.kind, { counts, invoiceNumber, error: action.kind === 'plan_change_blocked' ? action.message : null });
+  const step = await act(tctx, sub, action);
+  // Decided from what the step just wrote, to spare a catching-up subscription a lookup per
+  // cycle; a gateway answer may still change things, so those always look again.
+  const open = step.invoice?.status === 'open' ? step.invoice : null;
+  step.more = step.after.submit !== null || step.after.resubmit !== null || dueAction(sub, open, at) !== null;
+  step.amount = step.invoice?.totalAmount ?? null;
+  step.invoice = undefined;
+  return step;
 }
 
 /**
@@ -242,29 +242,11 @@ async function preview(ctx: DataContext, id: string): Promise<StepResult | null>
  * is. A crash leaves either all of the step or none of it. Gateway calls come afterwards, in
  * finishStep.
  */
-export async function billSubscriptionStep(ctx: ServiceContext, id: string, opts: { dryRun?: boolean } = {}): Promise<StepResult | null> {
-  if (opts.dryRun) return preview(ctx, id);
+export async function billSubscriptionStep(ctx: ServiceContext, id: string): Promise<StepResult | null> {
   try {
     // Retried from the start when chosen as a deadlock victim (a webhook locks a payment, then
     // its subscription; a step locks the subscription, then its payments).
-    return await retryingTransaction(ctx.em, async (em) => {
-      const tctx = { ...ctx, em };
-      const sub = await claim(em, id);
-      if (!sub) {
-        const exists = await em.fork().count(Subscription, { id });
-        return exists ? lockedElsewhere(id) : null;
-      }
-      const at = ctx.clock.now();
-      const action = dueAction(sub, await openRenewalInvoice(em, sub), at);
-      if (!action) return null;
-      const step = await act(tctx, sub, action);
-      // Decided from what the step just wrote, to spare a catching-up subscription a lookup per
-      // cycle; a gateway answer may still change things, so those always look again.
-      const open = step.invoice?.status === 'open' ? step.invoice : null;
-      step.more = step.after.submit !== null || step.after.resubmit !== null || dueAction(sub, open, at) !== null;
-      step.invoice = undefined;
-      return step;
-    });
+    return await retryingTransaction(ctx.em, (em) => stepIn(ctx, em, id));
   } catch (err) {
     // Another run invoiced this period between our look and our insert: nothing to do here.
     if (err instanceof UniqueConstraintViolationException && /invoices_subscription_period_unique/.test(err.message)) {
@@ -272,6 +254,35 @@ export async function billSubscriptionStep(ctx: ServiceContext, id: string, opts
     }
     throw err;
   }
+}
+
+/**
+ * The dry run's step: the very same step, written inside the caller's transaction (a savepoint
+ * of it, so a failing step leaves the others usable) that the caller rolls back at the end.
+ * Nothing goes to the gateway: a step that would charge there says so in `awaitsGateway`.
+ */
+export async function rehearseStep(ctx: ServiceContext, id: string): Promise<StepResult | null> {
+  const step = await ctx.em.fork({ keepTransactionContext: true }).transactional((em: EntityManager) => stepIn(ctx, em, id));
+  if (step) step.awaitsGateway = awaitedAnswer(step);
+  return step;
+}
+
+/**
+ * NOTE: what only the gateway's answer can tell, said instead of guessed: whether a charge
+ * settles, waits for the customer or is declined (and so the payment's status, the
+ * subscription's status after it, and whether a subscription behind by more than one cycle
+ * renews again at once).
+ */
+function awaitedAnswer(step: StepResult): string | null {
+  const { after } = step;
+  if (after.submit) {
+    const type = after.submit.options.merchantInitiated ? 'saved card' : 'payment';
+    return `the gateway's answer to this ${type} charge of ${step.amount ?? 'the invoice'} decides the payment status, the subscription status and any further step`;
+  }
+  if (after.resubmit) {
+    return "a renewal payment the gateway never answered: the gateway's status of it decides whether it is charged again";
+  }
+  return null;
 }
 
 const DECLINES: readonly string[] = ['denied_token'];

@@ -12,7 +12,8 @@ const RENEWING = ['active', 'trialing', 'past_due'] as const;
  * (a new card resets it), by the billing run. Returns how many were told (would be, in a dry run).
  */
 export async function notifyExpiringCards(ctx: DataContext, at: Date, dryRun: boolean): Promise<number> {
-  const due = await ctx.em.fork().find(
+  // Inside the caller's transaction when there is one (a dry run's, which must see its own rehearsal).
+  const due = await ctx.em.fork({ keepTransactionContext: true }).find(
     Subscription,
     {
       status: { $in: [...RENEWING] },

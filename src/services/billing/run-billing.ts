@@ -1,8 +1,9 @@
 import { isPostgres } from '../../db/dialect.js';
 import type { ServiceContext } from '../context.js';
-import { heldElsewhere, renewPlainWalletBatch } from './batch-renewal.js';
+import type { EntityManager } from '@mikro-orm/knex';
+import { heldElsewhere, rehearsePlainWalletBatch, renewPlainWalletBatch } from './batch-renewal.js';
 import { dueSubscriptionIds } from './billing-actions.js';
-import { billSubscriptionStep, finishStep, lockedElsewhere, type StepAction, type StepResult } from './bill-subscription.js';
+import { billSubscriptionStep, finishStep, lockedElsewhere, rehearseStep, type StepAction, type StepResult } from './bill-subscription.js';
 import type { BillingCounter } from './collect-renewal.js';
 import { notifyExpiringCards } from './notify-expiring-cards.js';
 import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
@@ -12,7 +13,11 @@ export interface BillingRunOptions {
   at?: Date;
   /** At most this many subscriptions. */
   limit?: number;
-  /** Report what would happen; write nothing and call no gateway. */
+  /**
+   * Report what would happen; write nothing and call no gateway. The run is rehearsed in one
+   * transaction that is rolled back, so what depends only on the database is predicted exactly;
+   * what the gateway's answer decides is said to be unknown (each action's `awaits_gateway`).
+   */
   dryRun?: boolean;
   /** Subscriptions fetched per page (the largest page, when pages are renewed in batches). */
   chunkSize?: number;
@@ -35,9 +40,15 @@ export interface BillingRunAction {
   subscription_id: string;
   action: StepAction | 'error';
   invoice_number: string | null;
+  /** The total of the invoice the step issued or collected. */
+  amount: string | null;
+  /** The step's payment once the gateway answered; null in a dry run when the gateway decides. */
   payment_status: string | null;
+  /** The subscription's status after the step (in a dry run, before any gateway answer). */
   status: string;
   error: string | null;
+  /** Dry run: what only the gateway's answer can tell about this step; null when nothing. */
+  awaits_gateway: string | null;
 }
 
 export type BillingRunReport = {
@@ -45,6 +56,8 @@ export type BillingRunReport = {
   dry_run: boolean;
   /** Subscriptions that had something due. */
   subscriptions: number;
+  /** Charges sent to the gateway (in a dry run: that would be sent, their answers unknown). */
+  gateway_charges: number;
   errors: { subscription_id: string; message: string }[];
   actions: BillingRunAction[];
 } & Record<BillingCounter, number>;
@@ -78,7 +91,7 @@ const SINGLE_PAGE = 200;
 
 function emptyReport(at: Date, dryRun: boolean): BillingRunReport {
   const counters = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<BillingCounter, number>;
-  return { at: at.toISOString(), dry_run: dryRun, subscriptions: 0, ...counters, errors: [], actions: [] };
+  return { at: at.toISOString(), dry_run: dryRun, subscriptions: 0, gateway_charges: 0, ...counters, errors: [], actions: [] };
 }
 
 function record(report: BillingRunReport, step: StepResult): void {
@@ -87,10 +100,13 @@ function record(report: BillingRunReport, step: StepResult): void {
     subscription_id: step.subscriptionId,
     action: step.action,
     invoice_number: step.invoiceNumber,
+    amount: step.amount ?? null,
     payment_status: step.paymentStatus,
     status: step.status,
     error: step.error ?? step.outcome ?? null,
+    awaits_gateway: step.awaitsGateway ?? null,
   });
+  if (step.after.submit) report.gateway_charges += 1;
   if (step.error) report.errors.push({ subscription_id: step.subscriptionId, message: step.error });
 }
 
@@ -108,22 +124,45 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   const at = opts.at ?? ctx.clock.now();
   // NOTE: the whole run happens "at" one instant: every use case below stamps its rows with it.
   const runCtx: ServiceContext = { ...ctx, clock: { now: () => new Date(at.getTime()) } };
-  const dryRun = opts.dryRun ?? false;
+  if (!opts.dryRun) return pass(runCtx, at, opts, false);
+  // NOTE: a dry run is the same pass, rehearsed in one transaction that is rolled back: each
+  // subscription sees what the ones before it would have done (a shared wallet, the next invoice
+  // number), so its report is the real run's except where the gateway answers. While it runs
+  // it holds the locks a run would take (on SQLite, the write lock).
+  let report: BillingRunReport | null = null;
+  try {
+    await ctx.em.fork().transactional(async (tx: EntityManager) => {
+      report = await pass({ ...runCtx, em: tx }, at, opts, true);
+      throw new DryRunRollback();
+    });
+  } catch (err) {
+    if (!(err instanceof DryRunRollback)) throw err;
+  }
+  return report!;
+}
+
+/** Thrown at the end of a dry run to roll back everything it rehearsed. */
+class DryRunRollback extends Error {}
+
+/** The billing pass at `at` (runCtx's clock); a dry run's runCtx.em is the transaction it rolls back. */
+async function pass(runCtx: ServiceContext, at: Date, opts: BillingRunOptions, dryRun: boolean): Promise<BillingRunReport> {
+  // A dry run's reads stay inside its transaction: they see what it rehearsed (and SQLite has one connection).
+  const fork = (): EntityManager => (dryRun ? runCtx.em.fork({ keepTransactionContext: true }) : runCtx.em.fork()) as EntityManager;
   const report = emptyReport(at, dryRun);
-  const batch = (opts.batch ?? true) && !dryRun;
+  const batch = opts.batch ?? true;
   const largest = Math.max(1, opts.chunkSize ?? (batch ? BATCH_PAGE : SINGLE_PAGE));
   let page = batch ? Math.min(FIRST_BATCH_PAGE, largest) : largest;
   let afterId: string | null = null;
   // PostgreSQL: the next page's ids are looked up on another connection while this page is
   // billed (keyset after its last id, so what this page writes cannot change the answer; each is
   // checked again under its lock). Not under --limit, whose room is known only after the page.
-  const prefetch = batch && opts.limit === undefined && isPostgres(ctx.em);
+  const prefetch = batch && !dryRun && opts.limit === undefined && isPostgres(runCtx.em);
   let next: Promise<string[]> | null = null;
   report.card_notices = await notifyExpiringCards(runCtx, at, dryRun);
   // Orders withdrawn where the gateway could not be called (or whose cancel failed) are canceled now.
   if (!dryRun) await cancelWithdrawnOrders(runCtx);
   // For the progress display only: one more scan of what is due, before anything changes.
-  let total = opts.onProgress ? (await dueSubscriptionIds(ctx.em.fork(), at, null, opts.limit ?? 1_000_000_000)).length : 0;
+  let total = opts.onProgress ? (await dueSubscriptionIds(fork(), at, null, opts.limit ?? 1_000_000_000)).length : 0;
   let seen = 0;
   const progress = () => {
     seen += 1;
@@ -135,23 +174,24 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
     const room = opts.limit === undefined ? Infinity : opts.limit - report.subscriptions;
     if (room <= 0) return report;
     // NOTE: a page no longer than the room left under --limit: a batch never renews a subscription the report would not count.
-    const ids: string[] = await (next ?? dueSubscriptionIds(ctx.em.fork(), at, afterId, Math.min(page, room)));
+    const ids: string[] = await (next ?? dueSubscriptionIds(fork(), at, afterId, Math.min(page, room)));
     if (ids.length === 0) break;
     page = Math.min(page * 2, largest);
     if (prefetch) {
-      next = dueSubscriptionIds(ctx.em.fork(), at, ids[ids.length - 1], page);
+      next = dueSubscriptionIds(runCtx.em.fork(), at, ids[ids.length - 1], page);
       // Awaited at the top of the next page; this only keeps a failure from going unhandled meanwhile.
       next.catch(() => undefined);
     }
     const batched = new Map<string, StepResult>();
     if (batch) {
       try {
-        for (const step of await renewPlainWalletBatch(runCtx, ids)) batched.set(step.subscriptionId, step);
+        const steps = dryRun ? await rehearsePlainWalletBatch(runCtx, ids) : await renewPlainWalletBatch(runCtx, ids);
+        for (const step of steps) batched.set(step.subscriptionId, step);
       } catch (err) {
         // Nothing of the batch was written: each subscription goes the per-subscription way.
         opts.onBatchFallback?.(err);
       }
-      for (const id of await heldElsewhere(runCtx, ids.filter((i) => !batched.has(i)))) batched.set(id, lockedElsewhere(id));
+      if (!dryRun) for (const id of await heldElsewhere(runCtx, ids.filter((i) => !batched.has(i)))) batched.set(id, lockedElsewhere(id));
     }
     for (const id of ids) {
       if (opts.limit !== undefined && report.subscriptions >= opts.limit) return report;
@@ -166,11 +206,11 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
       for (let n = 0; n < MAX_STEPS; n += 1) {
         let step: StepResult | null;
         try {
-          step = await billSubscriptionStep(runCtx, id, { dryRun });
+          step = await (dryRun ? rehearseStep(runCtx, id) : billSubscriptionStep(runCtx, id));
         } catch (err) {
           // The step's transaction rolled back: nothing of it happened.
           report.errors.push({ subscription_id: id, message: messageOf(err) });
-          report.actions.push({ subscription_id: id, action: 'error', invoice_number: null, payment_status: null, status: '', error: messageOf(err) });
+          report.actions.push({ subscription_id: id, action: 'error', invoice_number: null, amount: null, payment_status: null, status: '', error: messageOf(err), awaits_gateway: null });
           stepped = true;
           break;
         }
@@ -183,8 +223,9 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
           step.error = messageOf(err);
         }
         record(report, step);
-        // Stop at anything that cannot progress further at this instant.
-        if (dryRun || step.error || !step.more) break;
+        // Stop at anything that cannot progress further at this instant, and, in a dry run, at
+        // a gateway answer it cannot know.
+        if (step.error || !step.more || step.awaitsGateway) break;
       }
       if (stepped) report.subscriptions += 1;
       progress();
