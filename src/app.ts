@@ -1,3 +1,4 @@
+import cors from '@koa/cors';
 import { RequestContext } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import Koa from 'koa';
@@ -66,6 +67,31 @@ export interface BillingApp {
 }
 
 export const SESSION_COOKIE = 'billing.sid';
+
+/** Response headers the API sends that a browser page may read (beyond the CORS-safelisted ones). */
+const CORS_EXPOSED_HEADERS = ['Retry-After', 'ETag', 'WWW-Authenticate', 'Content-Disposition'];
+/** Request headers the API reads (beyond the CORS-safelisted ones). */
+const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-CSRF-Token', 'Idempotency-Key', 'If-None-Match'];
+
+/**
+ * CORS for the API's paths only (CORS_ORIGINS, README "Configuration"): a listed origin gets
+ * its own name back with credentials allowed, on requests and on preflights (answered 204
+ * here, before authentication, which a preflight never carries); any other origin gets no
+ * Access-Control-* header, and its preflight goes on to the API like any OPTIONS request.
+ */
+function apiCors(origins: string[]): Koa.Middleware {
+  const allowed = new Set(origins);
+  const handle = cors({
+    origin: (ctx) => (allowed.has(ctx.get('Origin')) ? ctx.get('Origin') : ''),
+    credentials: true,
+    // The methods openapi.yaml uses.
+    allowMethods: ['GET', 'HEAD', 'POST', 'PUT'],
+    allowHeaders: CORS_ALLOWED_HEADERS,
+    exposeHeaders: CORS_EXPOSED_HEADERS,
+    maxAge: 600,
+  });
+  return (ctx, next) => (ctx.path === API_ROOT || ctx.path.startsWith(`${API_ROOT}/`) ? handle(ctx, next) : next());
+}
 
 /**
  * Builds the billing service as a Koa application from one typed configuration, so tests and
@@ -143,6 +169,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     if (canonical !== ctx.path) ctx.path = canonical;
     return next();
   });
+  if (config.corsOrigins.length > 0) app.use(apiCors(config.corsOrigins));
   app.use(healthMiddleware({ orm, config, schedulerStatus }));
   app.use(metricsEndpoint(metrics, config.metricsToken));
   if (config.logRequests) app.use(requestLogger(logger));

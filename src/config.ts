@@ -92,6 +92,11 @@ export interface Config {
   tax: TaxSettings;
   /** Worker threads that render PDFs off the event loop (default: the cores less one, from 1 to 2). */
   pdfWorkers: number;
+  /**
+   * Exact origins (`https://app.example.com`) whose browser pages may call the API with
+   * credentials (CORS_ORIGINS); empty: no CORS headers at all.
+   */
+  corsOrigins: string[];
 }
 
 export interface DocumentSettings {
@@ -275,6 +280,38 @@ function taxSettings(env: Env): TaxSettings {
   return { pkp, sellerTaxId, sellerNitku };
 }
 
+/**
+ * CORS_ORIGINS: comma-separated origins, each a scheme, a host and maybe a port, as a browser
+ * sends them in `Origin`. NOTE: `*` (and any pattern) is refused: the API authenticates with
+ * cookies, so a browser may send them only to origins named one by one.
+ */
+function corsOrigins(raw: string | undefined): string[] {
+  const origins: string[] = [];
+  const refused: string[] = [];
+  for (const entry of list(raw)) {
+    const why = entry.includes('*') ? 'a wildcard; name each origin (the API uses cookies)' : originProblem(entry);
+    if (why) refused.push(`"${entry}" is ${why}`);
+    else origins.push(new URL(entry).origin);
+  }
+  if (refused.length > 0) throw new ConfigError(`CORS_ORIGINS must be comma-separated origins like https://app.example.com: ${refused.join('; ')}`);
+  return [...new Set(origins)];
+}
+
+function originProblem(entry: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'not an http: or https: origin';
+  if (url.username || url.password) return 'carrying a user name; an origin has none';
+  // `new URL` reads a bare origin with the path "/": only the text itself tells a trailing slash.
+  if (url.pathname !== '/' || entry.endsWith('/')) return `carrying a path (${url.pathname}); an origin has none`;
+  if (url.search || url.hash || /[?#]/.test(entry)) return 'carrying a query or fragment; an origin has none';
+  return null;
+}
+
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const databaseUrl = normaliseDatabaseUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL);
@@ -361,6 +398,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // One core is left to the event loop (on two cores, one thread), so that a flood of
     // documents never takes the cores the other requests need.
     pdfWorkers: positive(integer(env, 'PDF_WORKERS', Math.max(1, Math.min(2, availableParallelism() - 1))), 'PDF_WORKERS'),
+    corsOrigins: corsOrigins(env.CORS_ORIGINS),
     ...overrides,
   };
   return config;
