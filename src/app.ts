@@ -69,9 +69,9 @@ export interface BillingApp {
 export const SESSION_COOKIE = 'billing.sid';
 
 /** Response headers the API sends that a browser page may read (beyond the CORS-safelisted ones). */
-const CORS_EXPOSED_HEADERS = ['Retry-After', 'ETag', 'WWW-Authenticate', 'Content-Disposition'];
+const CORS_EXPOSED_HEADERS = ['Retry-After', 'ETag', 'WWW-Authenticate', 'Content-Disposition', 'X-Request-Id'];
 /** Request headers the API reads (beyond the CORS-safelisted ones). */
-const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-CSRF-Token', 'Idempotency-Key', 'If-None-Match'];
+const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-CSRF-Token', 'Idempotency-Key', 'If-None-Match', 'X-Request-Id'];
 
 /**
  * CORS for the API's paths only (CORS_ORIGINS, README "Configuration"): a listed origin gets

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { COUNTERS, runBilling, type BillingRunReport } from '../../src/services/billing/run-billing.js';
 import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
+import { auditCliChange } from '../audit-trail.js';
 
 /** How far in the past `--at` may be without --allow-past: clock skew between hosts, not back-dating. */
 export const PAST_TOLERANCE_MS = 5 * 60 * 1000;
@@ -69,14 +70,20 @@ export function registerBillingCommands(program: Command): void {
       }
       const limit = opts.limit === undefined ? undefined : parseLimit(opts.limit);
       const progress = startProgress({ every: 25 });
-      const report = await withServices((s) =>
-        runBilling(s, {
+      const report = await withServices(async (s) => {
+        const ran = await runBilling(s, {
           at,
           limit,
           dryRun: opts.dryRun,
           onProgress: ({ seen, total, report: r }) => progress.update(seen, total, `${r.renewed} renewed, ${r.errors.length} errors`),
-        }),
-      ).finally(() => progress.finish());
+        });
+        // One event for the run, with its counters: each subscription's changes are in its own history.
+        if (!opts.dryRun) {
+          const counters = Object.entries(ran).filter((entry): entry is [string, number] => typeof entry[1] === 'number');
+          await auditCliChange(s, { action: 'billing.run', target: { type: 'billing_run', id: at.toISOString() }, changes: Object.fromEntries(counters.map(([k, v]) => [k, [null, v]])) });
+        }
+        return ran;
+      }).finally(() => progress.finish());
       output(globalOptions(cmd), report, () => human(report));
       // Exit 1 only for the run's own failures (a subscription it could not bill: database, gateway
       // down); a customer's declined or impossible payment is an outcome in the table (exit 0).

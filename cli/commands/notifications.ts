@@ -8,6 +8,7 @@ import { getNotificationEntry, listNotificationEntries } from '../../src/service
 import { redeliverNotifications } from '../../src/services/delivery/redeliver-notifications.js';
 import type { ServiceContext } from '../../src/services/context.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { auditCliChange } from '../audit-trail.js';
 
 /** The API's notification fields plus the delivery bookkeeping support staff need. */
 function entryJson(n: Notification) {
@@ -107,11 +108,16 @@ export function registerNotificationCommands(program: Command): void {
   notifications
     .command('redeliver <ids...>')
     .description('put sent or failed email/webhook entries back in the queue, due now, and deliver them')
-    .action(async (ids: string[], _opts, cmd: Command) => {
-      const { entries, channels } = await withDelivery(async (ctx, ch) => ({
-        entries: (await redeliverNotifications(ctx, ids)).entries,
-        channels: { email: ch.email !== null, webhook: ch.webhook !== null },
-      }));
+    .option('--reason <text>', 'why; kept in the audit trail')
+    .action(async (ids: string[], opts: { reason?: string }, cmd: Command) => {
+      const { entries, channels } = await withDelivery(async (ctx, ch) => {
+        const sent = (await redeliverNotifications(ctx, ids)).entries;
+        await auditCliChange(
+          ctx,
+          ...sent.map((e) => ({ action: 'notification.resend', target: { type: 'notification', id: e.id }, reason: opts.reason, changes: { status: [null, e.status] as [unknown, unknown] } })),
+        );
+        return { entries: sent, channels: { email: ch.email !== null, webhook: ch.webhook !== null } };
+      });
       const rows = entries.map(entryJson);
       output(globalOptions(cmd), rows, () => table(rows, ENTRY_COLUMNS.filter((c) => c !== 'username')));
       const waiting = rows.filter((r) => r.status === 'queued' && !channels[r.channel as 'email' | 'webhook']);

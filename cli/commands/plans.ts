@@ -5,6 +5,7 @@ import { serializePlan } from '../../src/http/serializers.js';
 import { archivePlan, listAllPlans } from '../../src/services/plans/archive-plan.js';
 import { seedPlans } from '../../src/services/plans/seed-plans.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
+import { auditCliChange } from '../audit-trail.js';
 
 function readPlansFile(file: string): unknown {
   let text: string;
@@ -30,7 +31,12 @@ export function registerPlanCommands(program: Command): void {
     .description('create or update plans by slug from a JSON or YAML array (running it twice changes nothing)')
     .action(async (file: string, _opts, cmd: Command) => {
       const seeds = readPlansFile(file);
-      const result = await withServices((s) => seedPlans(s, seeds));
+      const result = await withServices(async (s) => {
+        const seeded = await seedPlans(s, seeds);
+        const touched = [...seeded.created.map((slug) => ['plan.create', slug]), ...seeded.updated.map((slug) => ['plan.update', slug])];
+        await auditCliChange(s, ...touched.map(([action, slug]) => ({ action, target: { type: 'plan', id: String(slug) }, changes: { source: [null, file] as [unknown, unknown] } })));
+        return seeded;
+      });
       output(globalOptions(cmd), result, () =>
         `Plans: ${result.created.length} created, ${result.updated.length} updated, ${result.unchanged.length} unchanged.`,
       );
@@ -48,7 +54,11 @@ export function registerPlanCommands(program: Command): void {
     .command('archive <slug>')
     .description('take a plan out of the catalogue (existing subscriptions keep it)')
     .action(async (slug: string, _opts, cmd: Command) => {
-      const plan = await withServices((s) => archivePlan(s, slug));
+      const plan = await withServices(async (s) => {
+        const archived = await archivePlan(s, slug);
+        await auditCliChange(s, { action: 'plan.archive', target: { type: 'plan', id: archived.id }, changes: { status: ['active', archived.status] } });
+        return archived;
+      });
       output(globalOptions(cmd), serializePlan(plan), () => `Archived ${plan.slug}.`);
     });
 }

@@ -4,6 +4,7 @@ import { listTaxCorrections, type TaxCorrection } from '../../src/services/tax/l
 import { recordTaxInvoice } from '../../src/services/tax/record-tax-invoice.js';
 import { parseTaxMonth, uploadDeadline, type TaxMonth } from '../../src/services/tax/tax-month.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { auditCliChange } from '../audit-trail.js';
 
 function monthOption(value: string): TaxMonth {
   const month = parseTaxMonth(value);
@@ -71,7 +72,13 @@ export function registerTaxCommands(program: Command): void {
     .command('record <invoice-number> <faktur-number>')
     .description('store the 17-digit Faktur Pajak number (NSFP) Coretax assigned to a taxed, paid invoice; dots and dashes are ignored')
     .action(async (invoiceNumber: string, fakturNumber: string, _opts, cmd: Command) => {
-      const recorded = await withServices((s) => recordTaxInvoice(s, invoiceNumber, fakturNumber));
+      const recorded = await withServices(async (s) => {
+        const result = await recordTaxInvoice(s, invoiceNumber, fakturNumber);
+        if (!result.alreadyRecorded) {
+          await auditCliChange(s, { action: 'invoice.record_tax_invoice', target: { type: 'invoice', id: result.invoiceNumber }, changes: { tax_invoice_number: [null, result.taxInvoiceNumber] } });
+        }
+        return result;
+      });
       output(
         globalOptions(cmd),
         { invoice_number: recorded.invoiceNumber, tax_invoice_number: recorded.taxInvoiceNumber, already_recorded: recorded.alreadyRecorded },

@@ -7,6 +7,7 @@ import { parseAge, PRUNABLE_STATUSES, pruneWebhookLogs } from '../../src/service
 import { replayWebhookLogs, type ReplayItem } from '../../src/services/gateway-events/replay-webhook-logs.js';
 import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { auditCliChange } from '../audit-trail.js';
 
 /** An ISO 8601 date or time from an option (`2026-01-15`, `2026-01-15T10:00:00Z`). */
 export function parseTime(value: string | undefined, option: string): Date | undefined {
@@ -105,6 +106,7 @@ export function registerWebhookCommands(program: Command): void {
     .option('--since <time>', 'without ids: received at or after this ISO 8601 time')
     .option('--until <time>', 'without ids: received before this ISO 8601 time')
     .option('--dry-run', 'run the same processing in a transaction that is rolled back, and say per log what the replay would do (would_process, would_fail, duplicate, …); changes nothing')
+    .option('--reason <text>', 'why; kept in the audit trail')
     .action(async (ids: string[], opts, cmd: Command) => {
       const global = globalOptions(cmd);
       const input = {
@@ -115,11 +117,18 @@ export function registerWebhookCommands(program: Command): void {
         dryRun: Boolean(opts.dryRun),
       };
       const progress = startProgress();
-      const items = await withServices((s) =>
-        replayWebhookLogs(s, input, (item, i, total) =>
+      const items = await withServices(async (s) => {
+        const replayed = await replayWebhookLogs(s, input, (item, i, total) =>
           progress.update(i + 1, total, `${item.log.id} ${item.log.orderId ?? '-'} ${item.previousStatus} -> ${input.dryRun ? item.result : item.log.status}`),
-        ),
-      ).finally(() => progress.finish());
+        );
+        if (!input.dryRun) {
+          await auditCliChange(
+            s,
+            ...replayed.map((i) => ({ action: 'webhook_log.replay', target: { type: 'webhook_log', id: i.log.id }, reason: opts.reason, changes: { status: [i.previousStatus, i.log.status] as [unknown, unknown] } })),
+          );
+        }
+        return replayed;
+      }).finally(() => progress.finish());
       output(global, { dry_run: input.dryRun, count: items.length, results: items.map(serializeReplay) }, () =>
         items.length === 0
           ? 'Nothing to replay.'
