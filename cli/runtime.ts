@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { stringify } from 'csv-stringify/sync';
 import { loadConfig, loadDotEnv, type Config } from '../src/config.js';
 import { assertSchemaCurrent, openOrm, type Orm } from '../src/db/orm.js';
 import { systemClock } from '../src/domain/clock.js';
@@ -29,6 +30,21 @@ export interface GlobalOptions {
 export function output(opts: GlobalOptions, json: unknown, human: () => string): void {
   if (opts.json) process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   else process.stdout.write(`${human()}\n`);
+}
+
+/**
+ * Prints rows as CSV on stdout, a header row of `columns` first. csv-stringify does the quoting
+ * (commas, quotes and line breaks in a value); an object is written as its JSON, a boolean as
+ * true/false, a missing value as an empty field.
+ */
+export function csvOutput(rows: Record<string, unknown>[], columns: string[]): void {
+  process.stdout.write(
+    stringify(rows, {
+      header: true,
+      columns,
+      cast: { boolean: (v) => String(v), object: (v) => JSON.stringify(v), date: (v) => v.toISOString() },
+    }),
+  );
 }
 
 /** Progress and notes: stderr, so that --json output on stdout stays one clean document. */

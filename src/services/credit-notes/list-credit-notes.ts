@@ -11,12 +11,15 @@ export interface CreditNoteFilters {
   invoiceId?: string;
 }
 
+/** Relations a listed credit note needs: its invoice (for the number) and its user (for support's username). */
+export const CREDIT_NOTE_POPULATE = ['invoice', 'user'] as const;
+
 /** Credit notes, newest first (by number within the same instant), with their invoice for its number. */
 export async function listCreditNotes(ctx: Pick<DataContext, 'em'>, filters: CreditNoteFilters, page: PageRequest): Promise<Page<CreditNote>> {
   const where: FilterQuery<CreditNote> = {};
   if (filters.user) where.user = filters.user;
   if (filters.invoiceId) where.invoice = filters.invoiceId;
-  return findPage(ctx.em, CreditNote, where, page, { orderBy: [{ issuedAt: 'desc' }, { number: 'desc' }], populate: ['invoice', 'user'] });
+  return findPage(ctx.em, CreditNote, where, page, { orderBy: [{ issuedAt: 'desc' }, { number: 'desc' }], populate: CREDIT_NOTE_POPULATE });
 }
 
 /** The credit notes of one invoice, oldest first (the invoice's own view). */

@@ -1,4 +1,4 @@
-import type { PaymentStatus } from '../../db/entities/payment.js';
+import type { Payment, PaymentStatus } from '../../db/entities/payment.js';
 import type { User } from '../../db/entities/user.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
@@ -15,7 +15,11 @@ export interface PaymentStatusCheck {
  * it) is reported as `transaction_status: not_found` with the gateway's 404.
  */
 export async function checkPaymentStatus(ctx: ServiceContext, user: User, id: string): Promise<PaymentStatusCheck> {
-  const payment = await findOwnPayment(ctx.em.fork(), user, id);
+  return paymentStatusCheck(ctx, await findOwnPayment(ctx.em.fork(), user, id));
+}
+
+/** checkPaymentStatus of a payment already found (support staff find any user's). */
+export async function paymentStatusCheck(ctx: Pick<ServiceContext, 'gateway'>, payment: Payment): Promise<PaymentStatusCheck> {
   const notFound = (message: string): PaymentStatusCheck => ({
     local_status: payment.status,
     gateway_status: { status_code: '404', transaction_status: 'not_found', status_message: message, order_id: payment.orderId },
