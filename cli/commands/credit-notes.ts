@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import { serializeCreditNote } from '../../src/http/credit-note-serializers.js';
 import { listCreditNotes } from '../../src/services/credit-notes/list-credit-notes.js';
+import { renderCreditNotePdf } from '../../src/services/documents/credit-note-pdf.js';
+import { findStaffCreditNote } from '../../src/services/staff-queries/staff-lookups.js';
+import { writePdf } from '../lookups.js';
 import { findWalletOwner } from '../../src/services/wallet/find-wallet-owner.js';
 import { globalOptions, note, output, table, withServices } from '../runtime.js';
 import { parseLimit } from './webhooks.js';
@@ -26,5 +29,13 @@ export function registerCreditNoteCommands(program: Command): void {
       output(globalOptions(cmd), rows, () =>
         rows.length === 0 ? 'No credit notes.' : table(rows, ['number', 'issued_at', 'username', 'invoice_number', 'reason', 'amount', 'currency', 'memo']),
       );
+    });
+
+  creditNotes
+    .command('pdf <id_or_number>')
+    .description('write a credit note (by id, or number CN-YYYY-NNNNNN) as the PDF its customer downloads; unknown: exit 4')
+    .option('--out <file>', 'where to write it (default: NUMBER.pdf in the current directory)')
+    .action(async (ref: string, opts: { out?: string }, cmd: Command) => {
+      await writePdf(cmd, opts.out, await withServices(async (s) => renderCreditNotePdf(s, await findStaffCreditNote(s, ref))));
     });
 }

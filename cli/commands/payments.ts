@@ -1,11 +1,43 @@
 import type { Command } from 'commander';
+import type { Payment, PaymentStatus } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { serializePayment, serializeRefund, serializeSubscription, serializeWebhookLog } from '../../src/http/serializers.js';
+import { paymentStatusCheck, type PaymentStatusCheck } from '../../src/services/payments/check-payment-status.js';
 import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.js';
 import { reconcilePayments, type ReconcileItem } from '../../src/services/gateway-events/reconcile-payments.js';
+import { findStaffPayment, refundsOfPayment } from '../../src/services/staff-queries/staff-lookups.js';
+import { listStaffPayments } from '../../src/services/staff-queries/staff-lists.js';
+import { describeRecord, registerList, ownedRecord } from '../lookups.js';
 import { startProgress } from '../progress.js';
-import { CliFailure, cliConfig, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
+import { CliFailure, cliConfig, EXIT, exitCodeFor, globalOptions, note, output, table, withServices } from '../runtime.js';
 import { parseLimit, parseTime } from './webhooks.js';
+
+const STATUSES = [
+  'pending', 'settled', 'failed', 'canceled', 'expired', 'refunded', 'partially_refunded', 'reversed', 'charged_back',
+] as const satisfies readonly PaymentStatus[];
+
+/** The gateway's answer, or why there is none: unreachable, or refusing us (the exit status says which). */
+type GatewayView = { check: PaymentStatusCheck; error: null } | { check: null; error: { code: number; message: string } };
+
+/** Asks the gateway about the payment; its failures are reported beside the local record, not thrown. */
+async function askGateway(services: Parameters<typeof paymentStatusCheck>[0], payment: Payment): Promise<GatewayView> {
+  try {
+    return { check: await paymentStatusCheck(services, payment), error: null };
+  } catch (err) {
+    const failure = exitCodeFor(err);
+    if (failure.code !== EXIT.unavailable) throw err;
+    return { check: null, error: failure };
+  }
+}
+
+/** The local record and the gateway's answer side by side, one row each. */
+function sideBySide(payment: ReturnType<typeof serializePayment>, gateway: GatewayView): string {
+  const local = { source: 'local', status: payment.status, transaction_id: payment.transaction_id, fraud_status: payment.fraud_status, gross_amount: payment.gross_amount };
+  if (!gateway.check) return `${table([local], Object.keys(local))}\ngateway unreachable: ${gateway.error.message}`;
+  const g = gateway.check.gateway_status;
+  const remote = { source: 'gateway', status: g.transaction_status, transaction_id: g.transaction_id, fraud_status: g.fraud_status, gross_amount: g.gross_amount, status_code: g.status_code };
+  return table([local, remote], Object.keys(remote));
+}
 
 /** What the refund did to the subscription the payment paid for, in one line. */
 function subscriptionLine(sub: ReturnType<typeof serializeSubscription>): string {
@@ -32,6 +64,43 @@ function serializeItem(item: ReconcileItem) {
 
 export function registerPaymentCommands(program: Command): void {
   const payments = program.command('payments').description('payments and top-ups');
+
+  registerList<Payment>(payments, {
+    noun: 'payments',
+    statuses: STATUSES,
+    extra: ['orderId'],
+    list: listStaffPayments,
+    serialize: serializePayment,
+    columns: ['order_id', 'username', 'status', 'payment_type', 'gross_amount', 'currency', 'refunded_amount', 'paid_at', 'created_at'],
+  });
+
+  payments
+    .command('show <id_or_order_id>')
+    .description(
+      "show any user's subscription payment as the API does (by id or order id; unknown: exit 4); with --gateway, " +
+        "beside the gateway's status (read-only; an unreachable gateway is reported and exits 5)",
+    )
+    .option('--gateway', "also ask the gateway for the payment's status")
+    .action(async (ref: string, opts: { gateway?: boolean }, cmd: Command) => {
+      const { shown, refunds, gateway } = await withServices(async (s) => {
+        const payment = await findStaffPayment(s, ref);
+        const refunds = (await refundsOfPayment(s, payment)).map(serializeRefund);
+        return { shown: await ownedRecord(s.em, payment, serializePayment), refunds, gateway: opts.gateway ? await askGateway(s, payment) : null };
+      });
+      // As the staff API's payment detail: its refunds, and `gateway` when asked (`gateway_error` when it did not answer).
+      const json = { ...shown, refunds, ...(gateway?.check ? { gateway: gateway.check } : {}), ...(gateway?.error ? { gateway_error: gateway.error.message } : {}) };
+      output(globalOptions(cmd), json, () =>
+        [
+          describeRecord(shown),
+          ...(refunds.length ? [`\nRefunds:\n${table(refunds, ['refund_key', 'amount', 'status', 'destination', 'method'])}`] : []),
+          ...(gateway ? [`\n${sideBySide(shown, gateway)}`] : []),
+        ].join('\n'),
+      );
+      if (gateway?.error) {
+        note(`error: the gateway did not answer: ${gateway.error.message}`);
+        process.exitCode = gateway.error.code;
+      }
+    });
 
   payments
     .command('sync')

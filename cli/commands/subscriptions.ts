@@ -1,10 +1,37 @@
 import type { Command } from 'commander';
+import type { Subscription, SubscriptionStatus } from '../../src/db/entities/subscription.js';
+import { serializeSubscription } from '../../src/http/serializers.js';
+import { getStaffSubscription } from '../../src/services/staff-queries/staff-lookups.js';
+import { listStaffSubscriptions } from '../../src/services/staff-queries/staff-lists.js';
 import { syncAllSubscriptions, type SyncAllResult } from '../../src/services/subscriptions/sync-subscription.js';
+import { describeRecord, registerList, ownedRecord } from '../lookups.js';
 import { startProgress } from '../progress.js';
 import { EXIT, globalOptions, output, table, withServices } from '../runtime.js';
 
+const STATUSES = ['pending', 'trialing', 'active', 'paused', 'past_due', 'canceled', 'expired'] as const satisfies readonly SubscriptionStatus[];
+
 export function registerSubscriptionCommands(program: Command): void {
   const subscriptions = program.command('subscriptions').description('subscriptions');
+
+  registerList<Subscription>(subscriptions, {
+    noun: 'subscriptions',
+    statuses: STATUSES,
+    extra: [],
+    list: listStaffSubscriptions,
+    serialize: serializeSubscription,
+    columns: ['id', 'username', 'status', 'payment_type', 'current_period_end', 'next_billing_date', 'cancel_reason', 'created_at'],
+  });
+
+  subscriptions
+    .command('show <id>')
+    .description("show any user's subscription as the API does (unknown id: exit 4)")
+    .action(async (id: string, _opts, cmd: Command) => {
+      const shown = await withServices(async (s) => {
+        const sub = await getStaffSubscription(s, id);
+        return ownedRecord(s.em, sub, serializeSubscription);
+      });
+      output(globalOptions(cmd), shown, () => describeRecord(shown));
+    });
 
   subscriptions
     .command('sync')

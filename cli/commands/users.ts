@@ -6,7 +6,40 @@ import { NotFoundError } from '../../src/domain/errors.js';
 import { createUser } from '../../src/services/users/create-user.js';
 import { setPassword } from '../../src/services/users/set-password.js';
 import { listUsers } from '../../src/services/users/list-users.js';
+import { findUserByRef } from '../../src/services/staff-queries/filters.js';
+import { setUserDisabled } from '../../src/services/users/set-user-disabled.js';
+import { describeRecord } from '../lookups.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
+
+/** The account as the API shows it, and whether (since when) it is disabled. */
+function shownUser(user: User) {
+  return { ...serializeUser(user), disabled_at: user.disabledAt?.toISOString() ?? null };
+}
+
+/** `users disable|enable <user>`: the same use case both ways, safe to run twice. */
+function registerDisabling(users: Command, disabled: boolean): void {
+  const verb = disabled ? 'disable' : 'enable';
+  users
+    .command(`${verb} <user>`)
+    .description(
+      disabled
+        ? 'disable an account (username or id): it can no longer log in or use HTTP Basic, and its sessions end on every server process within a second'
+        : 'enable a disabled account again (username or id); its old sessions stay ended',
+    )
+    .action(async (ref: string, _opts, cmd: Command) => {
+      const result = await withServices(async (s) => setUserDisabled(s, await findUserByRef(s, ref), disabled));
+      const { user, changed, sessionsEnded } = result;
+      const state = disabled ? 'disabled' : 'enabled';
+      output(
+        globalOptions(cmd),
+        { user: shownUser(user), changed, before: result.before?.toISOString() ?? null, after: result.after?.toISOString() ?? null, sessions_ended: sessionsEnded },
+        () =>
+          !changed
+            ? `${user.username} is already ${state}${user.disabledAt ? ` (since ${user.disabledAt.toISOString()})` : ''}; nothing changed.`
+            : `${disabled ? 'Disabled' : 'Enabled'} ${user.username} (${user.id})${disabled ? `; ${sessionsEnded} session${sessionsEnded === 1 ? '' : 's'} ended` : ''}.`,
+      );
+    });
+}
 
 /** The password from exactly one of --password and --password-stdin (one trailing newline dropped). */
 function passwordOption(opts: { password?: string; passwordStdin?: boolean }): string {
@@ -61,6 +94,17 @@ export function registerUserCommands(program: Command): void {
         () => `Password changed for ${user.username}; ${sessionsEnded} session${sessionsEnded === 1 ? '' : 's'} ended.`,
       );
     });
+
+  users
+    .command('show <user>')
+    .description('show an account (username or id), and whether it is disabled')
+    .action(async (ref: string, _opts, cmd: Command) => {
+      const shown = shownUser(await withServices((s) => findUserByRef(s, ref)));
+      output(globalOptions(cmd), shown, () => describeRecord(shown));
+    });
+
+  registerDisabling(users, true);
+  registerDisabling(users, false);
 
   users
     .command('list')

@@ -191,7 +191,11 @@ export class AccessCache {
    * The user by id: their wire fields, and `entity()`, which maps them into a fresh entity
    * manager (only operations that use the entity pay for it); null when there is none.
    */
-  async user(em: EntityManager, userId: string, ctx?: Context): Promise<{ entity: () => User; fields: UserFields; passwordHash: string } | null> {
+  async user(
+    em: EntityManager,
+    userId: string,
+    ctx?: Context,
+  ): Promise<{ entity: () => User; fields: UserFields; passwordHash: string; disabled: boolean } | null> {
     let entry = this.users.get(userId);
     if (!entry || entry.version !== (await this.versionFor(em, userId, ctx))) {
       this.users.delete(userId);
@@ -205,7 +209,7 @@ export class AccessCache {
       this.remember(userId, entry.version, generation, ctx);
     }
     const row = entry.row;
-    return { entity: () => em.fork().map(User, { ...row }), fields: entry.fields, passwordHash: String(row.password_hash) };
+    return { entity: () => em.fork().map(User, { ...row }), fields: entry.fields, passwordHash: String(row.password_hash), disabled: row.disabled_at != null };
   }
 
   /** Whether a paid period of the user's subscription covers now: no query while the version and the answer stand. */

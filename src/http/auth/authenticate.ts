@@ -77,10 +77,11 @@ export function authenticationMiddleware(orm: Orm, cache: VerifiedCredentialCach
   // already read the user's access version for this request. The entity is made only when an
   // operation asks for it: the hot reads need the id and the wire fields alone.
   // `passwordHash`: a cached Basic credential stands only while the user's password is the one it
-  // was verified against (a password change on any process shows in the user row).
+  // was verified against (a password change on any process shows in the user row). A disabled
+  // user's session or cached credential stands no longer (`billing-admin users disable`).
   const userById = async (em: EntityManager, id: string, ctx: Context, passwordHash?: string): Promise<boolean> => {
     const found = await access.user(em, id, ctx);
-    if (!found || (passwordHash !== undefined && found.passwordHash !== passwordHash)) return false;
+    if (!found || found.disabled || (passwordHash !== undefined && found.passwordHash !== passwordHash)) return false;
     ctx.state.userFields = found.fields;
     setUserLazily(ctx, found.entity);
     return true;
