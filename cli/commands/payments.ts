@@ -3,7 +3,8 @@ import type { Payment, PaymentStatus } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { serializePayment, serializeRefund, serializeSubscription, serializeWebhookLog } from '../../src/http/serializers.js';
 import { paymentStatusCheck, type PaymentStatusCheck } from '../../src/services/payments/check-payment-status.js';
-import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.js';
+import { cliActor } from '../../src/services/audit/actor.js';
+import { refundByStaff } from '../../src/services/refunds/staff-refund.js';
 import { reconcilePayments, type ReconcileItem } from '../../src/services/gateway-events/reconcile-payments.js';
 import { findStaffPayment, refundsOfPayment } from '../../src/services/staff-queries/staff-lookups.js';
 import { listStaffPayments } from '../../src/services/staff-queries/staff-lists.js';
@@ -153,13 +154,20 @@ export function registerPaymentCommands(program: Command): void {
         '(gross - refunded - credited); unless --keep-subscription, the subscription it paid for is canceled now (cancel_reason refunded)',
     )
     .option('--amount <amount>', 'how much (default: all that is refundable)')
-    .requiredOption('--reason <reason>', 'why, kept with the refund')
+    .requiredOption('--reason <reason>', 'why; kept in the audit trail (the customer never sees it)')
+    .option('--description <text>', 'what the customer is told about the refund (kept with it)')
     .option('--keep-subscription', 'refund without ending the subscription the payment paid for')
     .option('--direct', "use the gateway's direct refund (gateway-refunded payment types only)")
     .action(async (orderId: string, opts, cmd: Command) => {
       if (!String(opts.reason).trim()) throw new CliFailure('--reason may not be empty', EXIT.usage);
       const { refunded, subscription } = await withServices(async (s) => {
-        const result = await refundPaymentAsStaff(s, orderId, { amount: opts.amount, reason: opts.reason, direct: Boolean(opts.direct), keepSubscription: Boolean(opts.keepSubscription) });
+        const result = await refundByStaff(s, cliActor(), orderId, {
+          amount: opts.amount,
+          reason: opts.reason,
+          description: opts.description,
+          direct: Boolean(opts.direct),
+          keepSubscription: Boolean(opts.keepSubscription),
+        });
         // The subscription as the refund left it, read anew: support staff must see whether it ended.
         const subscriptionId = result.payment.subscription?.id;
         const sub = subscriptionId ? await s.em.fork().findOne(Subscription, subscriptionId, { populate: ['plan', 'pendingPlan', 'user'] }) : null;

@@ -7,6 +7,7 @@ import { createUser } from '../../src/services/users/create-user.js';
 import { setPassword } from '../../src/services/users/set-password.js';
 import { listUsers } from '../../src/services/users/list-users.js';
 import { findUserByRef } from '../../src/services/staff-queries/filters.js';
+import { cliActor } from '../../src/services/audit/actor.js';
 import { setUserDisabled } from '../../src/services/users/set-user-disabled.js';
 import { describeRecord } from '../lookups.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
@@ -26,8 +27,9 @@ function registerDisabling(users: Command, disabled: boolean): void {
         ? 'disable an account (username or id): it can no longer log in or use HTTP Basic, and its sessions end on every server process within a second'
         : 'enable a disabled account again (username or id); its old sessions stay ended',
     )
-    .action(async (ref: string, _opts, cmd: Command) => {
-      const result = await withServices(async (s) => setUserDisabled(s, await findUserByRef(s, ref), disabled));
+    .option('--reason <text>', 'why; kept in the audit trail')
+    .action(async (ref: string, opts: { reason?: string }, cmd: Command) => {
+      const result = await withServices(async (s) => setUserDisabled(s, cliActor(), await findUserByRef(s, ref), disabled, opts.reason));
       const { user, changed, sessionsEnded } = result;
       const state = disabled ? 'disabled' : 'enabled';
       output(

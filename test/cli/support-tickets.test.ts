@@ -224,7 +224,7 @@ describe.each(DATABASES)('docs/support.md, run on a seeded database (%s)', { tim
     at('2026-11-02T03:00:00.000Z');
     const daves = await subscribe(server, users.dave, { plan_id: 'basic-monthly', payment_type: 'bank_transfer' });
     await simulate(server, daves.body.payment.order_id, 'settle');
-    const disabled = await runCli(['users', 'disable', 'dave'], { ...env, BILLING_OPERATOR: 'ops-oncall' });
+    const disabled = await runCli(['users', 'disable', 'dave', '--reason', 'Ticket 1190: chargeback pattern, checking'], { ...env, BILLING_OPERATOR: 'ops-oncall' });
     expect(disabled.code, disabled.stderr).toBe(0);
     expect((await server.api('POST', '/auth/login/', { body: { username: 'dave', password: users.dave.password } })).status).not.toBe(200);
     at('2026-11-03T03:00:00.000Z');
@@ -428,10 +428,16 @@ describe.each(DATABASES)('docs/support.md, run on a seeded database (%s)', { tim
     const login = () => server.api('POST', '/auth/login/', { body: { username: 'dave', password: users.dave.password } });
     expect((await login()).status).not.toBe(200);
     await runSection(TICKETS[4], {
-      'billing-admin users show dave': (json) => {
+      'billing-admin users show dave': (json, values) => {
         expect(json).toMatchObject({ username: 'dave', disabled_at: expect.any(String) });
+        values.user_id = json.id;
       },
-      'billing-admin users enable dave': (json) => {
+      'billing-admin audit list --target <user_id>': (json) => {
+        expect(json).toEqual([
+          expect.objectContaining({ action: 'user.disable', actor: expect.objectContaining({ type: 'cli', name: 'ops-oncall' }), reason: 'Ticket 1190: chargeback pattern, checking' }),
+        ]);
+      },
+      'billing-admin users enable dave --reason "Ticket 1207: disabled by mistake"': (json) => {
         expect(json).toMatchObject({ changed: true, user: { username: 'dave', disabled_at: null } });
       },
     });
@@ -441,7 +447,7 @@ describe.each(DATABASES)('docs/support.md, run on a seeded database (%s)', { tim
 
   it('every command and request on the page was run, once', () => {
     const all = sections.flatMap((s) => s.commands);
-    expect(all.length).toBe(30);
+    expect(all.length).toBe(31);
     expect(ran).toEqual(all);
   });
 });

@@ -177,6 +177,22 @@ describe.each(DATABASES)('the staff API (%s)', (kind) => {
       }),
     ]);
     expect((await cli(['audit', 'list', '--actor', 'ops-oncall'])).json.length).toBeGreaterThanOrEqual(3); // two keys made, one adjustment
+
+    // A refund and a user's disabling by the CLI: one event each, the reason in the trail only.
+    const { payment } = await activeSubscription(server, user, 'basic-monthly', 'gopay');
+    const refunded = await cli(['payments', 'refund', payment.order_id, '--reason', 'Ticket 5: refund by CLI', '--description', 'Refund as agreed']);
+    expect(refunded.code, refunded.stderr).toBe(0);
+    expect(await auditOf(payment.id)).toEqual([expect.objectContaining({ actorType: 'cli', actorName: 'ops-oncall', action: 'payment.refund', reason: 'Ticket 5: refund by CLI' })]);
+    expect(JSON.stringify((await server.api('GET', '/notifications/', { auth: user })).body)).not.toContain('Ticket 5');
+    for (const verb of ['disable', 'disable', 'enable']) {
+      const done = await cli(['users', verb, user.username, '--reason', `Ticket 6: ${verb}`]);
+      expect(done.code, done.stderr).toBe(0);
+    }
+    // Disabling twice changes nothing the second time, so it leaves no second event.
+    expect((await auditOf(user.id)).map((e) => [e.action, e.reason, e.actorName])).toEqual([
+      ['user.disable', 'Ticket 6: disable', 'ops-oncall'],
+      ['user.enable', 'Ticket 6: enable', 'ops-oncall'],
+    ]);
     const viaApi = await server.api('GET', `/admin/audit-events/?actor=ops-oncall&target=${walletId}`, { auth: staff });
     expect(viaApi.body).toMatchObject({ count: 1, results: [{ action: 'wallet.adjust' }] });
   });

@@ -6,7 +6,7 @@ import { closeDeliveryChannels, createDeliveryChannels } from '../../services/de
 import { redeliverNotifications } from '../../services/delivery/redeliver-notifications.js';
 import { REPLAYABLE_STATUSES } from '../../services/gateway-events/process-notification.js';
 import { replayWebhookLogs } from '../../services/gateway-events/replay-webhook-logs.js';
-import { refundPaymentAsStaff } from '../../services/refunds/refund-payment.js';
+import { refundByStaff } from '../../services/refunds/staff-refund.js';
 import { findUserByRef, getStaffPayment, getStaffSubscription, getStaffWebhookLog } from '../../services/staff-queries/index.js';
 import { cancelSubscription } from '../../services/subscriptions/cancel-subscription.js';
 import { loadSubscription } from '../../services/subscriptions/find-subscription.js';
@@ -77,24 +77,14 @@ export const adminActionHandlers: OperationHandlers = {
 
   async adminRefundPayment(req) {
     const found = await getStaffPayment(req.services, req.path.id);
-    const before = { status: found.status, refunded_amount: found.refundedAmount };
-    // The staff member's reason stays in the audit trail; the refund keeps what the customer is told.
-    const refunded = await refundPaymentAsStaff(req.services, found.orderId, {
+    const refunded = await refundByStaff(req.services, staffActor(req.koa), found.orderId, {
       amount: req.body.amount,
-      reason: req.body.description,
+      reason: req.body.reason,
+      description: req.body.description,
       direct: req.body.direct,
-      keepSubscription: req.body.keep_subscription === true,
+      keepSubscription: req.body.keep_subscription,
     });
     const payment = refunded.payment;
-    await recordAuditEvent(req.services, staffActor(req.koa), {
-      action: 'payment.refund',
-      target: { type: 'payment', id: payment.id },
-      reason: req.body.reason,
-      changes: {
-        ...changedFields(before, { status: payment.status, refunded_amount: payment.refundedAmount }),
-        refund: [null, { refund_key: refunded.refund.refundKey, amount: refunded.refund.amount, status: refunded.refund.status }],
-      },
-    });
     const owner = await ownersOf(req.services.em, [payment]);
     const subscription = payment.subscription ? await loadSubscription(req.services.em.fork(), payment.subscription.id) : null;
     const body = {

@@ -1,4 +1,3 @@
-import { Refund } from '../../db/entities/payment.js';
 import { listAuditEvents } from '../../services/audit/list-audit-events.js';
 import { creditNotesOfInvoice } from '../../services/credit-notes/list-credit-notes.js';
 import { churnReport } from '../../services/reports/churn-report.js';
@@ -18,6 +17,7 @@ import {
   listStaffTopups,
   listStaffWebhookLogs,
   paymentStatusCheck,
+  refundsOfPayment,
   type StaffListFilters,
 } from '../../services/staff-queries/index.js';
 import { listWalletTransactions } from '../../services/wallet/list-wallet-transactions.js';
@@ -93,7 +93,7 @@ export const adminReadHandlers: OperationHandlers = {
 
   async adminGetPayment(req) {
     const payment = await getStaffPayment(req.services, req.path.id);
-    const refunds = await req.services.em.find(Refund, { payment }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const refunds = await refundsOfPayment(req.services, payment);
     const gateway = req.query.gateway ? await paymentStatusCheck(req.services, payment) : undefined;
     const body = (await withOwners(req.services.em, [payment], serializePayment))(payment);
     return { status: 200, body: { ...body, refunds: refunds.map(serializeRefund), ...(gateway ? { gateway } : {}) } };

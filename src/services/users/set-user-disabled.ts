@@ -1,6 +1,8 @@
 import { LockMode } from '@mikro-orm/core';
 import { isPostgres, sessionUserIdSql } from '../../db/dialect.js';
 import { User } from '../../db/entities/user.js';
+import type { Actor } from '../audit/actor.js';
+import { recordAuditEvent } from '../audit/record-audit-event.js';
 import type { DataContext } from '../context.js';
 
 export interface UserDisabledChange {
@@ -24,7 +26,7 @@ export interface UserDisabledChange {
  * update and the sessions' deletion raise the user's access version (database triggers), which
  * every process reads again within ACCESS_RECHECK_MS; src/http/auth/ then refuses the user.
  */
-export async function setUserDisabled(ctx: DataContext, user: User, disabled: boolean): Promise<UserDisabledChange> {
+export async function setUserDisabled(ctx: DataContext, actor: Actor, user: User, disabled: boolean, reason?: string | null): Promise<UserDisabledChange> {
   const change = await ctx.em.transactional(async (em) => {
     const row = await em.findOneOrFail(User, { id: user.id }, { refresh: true, ...(isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) });
     const before = row.disabledAt;
@@ -33,6 +35,12 @@ export async function setUserDisabled(ctx: DataContext, user: User, disabled: bo
     const after = disabled ? now : null;
     await em.nativeUpdate(User, { id: user.id }, { disabledAt: after, updatedAt: now });
     const ended = disabled ? ((await em.execute(`delete from sessions where ${sessionUserIdSql(em, 'data')} = ?`, [user.id], 'run')) as { affectedRows?: number }) : {};
+    await recordAuditEvent({ ...ctx, em }, actor, {
+      action: disabled ? 'user.disable' : 'user.enable',
+      target: { type: 'user', id: user.id },
+      reason,
+      changes: { disabled_at: [before?.toISOString() ?? null, after?.toISOString() ?? null] },
+    });
     return { changed: true, before, after, sessionsEnded: ended.affectedRows ?? 0 };
   });
   user.disabledAt = change.after;

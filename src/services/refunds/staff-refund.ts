@@ -1,0 +1,44 @@
+import type { Actor } from '../audit/actor.js';
+import { changedFields, recordAuditEvent } from '../audit/record-audit-event.js';
+import type { ServiceContext } from '../context.js';
+import { Payment } from '../../db/entities/payment.js';
+import { NotFoundError } from '../../domain/errors.js';
+import { refundPaymentAsStaff, type RefundedPayment } from './refund-payment.js';
+
+export interface StaffRefundRequest {
+  amount?: string | number;
+  /** Why, for the audit trail only: the customer never sees it. */
+  reason: string;
+  /** What the customer is told; kept with the refund. */
+  description?: string | null;
+  direct?: boolean;
+  keepSubscription?: boolean;
+}
+
+/**
+ * Support staff's refund, by the staff API or `billing-admin payments refund`: the refund of
+ * refundPaymentAsStaff, then one audit event naming who refunded, why, and what changed. The
+ * refund keeps the customer-facing description only.
+ */
+export async function refundByStaff(ctx: ServiceContext, actor: Actor, orderId: string, request: StaffRefundRequest): Promise<RefundedPayment> {
+  const found = await ctx.em.fork().findOne(Payment, { orderId });
+  if (!found) throw new NotFoundError('Payment');
+  const before = { status: found.status, refunded_amount: found.refundedAmount };
+  const refunded = await refundPaymentAsStaff(ctx, orderId, {
+    amount: request.amount,
+    reason: request.description ?? undefined,
+    direct: request.direct,
+    keepSubscription: request.keepSubscription === true,
+  });
+  const { payment, refund } = refunded;
+  await recordAuditEvent(ctx, actor, {
+    action: 'payment.refund',
+    target: { type: 'payment', id: payment.id },
+    reason: request.reason,
+    changes: {
+      ...changedFields(before, { status: payment.status, refunded_amount: payment.refundedAmount }),
+      refund: [null, { refund_key: refund.refundKey, amount: refund.amount, status: refund.status }],
+    },
+  });
+  return refunded;
+}
