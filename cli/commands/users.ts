@@ -11,6 +11,7 @@ import { cliActor } from '../../src/services/audit/actor.js';
 import { setUserDisabled } from '../../src/services/users/set-user-disabled.js';
 import { describeRecord } from '../lookups.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
+import { auditCliChange } from '../audit-trail.js';
 
 /** The account as the API shows it, and whether (since when) it is disabled. */
 function shownUser(user: User) {
@@ -64,16 +65,18 @@ export function registerUserCommands(program: Command): void {
     .option('--staff', 'staff account (sees every plan, passes the access middleware)')
     .action(async (opts, cmd: Command) => {
       const password = passwordOption(opts);
-      const user = await withServices((s) =>
-        createUser(s, {
+      const user = await withServices(async (s) => {
+        const made = await createUser(s, {
           username: opts.username,
           password,
           email: opts.email,
           isStaff: Boolean(opts.staff),
           firstName: opts.firstName,
           lastName: opts.lastName,
-        }),
-      );
+        });
+        await auditCliChange(s, { action: 'user.create', target: { type: 'user', id: made.id }, changes: { username: [null, made.username], is_staff: [null, made.isStaff] } });
+        return made;
+      });
       output(globalOptions(cmd), serializeUser(user), () => `Created user ${user.username} (${user.id})${user.isStaff ? ', staff' : ''}.`);
     });
 
@@ -88,7 +91,10 @@ export function registerUserCommands(program: Command): void {
       const { user, sessionsEnded } = await withServices(async (s) => {
         const found = await s.em.findOne(User, { username: opts.username });
         if (!found) throw new NotFoundError(`User ${opts.username}`);
-        return { user: found, sessionsEnded: await setPassword(s, found, password) };
+        const sessionsEnded = await setPassword(s, found, password);
+        // The password itself never reaches the trail (the command line's is redacted too).
+        await auditCliChange(s, { action: 'user.set_password', target: { type: 'user', id: found.id }, changes: { sessions_ended: [null, sessionsEnded] } });
+        return { user: found, sessionsEnded };
       });
       output(
         globalOptions(cmd),

@@ -160,7 +160,13 @@ export function registerWebhookCommands(program: Command): void {
     .action(async (opts, cmd: Command) => {
       const olderThanMs = parseAge(opts.olderThan, '--older-than');
       const dryRun = Boolean(opts.dryRun);
-      const result = await withServices((s) => pruneWebhookLogs(s, { olderThanMs, dryRun }, (n) => note(`deleted ${n} so far`)));
+      const result = await withServices(async (s) => {
+        const pruned = await pruneWebhookLogs(s, { olderThanMs, dryRun }, (n) => note(`deleted ${n} so far`));
+        if (!dryRun) {
+          await auditCliChange(s, { action: 'webhook_log.prune', target: { type: 'webhook_logs', id: `before ${pruned.before.toISOString()}` }, changes: { deleted: [null, pruned.count] } });
+        }
+        return pruned;
+      });
       output(globalOptions(cmd), { dry_run: result.dryRun, count: result.count, before: result.before.toISOString(), statuses: result.statuses }, () =>
         `${result.dryRun ? 'Would delete' : 'Deleted'} ${result.count} webhook log${result.count === 1 ? '' : 's'} ` +
         `(${result.statuses.join(', ')}) created before ${result.before.toISOString()}.`,

@@ -25,7 +25,7 @@ const SOME_ID = '9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a';
 const concrete = (path: string) => path.replace('{id}', SOME_ID).replace('{user}', 'alice');
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
-describe.each(DATABASES)('the staff API (%s)', (kind) => {
+describe.each(DATABASES)('the staff API (%s)', { timeout: 180_000 }, (kind) => {
   const stage = serverOnClock(kind, new Date('2027-03-01T03:00:00.000Z'));
   let staff: TestUser;
   let readKey: string;
@@ -188,6 +188,12 @@ describe.each(DATABASES)('the staff API (%s)', (kind) => {
       const done = await cli(['users', verb, user.username, '--reason', `Ticket 6: ${verb}`]);
       expect(done.code, done.stderr).toBe(0);
     }
+    // An account made by the CLI: audited, its password redacted from the recorded command line.
+    const made = await cli(['users', 'create', '--username', `newhire-${kind}`, '--password', 'a secret long password']);
+    expect(made.code, made.stderr).toBe(0);
+    const [created] = await auditOf(made.json.id);
+    expect(created).toMatchObject({ action: 'user.create', actorName: 'ops-oncall', requestId: expect.stringContaining('--password [redacted]') });
+    expect(JSON.stringify(created)).not.toContain('a secret long password');
     // Disabling twice changes nothing the second time, so it leaves no second event.
     expect((await auditOf(user.id)).map((e) => [e.action, e.reason, e.actorName])).toEqual([
       ['user.disable', 'Ticket 6: disable', 'ops-oncall'],
