@@ -33,13 +33,27 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
       if ((await acceptRefund(ctx, payment, existing, 'confirm_at_gateway')).accepted) changes.push(`refund ${existing.refundKey} confirmed`);
       continue;
     }
-    known.push(gatewayRefund(ctx, payment, r.refundKey, money(r.amount)));
-    changes.push(`refund ${r.refundKey} recorded`);
+    // What the payment has left to give back: any more is the customer's imposed fee (below).
+    const room = subtract(payment.grossAmount, succeededTotal(known));
+    const amount = compare(money(r.amount), room) > 0 ? room : money(r.amount);
+    if (!isPositive(amount)) {
+      changes.push(`refund ${r.refundKey} gave back only the customer's imposed fee: not recorded here`);
+      continue;
+    }
+    known.push(gatewayRefund(ctx, payment, r.refundKey, amount));
+    changes.push(`refund ${r.refundKey} recorded${amount === money(r.amount) ? '' : ` (${amount} of it; the rest was the customer's imposed fee)`}`);
   }
   const listed = event.refunds.filter((r) => !r.chargeback);
   const reported = event.refundAmount ?? (listed.length > 0 ? add(...listed.map((r) => money(r.amount))) : null);
   if (reported !== null) {
-    const truth = compare(money(reported), recordedBefore) > 0 ? money(reported) : recordedBefore;
+    // NOTE: with Automatic Fee Imposition the gateway's gross is ours plus the customer's fee, and
+    // a dashboard refund may give back part of that fee too: money this service never billed or
+    // held. The payment records at most its own gross refunded, as a top-up records at most its
+    // amount (long seed 302912243, path 761:0:6:5:4:5:10:4:4:4:5: 22,500 refunded by us, then
+    // 28,000 in the dashboard, of a 50,000 payment with a 1,000 fee: 50,500 recorded before).
+    const billed = compare(money(reported), payment.grossAmount) > 0 ? payment.grossAmount : money(reported);
+    if (compare(billed, money(reported)) !== 0) changes.push(`the gateway also refunded ${subtract(money(reported), billed)} of the customer's imposed fee, not recorded here`);
+    const truth = compare(billed, recordedBefore) > 0 ? billed : recordedBefore;
     const unkeyedKey = gatewayRefundKey(payment);
     const explained = () => succeededTotal(known, (k) => k.refundKey !== unkeyedKey);
     // Our own refunds still waiting for an answer are the likeliest explanation of the gap.
