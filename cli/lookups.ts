@@ -1,7 +1,6 @@
 import { writeFile } from 'node:fs/promises';
-import type { EntityManager } from '@mikro-orm/knex';
 import type { Command } from 'commander';
-import { withOwners } from '../src/http/admin-serializers.js';
+import { ownedRecord, withOwners } from '../src/http/admin-serializers.js';
 import type { Schemas } from '../src/http/operations.js';
 import type { PdfFile } from '../src/services/documents/invoice-pdf.js';
 import type { ServiceContext } from '../src/services/context.js';
@@ -16,10 +15,7 @@ import { CliFailure, csvOutput, EXIT, globalOptions, note, output, table, withSe
  * beside each record: withOwners); CSV for exports.
  */
 
-/** A record as the staff API shows it: the API's record and its owner beside it. */
-export async function ownedRecord<T extends { user: { id: string } }, R>(em: EntityManager, record: T, serialize: (r: T) => R) {
-  return (await withOwners(em, [record], serialize))(record);
-}
+export { ownedRecord };
 
 type OwnerRef = Schemas['OwnerRef'];
 

@@ -1,18 +1,9 @@
 import type { Command } from 'commander';
 import { serializeAuditEvent } from '../../src/http/admin-serializers.js';
 import { listAuditEvents } from '../../src/services/audit/list-audit-events.js';
-import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
-
-function instant(value: string): Date {
-  const at = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(at.getTime())) throw new CliFailure(`--since must be a date or an ISO time, got "${value}"`, EXIT.usage);
-  return at;
-}
-
-function positiveInteger(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 10_000) throw new CliFailure(`--limit must be a whole number from 1 to 10000, got "${value}"`, EXIT.usage);
-  return Number(value);
-}
+import { DEFAULT_LIST_LIMIT, positiveWhole } from '../lookups.js';
+import { globalOptions, note, output, table, withServices } from '../runtime.js';
+import { parseTime } from './webhooks.js';
 
 export function registerAuditCommands(program: Command): void {
   const audit = program.command('audit').description('the audit trail: every change made by staff, an API key or this CLI (append-only)');
@@ -22,10 +13,12 @@ export function registerAuditCommands(program: Command): void {
     .description('audit events, newest first')
     .option('--target <id>', 'only events about this target id')
     .option('--actor <name>', 'only events by this actor (username, key name, operating-system user, or id)')
-    .option('--since <time>', 'only events at or after this time', instant)
-    .option('--limit <n>', 'at most this many', positiveInteger, 100)
-    .action(async (opts: { target?: string; actor?: string; since?: Date; limit: number }, cmd: Command) => {
-      const page = await withServices((s) => listAuditEvents(s, opts, { page: 1, pageSize: opts.limit }));
+    .option('--since <time>', 'only events at or after this ISO 8601 date or time')
+    .option('--limit <n>', `at most this many (default ${DEFAULT_LIST_LIMIT})`)
+    .action(async (opts: { target?: string; actor?: string; since?: string; limit?: string }, cmd: Command) => {
+      const filters = { target: opts.target, actor: opts.actor, since: parseTime(opts.since, '--since') };
+      const limit = positiveWhole(opts.limit, '--limit') ?? DEFAULT_LIST_LIMIT;
+      const page = await withServices((s) => listAuditEvents(s, filters, { page: 1, pageSize: limit }));
       const events = page.items.map(serializeAuditEvent);
       if (page.count > events.length) note(`showing the newest ${events.length} of ${page.count} events (--limit)`);
       output(globalOptions(cmd), events, () =>

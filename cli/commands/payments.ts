@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import type { Payment, PaymentStatus } from '../../src/db/entities/payment.js';
+import { Payment, type PaymentStatus } from '../../src/db/entities/payment.js';
+import { NotFoundError } from '../../src/domain/errors.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { serializePayment, serializeRefund, serializeSubscription, serializeWebhookLog } from '../../src/http/serializers.js';
 import { paymentStatusCheck, type PaymentStatusCheck } from '../../src/services/payments/check-payment-status.js';
@@ -161,7 +162,9 @@ export function registerPaymentCommands(program: Command): void {
     .action(async (orderId: string, opts, cmd: Command) => {
       if (!String(opts.reason).trim()) throw new CliFailure('--reason may not be empty', EXIT.usage);
       const { refunded, subscription } = await withServices(async (s) => {
-        const result = await refundByStaff(s, cliActor(), orderId, {
+        const found = await s.em.findOne(Payment, { orderId });
+        if (!found) throw new NotFoundError('Payment');
+        const result = await refundByStaff(s, cliActor(), found, {
           amount: opts.amount,
           reason: opts.reason,
           description: opts.description,

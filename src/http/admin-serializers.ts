@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { AuditEvent } from '../db/entities/audit-event.js';
+import type { Notification } from '../db/entities/notification.js';
 import type { Refund } from '../db/entities/payment.js';
 import { User } from '../db/entities/user.js';
 import type { Schemas } from './operations.js';
-import { serializeRefund } from './serializers.js';
+import { serializeNotification, serializeRefund } from './serializers.js';
 
 type OwnerRef = Schemas['OwnerRef'];
 type UserOf = { user: { id: string } };
@@ -20,6 +21,16 @@ export async function ownersOf(em: EntityManager, records: UserOf[]): Promise<(r
 export async function withOwners<T extends UserOf, R>(em: EntityManager, records: T[], serialize: (r: T) => R): Promise<(r: T) => R & { user: OwnerRef }> {
   const owner = await ownersOf(em, records);
   return (r) => ({ ...serialize(r), user: owner(r) });
+}
+
+/** One record as the staff API shows it: the API's record and its owner beside it. */
+export async function ownedRecord<T extends UserOf, R>(em: EntityManager, record: T, serialize: (r: T) => R): Promise<R & { user: OwnerRef }> {
+  return (await withOwners(em, [record], serialize))(record);
+}
+
+/** A notification entry for staff: its delivery attempts and last error too (the owner is added by withOwners). */
+export function serializeAdminNotification(n: Notification) {
+  return { ...serializeNotification(n), attempts: n.attempts, last_error: n.lastError };
 }
 
 /** A refund for staff: which payment, whose, and what the customer was told. */

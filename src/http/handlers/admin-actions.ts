@@ -15,9 +15,9 @@ import { resumeSubscription } from '../../services/subscriptions/resume-subscrip
 import { syncSubscription } from '../../services/subscriptions/sync-subscription.js';
 import { adjustWallet } from '../../services/wallet/adjust-wallet.js';
 import { staffActor } from '../auth/staff-gate.js';
-import { ownersOf, serializeAdminRefund } from '../admin-serializers.js';
+import { ownedRecord, ownersOf, serializeAdminNotification, serializeAdminRefund } from '../admin-serializers.js';
 import type { OperationHandlers, OperationId, OperationRequest } from '../operations.js';
-import { serializeNotification, serializePayment, serializeSubscription, serializeWallet, serializeWalletTransaction, serializeWebhookLog } from '../serializers.js';
+import { serializePayment, serializeSubscription, serializeWallet, serializeWalletTransaction, serializeWebhookLog } from '../serializers.js';
 
 /** The subscription fields a staff action may change, as the audit trail records them. */
 const SUBSCRIPTION_AUDITED = ['status', 'cancel_at_period_end', 'canceled_at', 'cancel_reason', 'paused_at', 'current_period_end', 'next_billing_date'] as const;
@@ -50,8 +50,7 @@ async function actOnSubscription<K extends OperationId>(
     reason,
     changes: changedFields(before, auditedSubscription(after)),
   });
-  const owner = await ownersOf(em, [after]);
-  return { status: 200 as const, body: { ...serializeSubscription(after), user: owner(after) } };
+  return { status: 200 as const, body: await ownedRecord(em, after, serializeSubscription) };
 }
 
 /** Staff actions, each with a required reason and one audit event (DECISIONS.md section 12). */
@@ -77,7 +76,7 @@ export const adminActionHandlers: OperationHandlers = {
 
   async adminRefundPayment(req) {
     const found = await getStaffPayment(req.services, req.path.id);
-    const refunded = await refundByStaff(req.services, staffActor(req.koa), found.orderId, {
+    const refunded = await refundByStaff(req.services, staffActor(req.koa), found, {
       amount: req.body.amount,
       reason: req.body.reason,
       description: req.body.description,
@@ -120,8 +119,7 @@ export const adminActionHandlers: OperationHandlers = {
         reason: req.body.reason,
         changes: { status: [null, entry.status], attempts: [null, entry.attempts] },
       });
-      const owner = await ownersOf(req.services.em, [entry]);
-      return { status: 200, body: { ...serializeNotification(entry), attempts: entry.attempts, last_error: entry.lastError, user: owner(entry) } };
+      return { status: 200, body: await ownedRecord(req.services.em, entry, serializeAdminNotification) };
     } finally {
       closeDeliveryChannels(channels);
     }

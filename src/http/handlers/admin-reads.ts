@@ -23,13 +23,14 @@ import {
 import { listWalletTransactions } from '../../services/wallet/list-wallet-transactions.js';
 import { getOrCreateWallet } from '../../services/wallet/wallet-ledger.js';
 import { serializeCreditNote } from '../credit-note-serializers.js';
-import { ownersOf, serializeAdminRefund, serializeAuditEvent, withOwners } from '../admin-serializers.js';
-import type { OperationHandlers } from '../operations.js';
+import { ownedRecord, ownersOf, serializeAdminNotification, serializeAdminRefund, serializeAuditEvent, withOwners } from '../admin-serializers.js';
+import type { ServiceContext } from '../../services/context.js';
+import type { Page, PageRequest } from '../../services/shared/pagination.js';
+import type { OperationHandlers, OperationId, OperationRequest } from '../operations.js';
 import { envelope, pageRequest } from '../pagination.js';
 import {
   serializeInvoice,
   serializeInvoiceDetail,
-  serializeNotification,
   serializePayment,
   serializeRefund,
   serializeSubscription,
@@ -60,42 +61,47 @@ function staffFilters(q: ListQuery): StaffListFilters {
   };
 }
 
+/** A page of a staff list, each record with its owner, in the list envelope. */
+async function ownedPage<T extends { user: { id: string } }, R>(
+  req: OperationRequest<OperationId> & { query: ListQuery & { page?: number; page_size?: number } },
+  list: (ctx: ServiceContext, filters: StaffListFilters, page: PageRequest) => Promise<Page<T>>,
+  serialize: (item: T) => R,
+) {
+  const page = pageRequest(req.query);
+  const found = await list(req.services, staffFilters(req.query), page);
+  return { status: 200 as const, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serialize)) };
+}
+
 /** Staff reads of every user's records (DECISIONS.md section 12); the gate let only staff in. */
 export const adminReadHandlers: OperationHandlers = {
   async adminListSubscriptions(req) {
-    const page = pageRequest(req.query);
-    const found = await listStaffSubscriptions(req.services, staffFilters(req.query), page);
-    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializeSubscription)) };
+    return ownedPage(req, listStaffSubscriptions, serializeSubscription);
   },
 
   async adminGetSubscription(req) {
     const subscription = await getStaffSubscription(req.services, req.path.id);
-    return { status: 200, body: (await withOwners(req.services.em, [subscription], serializeSubscription))(subscription) };
+    return { status: 200, body: await ownedRecord(req.services.em, subscription, serializeSubscription) };
   },
 
   async adminListInvoices(req) {
-    const page = pageRequest(req.query);
-    const found = await listStaffInvoices(req.services, staffFilters(req.query), page);
-    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializeInvoice)) };
+    return ownedPage(req, listStaffInvoices, serializeInvoice);
   },
 
   async adminGetInvoice(req) {
     const invoice = await getStaffInvoice(req.services, req.path.id);
     const notes = await creditNotesOfInvoice(req.services, invoice);
-    return { status: 200, body: (await withOwners(req.services.em, [invoice], (i) => serializeInvoiceDetail(i, notes)))(invoice) };
+    return { status: 200, body: await ownedRecord(req.services.em, invoice, (i) => serializeInvoiceDetail(i, notes)) };
   },
 
   async adminListPayments(req) {
-    const page = pageRequest(req.query);
-    const found = await listStaffPayments(req.services, staffFilters(req.query), page);
-    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializePayment)) };
+    return ownedPage(req, listStaffPayments, serializePayment);
   },
 
   async adminGetPayment(req) {
     const payment = await getStaffPayment(req.services, req.path.id);
     const refunds = await refundsOfPayment(req.services, payment);
     const gateway = req.query.gateway ? await paymentStatusCheck(req.services, payment) : undefined;
-    const body = (await withOwners(req.services.em, [payment], serializePayment))(payment);
+    const body = await ownedRecord(req.services.em, payment, serializePayment);
     return { status: 200, body: { ...body, refunds: refunds.map(serializeRefund), ...(gateway ? { gateway } : {}) } };
   },
 
@@ -107,9 +113,7 @@ export const adminReadHandlers: OperationHandlers = {
   },
 
   async adminListCreditNotes(req) {
-    const page = pageRequest(req.query);
-    const found = await listStaffCreditNotes(req.services, staffFilters(req.query), page);
-    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializeCreditNote)) };
+    return ownedPage(req, listStaffCreditNotes, serializeCreditNote);
   },
 
   async adminGetWallet(req) {
@@ -128,16 +132,11 @@ export const adminReadHandlers: OperationHandlers = {
   },
 
   async adminListTopups(req) {
-    const page = pageRequest(req.query);
-    const found = await listStaffTopups(req.services, staffFilters(req.query), page);
-    return { status: 200, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serializeTopup)) };
+    return ownedPage(req, listStaffTopups, serializeTopup);
   },
 
   async adminListNotifications(req) {
-    const page = pageRequest(req.query);
-    const found = await listStaffNotifications(req.services, staffFilters(req.query), page);
-    const serialize = await withOwners(req.services.em, found.items, (n) => ({ ...serializeNotification(n), attempts: n.attempts, last_error: n.lastError }));
-    return { status: 200, body: envelope(req.koa, found, page, serialize) };
+    return ownedPage(req, listStaffNotifications, serializeAdminNotification);
   },
 
   async adminListWebhookLogs(req) {

@@ -1,8 +1,7 @@
 import type { Actor } from '../audit/actor.js';
 import { changedFields, recordAuditEvent } from '../audit/record-audit-event.js';
 import type { ServiceContext } from '../context.js';
-import { Payment } from '../../db/entities/payment.js';
-import { NotFoundError } from '../../domain/errors.js';
+import type { Payment } from '../../db/entities/payment.js';
 import { refundPaymentAsStaff, type RefundedPayment } from './refund-payment.js';
 
 export interface StaffRefundRequest {
@@ -18,13 +17,12 @@ export interface StaffRefundRequest {
 /**
  * Support staff's refund, by the staff API or `billing-admin payments refund`: the refund of
  * refundPaymentAsStaff, then one audit event naming who refunded, why, and what changed. The
- * refund keeps the customer-facing description only.
+ * refund keeps the customer-facing description only. `found` is the payment as staff found it:
+ * its status and refunded amount are the audit event's "before".
  */
-export async function refundByStaff(ctx: ServiceContext, actor: Actor, orderId: string, request: StaffRefundRequest): Promise<RefundedPayment> {
-  const found = await ctx.em.fork().findOne(Payment, { orderId });
-  if (!found) throw new NotFoundError('Payment');
+export async function refundByStaff(ctx: ServiceContext, actor: Actor, found: Payment, request: StaffRefundRequest): Promise<RefundedPayment> {
   const before = { status: found.status, refunded_amount: found.refundedAmount };
-  const refunded = await refundPaymentAsStaff(ctx, orderId, {
+  const refunded = await refundPaymentAsStaff(ctx, found.orderId, {
     amount: request.amount,
     reason: request.description ?? undefined,
     direct: request.direct,
