@@ -118,6 +118,26 @@ describe.each(DATABASES)('the staff API (%s)', { timeout: 180_000 }, (kind) => {
     expect(customerView).not.toContain('Ticket 1');
   });
 
+  it('the same staff refund sent 20 times at once refunds once, at the gateway once, with one audit event (issue 30 review)', async () => {
+    const { server, user } = stage;
+    const { payment } = await activeSubscription(server, user, 'basic-monthly', 'gopay');
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        server.api('POST', `/admin/payments/${payment.id}/refund/`, { headers: bearer(writeKey), body: { reason: 'Ticket 7: at once', description: 'Refund' } }),
+      ),
+    );
+    // The requests that find the refund still in flight drive that same refund again (its
+    // refund_key, DECISIONS §9) and answer with it; those after it find nothing left (409).
+    const done = answers.filter((a) => a.status === 200);
+    expect(done.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(done.map((a) => a.body.refund.refund_key))).toEqual(new Set([`${payment.order_id}-r1`]));
+    for (const a of answers.filter((x) => x.status !== 200)) expect(a.status, a.text).toBe(409);
+    const tx = server.running.billing.simulator!.transaction(payment.order_id)!;
+    expect(tx.refunds).toHaveLength(1);
+    expect((await server.api('GET', `/payments/${payment.id}/`, { auth: user })).body).toMatchObject({ status: 'refunded', refunded_amount: '50000.00' });
+    expect(await auditOf(payment.id)).toHaveLength(1);
+  });
+
   it('staff by session adjust a wallet with the CSRF token; the ledger shows the description; the audit trail the staff user, the reason and the balance before and after', async () => {
     const { server, user } = stage;
     const session = await server.login(staff);

@@ -28,6 +28,8 @@ export interface RefundPaymentInput {
 export interface RefundedPayment {
   payment: Payment;
   refund: Refund;
+  /** This call drove again a refund an earlier call made (its answer still unresolved): no new refund. */
+  retried: boolean;
 }
 
 async function lockPayment(ctx: DataContext, where: PaymentKey): Promise<Payment> {
@@ -89,7 +91,7 @@ async function refund(
       if (input.amount !== undefined && input.amount !== null && compare(parseAmountInput(input.amount, payment.currency), unresolved.amount) !== 0) {
         throw new InvalidStateError(`Refund ${unresolved.refundKey} of ${unresolved.amount} is still unresolved at the gateway; retry it with that amount, or wait for payments sync.`);
       }
-      return { refundId: unresolved.id, paymentId: payment.id, refundKey: unresolved.refundKey, orderId: payment.orderId, amount: unresolved.amount, toWallet: false, toCancel: [] as string[], direct: unresolved.direct, method: unresolved.method };
+      return { refundId: unresolved.id, paymentId: payment.id, refundKey: unresolved.refundKey, orderId: payment.orderId, amount: unresolved.amount, toWallet: false, toCancel: [] as string[], direct: unresolved.direct, method: unresolved.method, retried: true };
     }
     const limit = await refundLimit(tctx, payment, refunds, bound);
     if (!isPositive(limit.limit)) throw new InvalidStateError('Nothing of this payment is left to refund.');
@@ -126,13 +128,13 @@ async function refund(
       });
       await settleRefundTotals(tctx, payment, [...refunds, refund]);
     }
-    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet, toCancel, direct: refund.direct, method: refund.method };
+    return { refundId: refund.id, paymentId: payment.id, refundKey: refund.refundKey, orderId: payment.orderId, amount, toWallet, toCancel, direct: refund.direct, method: refund.method, retried: false };
   });
 
   await cancelAtGateway(ctx, recorded.toCancel);
   if (!recorded.toWallet) await refundAtGateway(ctx, recorded, recorded.direct, reason);
   const refund = await ctx.em.fork().findOneOrFail(Refund, recorded.refundId);
-  return { payment: await loadPayment(ctx.em, recorded.paymentId), refund };
+  return { payment: await loadPayment(ctx.em, recorded.paymentId), refund, retried: recorded.retried };
 }
 
 export interface RecordedRefund {

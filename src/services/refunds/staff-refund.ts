@@ -29,6 +29,9 @@ export async function refundByStaff(ctx: ServiceContext, actor: Actor, found: Pa
     keepSubscription: request.keepSubscription === true,
   });
   const { payment, refund } = refunded;
+  // One refund, one event: the call that made it records it; a retry of it (a lost answer, or the
+  // same request sent again at once) made no new refund.
+  if (refunded.retried) return refunded;
   await recordAuditEvent(ctx, actor, {
     action: 'payment.refund',
     target: { type: 'payment', id: payment.id },
