@@ -138,6 +138,22 @@ describe.each(DATABASES)('the staff API (%s)', { timeout: 180_000 }, (kind) => {
     expect(await auditOf(payment.id)).toHaveLength(1);
   });
 
+  it("a staff refund whose gateway answer is lost (a 5xx after the effect): 202 pending, then the retry settles the same refund; one audit event (issue 30 review)", async () => {
+    const { server, user } = stage;
+    const { payment } = await activeSubscription(server, user, 'basic-monthly', 'gopay');
+    await server.request('POST', '/_simulator/faults', { body: { mode: 'http_500', when: 'after', count: 1, operations: ['refund'], notify: false } });
+    const send = () => server.api('POST', `/admin/payments/${payment.id}/refund/`, { headers: bearer(writeKey), body: { reason: 'Ticket 8: lost answer' } });
+    const lost = await send();
+    expect(lost.status, lost.text).toBe(202);
+    expect(lost.body.refund).toMatchObject({ status: 'pending', refund_key: `${payment.order_id}-r1` });
+    expect(await auditOf(payment.id)).toEqual([expect.objectContaining({ action: 'payment.refund', changes: expect.objectContaining({ refund: [null, expect.objectContaining({ status: 'pending' })] }) })]);
+    const retry = await send();
+    expect(retry.status, retry.text).toBe(200);
+    expect(retry.body.refund).toMatchObject({ status: 'succeeded', refund_key: `${payment.order_id}-r1` });
+    expect(server.running.billing.simulator!.transaction(payment.order_id)!.refunds).toHaveLength(1);
+    expect(await auditOf(payment.id)).toHaveLength(1);
+  });
+
   it('staff by session adjust a wallet with the CSRF token; the ledger shows the description; the audit trail the staff user, the reason and the balance before and after', async () => {
     const { server, user } = stage;
     const session = await server.login(staff);
