@@ -1,21 +1,19 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Invoice } from '../../src/db/entities/invoice.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { verifyWallets } from '../../src/services/wallet/verify-wallets.js';
-import { runCli } from '../helpers/cli.js';
+import { cliEntry, runCli } from '../helpers/cli.js';
 import { DATABASES } from '../helpers/database.js';
 import { startBilling } from '../helpers/billing.js';
 
-const BIN = fileURLToPath(new URL('../../cli/billing-admin.js', import.meta.url));
 const RUN = ['billing', 'run', '--at', '2027-02-28T10:00:00Z', '--allow-past', '--force', '--json'];
 
 /** Starts `billing run` and kills it with SIGKILL as soon as it reports its first progress (`[done/total]`). */
 function runAndKill(env: Record<string, string>): Promise<{ killed: boolean; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...RUN], {
+    const child = spawn(process.execPath, [cliEntry(), ...RUN], {
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', LOG_REQUESTS: 'false', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { CLI_BIN, runCli } from '../helpers/cli.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
 
 describe.each(DATABASES)('billing-admin db, users and plans on %s', (kind) => {
@@ -32,6 +32,13 @@ describe.each(DATABASES)('billing-admin db, users and plans on %s', (kind) => {
     expect(again.json.applied).toEqual([]);
     const after = await runCli(['db', 'status'], env);
     expect(after.stdout).toMatch(/applied/);
+  });
+
+  it('runs the same from the package\'s bin (TypeScript through tsx, no build) as from the bundle the other tests run', async () => {
+    const bundled = await runCli(['db', 'status', '--json'], env);
+    const bin = await runCli(['db', 'status', '--json'], env, undefined, { entry: CLI_BIN });
+    expect(bin.code).toBe(0);
+    expect(bin.json).toEqual(bundled.json);
   });
 
   it('creates users (password from stdin) and lists them with the API field names', async () => {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Wallet, WalletTransaction } from '../../src/db/entities/wallet.js';
+import { cliEntry } from '../helpers/cli.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
 import { expectLedgerExact } from '../helpers/expect-ledger-exact.js';
@@ -25,7 +26,7 @@ describe.each(DATABASES)('billing-admin wallet on %s', (kind) => {
     return new Promise((resolve) => {
       execFile(
         process.execPath,
-        ['cli/billing-admin.js', ...args],
+        [cliEntry(), ...args],
         { cwd: ROOT, env: { ...process.env, DATABASE_URL: server.db.url, SESSION_SECRET: 'cli-test', NODE_ENV: 'test' }, timeout: 60_000 },
         (err, stdout, stderr) => {
           const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;

@@ -1,7 +1,17 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
 
-const BIN = fileURLToPath(new URL('../../cli/billing-admin.js', import.meta.url));
+/** The package's bin: registers tsx and runs cli/main.ts. */
+export const CLI_BIN = fileURLToPath(new URL('../../cli/billing-admin.js', import.meta.url));
+
+/**
+ * The CLI file the tests run: the bundle test/setup/cli-bundle.ts made for this run (the same
+ * code, started without compiling TypeScript), or the bin when there is none.
+ */
+export function cliEntry(): string {
+  return inject('cliBundle') || CLI_BIN;
+}
 
 export interface CliResult {
   code: number;
@@ -12,9 +22,9 @@ export interface CliResult {
 }
 
 /** Runs `billing-admin` as a separate process, as an operator would. */
-export function runCli(args: string[], env: Record<string, string>, stdin?: string, opts: { cwd?: string } = {}): Promise<CliResult> {
+export function runCli(args: string[], env: Record<string, string>, stdin?: string, opts: { cwd?: string; entry?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [opts.entry ?? cliEntry(), ...args], {
       cwd: opts.cwd,
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', LOG_REQUESTS: 'false', ...env },
       stdio: ['pipe', 'pipe', 'pipe'],

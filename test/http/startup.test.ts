@@ -28,7 +28,10 @@ describe('a server process that is still starting', () => {
     try {
       for (let i = 0; i < 2000; i++) {
         try {
-          const res = await fetch(`http://127.0.0.1:${port}/api/subscriptions/plans/`, { signal: AbortSignal.timeout(3000) });
+          // Not a speed check (the benchmark measures start-up): the bound only tells a request
+          // that is answered late, while the contract compiles on a loaded machine (a CI run
+          // once took over 3 s), from one that is never answered.
+          const res = await fetch(`http://127.0.0.1:${port}/api/subscriptions/plans/`, { signal: AbortSignal.timeout(20_000) });
           statuses.push(res.status);
           if (res.status === 503) expect(res.headers.get('retry-after')).toBe('1');
           if (res.status === 200) break;
@@ -43,7 +46,7 @@ describe('a server process that is still starting', () => {
     }
     expect(statuses.at(-1)).toBe(200);
     expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
-  });
+  }, 120_000);
 });
 
 describe('the API built as in production (contract compiled once, without the self-checks)', () => {

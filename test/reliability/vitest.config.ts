@@ -8,6 +8,8 @@ export default defineConfig({
   test: {
     root: new URL('../..', import.meta.url).pathname,
     pool: 'forks',
+    // Bundles the CLI once, for the hundreds of CLI runs (test/setup/cli-bundle.ts).
+    globalSetup: ['test/setup/cli-bundle.ts'],
     dir: 'test/reliability',
     include: ['**/*.test.ts'],
     // One file at a time: the load tests measure the server, not a race with each other.
