@@ -19,6 +19,7 @@ import { LoginThrottler } from './http/auth/login-throttle.js';
 import { databaseSessionStore } from './http/auth/session-store.js';
 import { documentBurstLimit } from './http/document-burst-limit.js';
 import { docsMiddleware } from './http/docs.js';
+import { hostedPages } from './http/hosted/pages.js';
 import { healthMiddleware } from './http/health.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
 import { allHandlers } from './http/handlers/index.js';
@@ -183,6 +184,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       return next();
     });
   }
+  // The hosted checkout and portal (DECISIONS §13): their own cookie per page, not the API's session.
+  app.use(
+    hostedPages({
+      config,
+      services: () => ({ em: orm.em.fork() as EntityManager, config, gateway, clock }),
+      csrfKey: keys[0]!,
+      gatewayOrigin: config.gateway.baseUrl ? new URL(config.gateway.baseUrl).origin : null,
+      simulator: simulator !== null,
+    }),
+  );
   app.use(
     session(
       {

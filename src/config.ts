@@ -97,6 +97,26 @@ export interface Config {
    * credentials (CORS_ORIGINS); empty: no CORS headers at all.
    */
   corsOrigins: string[];
+  /** Hosted pages (DECISIONS §13). */
+  hosted: HostedSettings;
+}
+
+export interface HostedSettings {
+  /**
+   * The origin customers reach this server at (PUBLIC_URL), which the hosted links are made
+   * on; null: the origin of the request that asks for a link (behind a proxy, with TRUST_PROXY).
+   */
+  publicUrl: string | null;
+  /**
+   * Origins the hosted pages may send a customer back to (HOSTED_RETURN_ORIGINS); empty: this
+   * server's own only.
+   */
+  returnOrigins: string[];
+  /**
+   * Midtrans's Client Key (MIDTRANS_CLIENT_KEY), which the card form's tokenization script
+   * needs; null: the hosted checkout offers no card (except with the development simulator).
+   */
+  clientKey: string | null;
 }
 
 export interface DocumentSettings {
@@ -286,15 +306,28 @@ function taxSettings(env: Env): TaxSettings {
  * cookies, so a browser may send them only to origins named one by one.
  */
 function corsOrigins(raw: string | undefined): string[] {
+  return originList('CORS_ORIGINS', raw, 'the API uses cookies');
+}
+
+/** HOSTED_RETURN_ORIGINS and CORS_ORIGINS: exact origins, named one by one. */
+function originList(name: string, raw: string | undefined, whyNoWildcard: string): string[] {
   const origins: string[] = [];
   const refused: string[] = [];
   for (const entry of list(raw)) {
-    const why = entry.includes('*') ? 'a wildcard; name each origin (the API uses cookies)' : originProblem(entry);
+    const why = entry.includes('*') ? `a wildcard; name each origin (${whyNoWildcard})` : originProblem(entry);
     if (why) refused.push(`"${entry}" is ${why}`);
     else origins.push(new URL(entry).origin);
   }
-  if (refused.length > 0) throw new ConfigError(`CORS_ORIGINS must be comma-separated origins like https://app.example.com: ${refused.join('; ')}`);
+  if (refused.length > 0) throw new ConfigError(`${name} must be comma-separated origins like https://app.example.com: ${refused.join('; ')}`);
   return [...new Set(origins)];
+}
+
+/** PUBLIC_URL: an origin, as https://billing.example.com (a trailing slash is allowed). */
+function publicUrl(raw: string): string {
+  const entry = raw.trim().replace(/\/$/, '');
+  const why = originProblem(entry);
+  if (why) throw new ConfigError(`PUBLIC_URL must be the origin customers reach this server at, like https://billing.example.com: "${raw}" is ${why}`);
+  return new URL(entry).origin;
 }
 
 function originProblem(entry: string): string | null {
@@ -399,6 +432,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // documents never takes the cores the other requests need.
     pdfWorkers: positive(integer(env, 'PDF_WORKERS', Math.max(1, Math.min(2, availableParallelism() - 1))), 'PDF_WORKERS'),
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
+    hosted: {
+      publicUrl: env.PUBLIC_URL ? publicUrl(env.PUBLIC_URL) : null,
+      returnOrigins: originList('HOSTED_RETURN_ORIGINS', env.HOSTED_RETURN_ORIGINS, 'a customer is sent back only where the shop is'),
+      clientKey: env.MIDTRANS_CLIENT_KEY || null,
+    },
     ...overrides,
   };
   return config;

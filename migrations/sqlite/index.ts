@@ -13,6 +13,7 @@ import { Migration20261126104044 } from './Migration20261126104044.js';
 import { Migration20261126143209 } from './Migration20261126143209.js';
 import { Migration20261126150222 } from './Migration20261126150222.js';
 import { Migration20261126174541 } from './Migration20261126174541.js';
+import { Migration20261126234113 } from './Migration20261126234113.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -29,4 +30,5 @@ export const migrations = [
   { name: 'Migration20261126143209', class: Migration20261126143209 },
   { name: 'Migration20261126150222', class: Migration20261126150222 },
   { name: 'Migration20261126174541', class: Migration20261126174541 },
+  { name: 'Migration20261126234113', class: Migration20261126234113 },
 ];

@@ -14,4 +14,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261126143209',
   'Migration20261126150222',
   'Migration20261126174541',
+  'Migration20261126234113',
 ];

@@ -28,7 +28,7 @@ export function threeDsPage(tx: SimTransaction): string {
     `<form method="post"><input type="hidden" name="result" value="${result}"><button type="submit" name="submit" value="${result}">${label}</button></form>`;
   const open = tx.transaction_status === 'pending' && tx.card?.redirect_url != null;
   return (
-    `<!doctype html><html><head><meta charset="utf-8"><title>3-D Secure (simulator)</title></head><body>` +
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>3-D Secure (simulator)</title></head><body>` +
     `<h1>3-D Secure</h1><p>Order ${escapeXml(tx.order_id)}, IDR ${tx.gross_amount}, status ${escapeXml(tx.transaction_status)}</p>` +
     (open ? button('authenticate', 'Authenticate') + button('fail', 'Fail authentication') : '<p>Nothing left to authenticate.</p>') +
     `</body></html>`
@@ -38,7 +38,7 @@ export function threeDsPage(tx: SimTransaction): string {
 /** What the bank page shows after the customer answered. */
 export function threeDsDone(tx: SimTransaction): string {
   return (
-    `<!doctype html><html><head><meta charset="utf-8"><title>3-D Secure (simulator)</title></head><body>` +
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>3-D Secure (simulator)</title></head><body>` +
     `<h1>3-D Secure finished</h1><p id="result" data-transaction-status="${escapeXml(tx.transaction_status)}">Order ${escapeXml(tx.order_id)} is ${escapeXml(tx.transaction_status)}</p>` +
     `</body></html>`
   );

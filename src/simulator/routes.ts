@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { CoreAnswer, SimulatorCore } from './core.js';
+import { CARD_SCRIPT, tokenizeCard } from './card-tokens.js';
 import { parseFault } from './faults.js';
 import { isAuthorized, readJsonBody } from './http-util.js';
 import { IdempotencyStore } from './idempotency.js';
@@ -203,6 +204,13 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
     ctx.type = 'image/svg+xml';
     ctx.body = qrSvg(tx);
   });
+
+  // Card tokenization in the browser (the hosted checkout's card form): the script and its endpoint.
+  router.get('/v2/assets/js/midtrans-new-3ds.min.js', (ctx) => {
+    ctx.type = 'application/javascript; charset=utf-8';
+    ctx.body = CARD_SCRIPT;
+  });
+  router.get('/v2/token', (ctx) => send(ctx, 200, tokenizeCard(ctx.query, core.now())));
 
   router.get('/3ds/:id', (ctx) => {
     const tx = core.store.find(id(ctx));

@@ -32,6 +32,8 @@ const VALID_BODIES: Record<string, unknown> = {
   adminAdjustWallet: { amount: '1000', reason: 'r' },
   adminResendNotification: { reason: 'r' },
   adminReplayWebhookLog: { reason: 'r' },
+  createCheckoutSession: { plan_id: 'pro-monthly', success_url: 'https://shop.example.com/thanks', cancel_url: 'https://shop.example.com/plans' },
+  createPortalSession: { return_url: 'https://shop.example.com/account' },
 };
 /** The staff routes (DECISIONS.md section 12): every user's records, for staff only. */
 const isStaffRoute = (op: { path: string }) => op.path.startsWith('/admin/');

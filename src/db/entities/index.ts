@@ -14,12 +14,14 @@ export * from './credit-note.js';
 export * from './access-version.js';
 export * from './api-key.js';
 export * from './audit-event.js';
+export * from './hosted-session.js';
 
 import { AccessVersionSchema } from './access-version.js';
 import { ApiKeySchema } from './api-key.js';
 import { AuditEventSchema } from './audit-event.js';
 import { CreditNoteLineSchema, CreditNoteSchema } from './credit-note.js';
 import { DeliveryAttemptSchema } from './delivery-attempt.js';
+import { HostedSessionSchema } from './hosted-session.js';
 import { CounterSchema, InvoiceLineSchema, InvoiceSchema } from './invoice.js';
 import { IdempotencyRecordSchema, LoginThrottleSchema, SessionSchema } from './infrastructure.js';
 import { NotificationSchema } from './notification.js';
@@ -58,4 +60,5 @@ export const allEntities = [
   AccessVersionSchema,
   ApiKeySchema,
   AuditEventSchema,
+  HostedSessionSchema,
 ];

@@ -945,6 +945,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/checkout-sessions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a customer to a hosted checkout page
+         * @description Makes a single-use link to a page, hosted by this service, where the current user buys
+         *     a plan (`plan_id`) or tops up the wallet (`topup_amount`) with any payment type the
+         *     service takes (DECISIONS.md section 13). The link (`url`, absolute, under `/pay/`) is
+         *     valid for 15 minutes and opens once: the browser that opens it gets a cookie for that
+         *     page alone, and any later opening answers `410`. The page sends the customer to
+         *     `success_url` once the payment settles, or to `cancel_url` if they give up; both must
+         *     lie on an origin of `HOSTED_RETURN_ORIGINS` (default: this server's own), else `400`.
+         *     `payment_type` limits the page to one payment type. Nothing is charged until the
+         *     customer chooses on the page, and the page applies the same rules as
+         *     `POST /subscriptions/` and `POST /topups/`.
+         */
+        post: operations["createCheckoutSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portal-sessions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a customer to the hosted customer portal
+         * @description Makes a single-use link (`url`, absolute, under `/portal/`, valid 15 minutes, opened
+         *     once, as for checkout) to the hosted portal of the current user: the current plan and
+         *     the next billing date, changing plan after a preview, cancelling, pausing and resuming,
+         *     invoices and credit notes with their PDFs, the wallet and top-ups. The portal's links
+         *     back lead to `return_url`, which must lie on an origin of `HOSTED_RETURN_ORIGINS`
+         *     (default: this server's own), else `400`.
+         */
+        post: operations["createPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/topups/": {
         parameters: {
             query?: never;
@@ -3268,6 +3322,42 @@ export interface components {
              * @example 481111-1114-a1b2c3d4-e5f6-7a8b-9c0d-e1f2a3b4c5d6
              */
             token?: string;
+        };
+        /**
+         * Format: uri
+         * @description An absolute http(s) URL on an origin of `HOSTED_RETURN_ORIGINS`.
+         * @example https://shop.example.com/thanks
+         */
+        ReturnUrl: string;
+        /** @description Exactly one of `plan_id` and `topup_amount`. */
+        CreateCheckoutSessionRequest: {
+            /**
+             * @description The plan to buy (its id or slug); it must be active.
+             * @example pro-monthly
+             */
+            plan_id?: string;
+            topup_amount?: components["schemas"]["AmountInput"];
+            payment_type?: components["schemas"]["TopupPaymentType"];
+            success_url: components["schemas"]["ReturnUrl"];
+            cancel_url: components["schemas"]["ReturnUrl"];
+        };
+        CreatePortalSessionRequest: {
+            return_url: components["schemas"]["ReturnUrl"];
+        };
+        HostedSession: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uri
+             * @description The single-use link to send the customer's browser to.
+             * @example https://billing.example.com/pay/hs_3q2-Vx8yWmZk9LrT0aBcDeFgHiJkLmNoPqRsTuVwXyZ/
+             */
+            url: string;
+            /**
+             * Format: date-time
+             * @description Until when the link opens (15 minutes after it was made).
+             */
+            expires_at: string;
         };
         OwnerRef: {
             /** Format: uuid */
@@ -5823,6 +5913,95 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCheckoutSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "plan_id": "pro-monthly",
+                 *       "success_url": "https://shop.example.com/thanks",
+                 *       "cancel_url": "https://shop.example.com/plans"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCheckoutSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The link to send the customer to. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostedSession"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createPortalSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "return_url": "https://shop.example.com/account"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreatePortalSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The link to send the customer to. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostedSession"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];

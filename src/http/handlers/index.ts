@@ -8,6 +8,7 @@ import { adminReadHandlers } from './admin-reads.js';
 import { authHandlers } from './auth.js';
 import { creditNoteHandlers } from './credit-notes.js';
 import { documentHandlers } from './documents.js';
+import { hostedHandlers } from './hosted.js';
 import { invoiceHandlers } from './invoices.js';
 import { notificationHandlers } from './notifications.js';
 import { paymentHandlers } from './payments.js';
@@ -26,6 +27,7 @@ export function allHandlers(deps: { throttler: LoginThrottler; catalogue: Catalo
     ...walletHandlers,
     ...taxHandlers,
     ...topupHandlers,
+    ...hostedHandlers,
     ...notificationHandlers,
     ...webhookHandlers(deps.invalidWebhookQuota),
     ...subscriptionHandlers,

@@ -31,22 +31,35 @@ interface CheckedTopup {
   token: string | null;
 }
 
-function checkInput(ctx: DataContext, input: CreateTopupInput): CheckedTopup {
+/**
+ * A top-up amount as sent, in the wallet currency and within TOPUP_MIN_AMOUNT..TOPUP_MAX_AMOUNT;
+ * null with the reasons added to `errors` (under `field`) otherwise. A hosted checkout's
+ * `topup_amount` is held to the same bounds when its link is made.
+ */
+export function checkTopupAmount(ctx: DataContext, raw: unknown, field: string, errors: FieldError[]): Money | null {
   const currency = ctx.config.walletCurrency;
-  const errors: FieldError[] = [];
-  let amount: Money | null = null;
+  let amount: Money;
   try {
-    amount = parseAmountInput(input.amount, currency);
+    amount = parseAmountInput(raw, currency, field);
   } catch (err) {
     if (!(err instanceof ValidationError)) throw err;
     errors.push(...err.errors);
+    return null;
   }
-  if (amount !== null && compare(amount, ctx.config.topupMinAmount) < 0) {
-    errors.push({ field: 'amount', message: `must be at least ${ctx.config.topupMinAmount} ${currency}` });
+  if (compare(amount, ctx.config.topupMinAmount) < 0) {
+    errors.push({ field, message: `must be at least ${ctx.config.topupMinAmount} ${currency}` });
+    return null;
   }
-  if (amount !== null && compare(amount, ctx.config.topupMaxAmount) > 0) {
-    errors.push({ field: 'amount', message: `must be at most ${ctx.config.topupMaxAmount} ${currency}` });
+  if (compare(amount, ctx.config.topupMaxAmount) > 0) {
+    errors.push({ field, message: `must be at most ${ctx.config.topupMaxAmount} ${currency}` });
+    return null;
   }
+  return amount;
+}
+
+function checkInput(ctx: DataContext, input: CreateTopupInput): CheckedTopup {
+  const errors: FieldError[] = [];
+  const amount = checkTopupAmount(ctx, input.amount, 'amount', errors);
   const paymentType = input.paymentType as GatewayPaymentType;
   if (!GATEWAY_PAYMENT_TYPES.includes(paymentType)) {
     errors.push({ field: 'payment_type', message: `must be one of: ${GATEWAY_PAYMENT_TYPES.join(', ')}` });

@@ -1,0 +1,62 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { createdAtProperty, idProperty } from './common.js';
+import { Plan } from './plan.js';
+import type { PaymentType } from './subscription.js';
+import { Subscription } from './subscription.js';
+import { Topup } from './topup.js';
+import { User } from './user.js';
+
+export type HostedSessionKind = 'checkout' | 'portal';
+
+/**
+ * A link to a hosted page (DECISIONS §13), made by the client's backend for one user. Only the
+ * SHA-256 of the link's secret is kept. The first browser to open it stamps `openedAt` and gets
+ * a cookie whose secret is kept hashed in `browserSecretHash`: from then on the page answers
+ * that browser alone, and any other opening of the link answers 410.
+ */
+export class HostedSession {
+  id!: string;
+  kind!: HostedSessionKind;
+  user!: User;
+  tokenHash!: string;
+  /** Checkout: the plan to buy, or the amount to top up by. */
+  plan: Plan | null = null;
+  topupAmount: string | null = null;
+  /** Checkout: the one payment type the page offers, when the client chose one. */
+  paymentType: Exclude<PaymentType, 'wallet'> | null = null;
+  successUrl: string | null = null;
+  cancelUrl: string | null = null;
+  /** Portal: where its links back lead. */
+  returnUrl: string | null = null;
+  expiresAt!: Date;
+  openedAt: Date | null = null;
+  browserSecretHash: string | null = null;
+  /** Checkout: what the customer's choice on the page made. */
+  subscription: Subscription | null = null;
+  topup: Topup | null = null;
+  createdAt!: Date;
+}
+
+export const HostedSessionSchema = new EntitySchema<HostedSession>({
+  class: HostedSession,
+  tableName: 'hosted_sessions',
+  indexes: [{ properties: ['expiresAt'] }],
+  properties: {
+    id: idProperty,
+    kind: { type: 'string', length: 10 },
+    user: { kind: 'm:1', entity: () => User },
+    tokenHash: { type: 'string', length: 64, unique: true, hidden: true },
+    plan: { kind: 'm:1', entity: () => Plan, nullable: true },
+    topupAmount: { type: 'string', length: 30, nullable: true },
+    paymentType: { type: 'string', length: 20, nullable: true },
+    successUrl: { type: 'string', length: 2000, nullable: true },
+    cancelUrl: { type: 'string', length: 2000, nullable: true },
+    returnUrl: { type: 'string', length: 2000, nullable: true },
+    expiresAt: { type: 'Date' },
+    openedAt: { type: 'Date', nullable: true },
+    browserSecretHash: { type: 'string', length: 64, nullable: true, hidden: true },
+    subscription: { kind: 'm:1', entity: () => Subscription, nullable: true },
+    topup: { kind: 'm:1', entity: () => Topup, nullable: true },
+    createdAt: createdAtProperty,
+  },
+});

@@ -1,0 +1,40 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { PROJECT_ROOT } from '../../project-root.js';
+import { checkoutStatus, chooseCheckout, showCheckout } from './checkout-page.js';
+import { sendRefusal, type PageDeps } from './page-kit.js';
+
+const ASSETS: Record<string, string> = {
+  'hosted.css': 'text/css; charset=utf-8',
+  'checkout.js': 'application/javascript; charset=utf-8',
+  'portal.js': 'application/javascript; charset=utf-8',
+};
+
+/** A link's secret: 43 base64url characters; anything else names no page (404 before any query). */
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * The hosted checkout (`/pay/TOKEN/`) and customer portal (`/portal/TOKEN/`), and their
+ * stylesheet and scripts (`/hosted-assets/`), at the server's root (DECISIONS §13).
+ */
+export function hostedPages(deps: PageDeps): Middleware {
+  const router = new Router();
+  router.get('/hosted-assets/:file', async (ctx) => {
+    const type = ASSETS[ctx.params.file!];
+    if (!type) return;
+    ctx.type = type;
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.body = await readFile(join(PROJECT_ROOT, 'hosted/assets', ctx.params.file!));
+  });
+  const page = (handle: (ctx: Context, deps: PageDeps, token: string) => Promise<void>) => async (ctx: Context & { params: Record<string, string | undefined> }) =>
+    TOKEN.test(ctx.params.token ?? '') ? handle(ctx, deps, ctx.params.token!) : sendRefusal(ctx, deps, 'unknown');
+  router.get('/pay/:token/', page(showCheckout));
+  router.post('/pay/:token/', page(chooseCheckout));
+  router.get('/pay/:token/status', page(checkoutStatus));
+  const routes = router.routes();
+  return (ctx, next) =>
+    ctx.path.startsWith('/pay/') || ctx.path.startsWith('/portal/') || ctx.path.startsWith('/hosted-assets/') ? routes(ctx as never, next) : next();
+}
