@@ -1,29 +1,21 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { HostedSession } from '../../src/db/entities/hosted-session.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { Topup } from '../../src/db/entities/topup.js';
-import { canRunChromium, launchChromium, seriousAxeViolations } from '../helpers/browser.js';
+import { browse as browseAs, canRunChromium, PHONE, screenshotForReadme, serverWithBrowser, seriousAxeViolations, type PageLanguage } from '../helpers/browser.js';
 import { DATABASES } from '../helpers/database.js';
-import { STANDARD_PLANS, startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
+import type { Credentials, TestServer } from '../helpers/server.js';
 import { dbOf, simulate } from '../helpers/subscriptions.js';
 
-type Lang = 'id' | 'en';
-const PHONE = { width: 360, height: 740 };
+type Lang = PageLanguage;
 
 describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium (%s)', (kind) => {
+  const suite = serverWithBrowser(kind);
   let server: TestServer;
-  let browser: Browser;
-
-  beforeAll(async () => {
-    server = await startTestServer(kind);
-    await server.seedPlans(STANDARD_PLANS);
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
+  beforeAll(() => {
+    server = suite.server();
   });
 
   async function checkoutLink(user: Credentials, body: Record<string, unknown>): Promise<string> {
@@ -36,11 +28,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     return res.body.url;
   }
 
-  async function browse(lang: Lang, viewport = { width: 1024, height: 900 }): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ locale: lang === 'en' ? 'en-US' : 'id-ID', viewport, extraHTTPHeaders: { 'Accept-Language': lang === 'en' ? 'en-US,en;q=0.9' : 'id-ID,id;q=0.9' } });
-    const page = await context.newPage();
-    return { context, page };
-  }
+  const browse = (lang: Lang, viewport?: { width: number; height: number }) => browseAs(suite.browser(), lang, viewport);
 
   async function expectAccessible(page: Page): Promise<void> {
     expect(await seriousAxeViolations(page)).toEqual([]);
@@ -77,6 +65,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       expect(await page.locator('h1').textContent()).toBe(heading);
       expect(await page.locator('.amounts .total dd').textContent()).toBe('Rp 150.000');
       await expectAccessible(page);
+      if (lang === 'id' && kind === 'sqlite') await screenshotForReadme(page, 'checkout');
       await page.check('#pt-bank_transfer');
       await page.selectOption('#bank', 'bni');
       await page.click('#pay');
@@ -86,6 +75,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       expect(await page.locator('.due').textContent()).toBe('Rp 150.000');
       expect(await page.locator('#countdown').textContent()).toMatch(/^\d/);
       await expectAccessible(page);
+      if (lang === 'id' && kind === 'sqlite') await screenshotForReadme(page, 'checkout-virtual-account');
       await settleAndExpectShop(page, user.id);
       expect((await subscriptionOf(user.id))?.status).toBe('active');
     } finally {
@@ -106,6 +96,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       expect(await page.locator('img.qr').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
       await expectAccessible(page);
+      if (kind === 'sqlite') await screenshotForReadme(page, 'checkout-qris-phone');
       await settleAndExpectShop(page, user.id);
       expect((await subscriptionOf(user.id))?.status).toBe('active');
     } finally {
@@ -172,6 +163,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       expect(again?.status()).toBe(410);
       expect(await second.page.locator('h1').textContent()).toBe('This link no longer works');
       await expectAccessible(second.page);
+      if (kind === 'sqlite') await screenshotForReadme(second.page, 'link-used');
 
       // A form posted without the page's token (from another site, or forged) changes nothing.
       const forged = await first.page.evaluate(async (action) => {

@@ -1,6 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import type { DatabaseKind } from './database.js';
+import { STANDARD_PLANS, startTestServer, type TestServer } from './server.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** CI installs Chromium and sets REQUIRE_CHROMIUM, so there the browser tests cannot be skipped. */
@@ -37,4 +40,39 @@ export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> 
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) }));
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/**
+ * The README's pictures of the hosted pages are taken here, by the browser tests, when
+ * UPDATE_SCREENSHOTS=1 (docs/screenshots/NAME.png); otherwise nothing is written.
+ */
+export async function screenshotForReadme(page: Page, name: string): Promise<void> {
+  if (process.env.UPDATE_SCREENSHOTS !== '1') return;
+  await page.screenshot({ path: new URL(`../../docs/screenshots/${name}.png`, import.meta.url).pathname, fullPage: true });
+}
+
+export type PageLanguage = 'id' | 'en';
+/** The narrowest phone the hosted pages are held to. */
+export const PHONE = { width: 360, height: 740 };
+
+/** A browser of a customer who reads `lang` (its locale and Accept-Language), in its own context (cookies). */
+export async function browse(browser: Browser, lang: PageLanguage, viewport = { width: 1024, height: 900 }): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ locale: lang === 'en' ? 'en-US' : 'id-ID', viewport, extraHTTPHeaders: { 'Accept-Language': lang === 'en' ? 'en-US,en;q=0.9' : 'id-ID,id;q=0.9' } });
+  return { context, page: await context.newPage() };
+}
+
+/** A server with the standard plans and a Chromium, for one describe block of browser tests. */
+export function serverWithBrowser(kind: DatabaseKind): { server: () => TestServer; browser: () => Browser } {
+  let server: TestServer;
+  let browser: Browser;
+  beforeAll(async () => {
+    server = await startTestServer(kind);
+    await server.seedPlans(STANDARD_PLANS);
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+  return { server: () => server, browser: () => browser };
 }
