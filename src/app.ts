@@ -192,6 +192,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       csrfKey: keys[0]!,
       gatewayOrigin: config.gateway.baseUrl ? new URL(config.gateway.baseUrl).origin : null,
       simulator: simulator !== null,
+      renderPdf: documents.render,
     }),
   );
   app.use(

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp, type AppOptions, type BillingApp } from './app.js';
 import type { Config } from './config.js';
 import { deleteExpiredSessions } from './http/auth/session-store.js';
+import { deleteExpiredHostedSessions } from './services/hosted/hosted-sessions.js';
 import { startingProbeAnswer } from './http/health.js';
 import { startBillingScheduler } from './services/billing/billing-scheduler.js';
 import { startDeliveryWorker, type DeliveryWorker } from './services/delivery/delivery-worker.js';
@@ -67,6 +68,9 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: String(err) }));
     // A client per address (TRUST_PROXY behind a balancer) leaves a counter per address: bounded by the window.
     billing.throttler.deleteExpired().catch((err) => billing.logger.warn('login throttle sweep failed', { error: String(err) }));
+    deleteExpiredHostedSessions({ em: billing.orm.em.fork() }, billing.clock.now()).catch((err) =>
+      billing.logger.warn('hosted link sweep failed', { error: String(err) }),
+    );
   }, 60 * 60 * 1000);
   sweeper.unref();
   const billingScheduler =

@@ -76,9 +76,12 @@ function declaresIdempotencyKey(operation: Operation): boolean {
   );
 }
 
-/** Staff operations are those the staff API key scheme may call (DECISIONS.md section 12). */
+/**
+ * Staff operations: the staff API's, under /admin/ (DECISIONS.md section 12). An API key may
+ * also ask for a customer's hosted-page link (section 13), which is no staff operation.
+ */
 function isStaffOperation(operation: Operation | undefined): boolean {
-  return (operation?.security ?? []).some((requirement) => 'staffApiKey' in requirement);
+  return operation?.path.startsWith('/admin/') ?? false;
 }
 
 function requiresAuthentication(operation: Operation): boolean {

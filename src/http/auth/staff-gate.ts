@@ -31,6 +31,17 @@ export function isStaffPath(apiRoot: string, path: string): boolean {
   return path === `${apiRoot}/admin` || path.startsWith(`${apiRoot}/admin/`);
 }
 
+/**
+ * Paths outside the staff API where a write API key may act for a customer it names: the
+ * hosted-page links a client's backend asks for (DECISIONS.md section 13).
+ */
+const ON_BEHALF_PATHS = ['/checkout-sessions', '/portal-sessions'];
+
+function isOnBehalfPath(apiRoot: string, path: string): boolean {
+  const trimmed = path.endsWith('/') ? path.slice(0, -1) : path;
+  return ON_BEHALF_PATHS.some((p) => trimmed === `${apiRoot}${p}`);
+}
+
 /** What every non-staff caller gets on a staff route: the answer of a path that does not exist. */
 export function sendNoSuchRoute(ctx: Context): void {
   sendProblem(ctx, problem('not_found', `No operation at ${ctx.method} ${ctx.path}.`));
@@ -44,23 +55,39 @@ export function sendNoSuchRoute(ctx: Context): void {
  * is read from the database on every request: a revocation holds at once on every process.
  */
 export function staffGate(orm: Orm, clock: Clock, apiRoot: string) {
+  const bearerOf = (ctx: Context): string | null => /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'))?.[1] ?? null;
+
+  /** A Bearer key, read from the database: true with `ctx.state.staff` set, or false with the 401 sent. */
+  async function keyAccepted(ctx: Context): Promise<boolean> {
+    const apiKey = await authenticateApiKey(orm.em.fork() as EntityManager, bearerOf(ctx)!, clock.now());
+    if (!apiKey) {
+      ctx.set('WWW-Authenticate', 'Bearer realm="billing", error="invalid_token"');
+      sendProblem(ctx, problem('invalid_api_key', 'The API key is unknown or revoked.'));
+      return false;
+    }
+    ctx.state.authMethod = 'api_key';
+    ctx.state.staff = { type: 'api_key', id: apiKey.id, name: apiKey.name, scope: apiKey.scope };
+    return true;
+  }
+
+  /** A hosted-page link asked for by a key (for the customer the body names) or by the customer. */
+  async function onBehalf(ctx: Context, next: Next): Promise<void> {
+    if (!bearerOf(ctx)) return next();
+    if (!(await keyAccepted(ctx))) return;
+    if (ctx.state.staff!.scope !== 'write') {
+      return sendProblem(ctx, problem('insufficient_scope', 'This API key may only read; asking for a customer\'s link needs a write key.'));
+    }
+    return next();
+  }
+
   return async (ctx: Context, next: Next): Promise<void> => {
+    if (isOnBehalfPath(apiRoot, ctx.path)) return onBehalf(ctx, next);
     if (!isStaffPath(apiRoot, ctx.path)) return next();
     const given = ctx.get('x-request-id');
     ctx.state.requestId = REQUEST_ID.test(given) ? given : randomUUID();
     ctx.set('X-Request-Id', ctx.state.requestId);
 
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
-    if (bearer) {
-      const apiKey = await authenticateApiKey(orm.em.fork() as EntityManager, bearer[1], clock.now());
-      if (!apiKey) {
-        ctx.set('WWW-Authenticate', 'Bearer realm="billing", error="invalid_token"');
-        return sendProblem(ctx, problem('invalid_api_key', 'The API key is unknown or revoked.'));
-      }
-      ctx.state.authMethod = 'api_key';
-      ctx.state.staff = { type: 'api_key', id: apiKey.id, name: apiKey.name, scope: apiKey.scope };
-      return next();
-    }
+    if (bearerOf(ctx)) return (await keyAccepted(ctx)) ? next() : undefined;
     const user = ctx.state.userFields ?? ctx.state.user;
     if (!user || !user.isStaff) return sendNoSuchRoute(ctx);
     ctx.state.staff = { type: 'staff', id: user.id, name: user.username, scope: 'write' };

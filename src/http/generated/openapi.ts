@@ -963,7 +963,9 @@ export interface paths {
          *     page alone, and any later opening answers `410`. The page sends the customer to
          *     `success_url` once the payment settles, or to `cancel_url` if they give up; both must
          *     lie on an origin of `HOSTED_RETURN_ORIGINS` (default: this server's own), else `400`.
-         *     `payment_type` limits the page to one payment type. Nothing is charged until the
+         *     `payment_type` limits the page to one payment type. A client's backend may ask with a
+         *     write API key (`Authorization: Bearer`) instead of the customer's credentials, naming the
+         *     customer in `user`; a read key answers `403` `insufficient_scope`. Nothing is charged until the
          *     customer chooses on the page, and the page applies the same rules as
          *     `POST /subscriptions/` and `POST /topups/`.
          */
@@ -990,7 +992,8 @@ export interface paths {
          *     the next billing date, changing plan after a preview, cancelling, pausing and resuming,
          *     invoices and credit notes with their PDFs, the wallet and top-ups. The portal's links
          *     back lead to `return_url`, which must lie on an origin of `HOSTED_RETURN_ORIGINS`
-         *     (default: this server's own), else `400`.
+         *     (default: this server's own), else `400`. As for checkout, a write API key may ask for
+         *     the customer named in `user`.
          */
         post: operations["createPortalSession"];
         delete?: never;
@@ -3332,6 +3335,12 @@ export interface components {
         /** @description Exactly one of `plan_id` and `topup_amount`. */
         CreateCheckoutSessionRequest: {
             /**
+             * @description With an API key only, and required then: the customer the link is for, by id or
+             *     username (`404` if there is none). Refused (`400`) with the customer's own credentials.
+             * @example alice
+             */
+            user?: string;
+            /**
              * @description The plan to buy (its id or slug); it must be active.
              * @example pro-monthly
              */
@@ -3342,6 +3351,12 @@ export interface components {
             cancel_url: components["schemas"]["ReturnUrl"];
         };
         CreatePortalSessionRequest: {
+            /**
+             * @description With an API key only, and required then: the customer the link is for, by id or
+             *     username (`404` if there is none). Refused (`400`) with the customer's own credentials.
+             * @example alice
+             */
+            user?: string;
             return_url: components["schemas"]["ReturnUrl"];
         };
         HostedSession: {
@@ -6000,6 +6015,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];

@@ -1,12 +1,29 @@
 import type { Config } from '../../config.js';
-import { createCheckoutSession, type MadeLink } from '../../services/hosted/hosted-sessions.js';
-import { requireUser, type OperationHandlers } from '../operations.js';
+import { createCheckoutSession, createPortalSession, type MadeLink } from '../../services/hosted/hosted-sessions.js';
+import type { User } from '../../db/entities/user.js';
+import { ValidationError } from '../../domain/errors.js';
+import { findWalletOwner } from '../../services/wallet/find-wallet-owner.js';
+import { requireUser, type OperationHandlers, type OperationRequest } from '../operations.js';
 import type { Context } from 'koa';
 
 /** The origin hosted links are made on: PUBLIC_URL, else the one this request reached. */
 export function hostedOrigin(config: Config, ctx: Context): string {
   // Built from protocol and host: Koa's ctx.origin is not what this request carries here.
   return config.hosted.publicUrl ?? `${ctx.protocol}://${ctx.host}`;
+}
+
+/**
+ * The customer a link is for: the caller, or with a write API key (the gate checked its scope)
+ * the user the body names. `user` with the customer's own credentials is refused, not ignored.
+ */
+async function customerOf(req: OperationRequest<'createCheckoutSession' | 'createPortalSession'>): Promise<User> {
+  const named = req.body.user;
+  if (req.koa.state.authMethod === 'api_key') {
+    if (named === undefined) throw new ValidationError([{ field: 'user', message: 'is required with an API key: the customer the link is for' }]);
+    return findWalletOwner(req.services, named);
+  }
+  if (named !== undefined) throw new ValidationError([{ field: 'user', message: 'applies to API keys only; a customer asks for their own link' }]);
+  return requireUser(req);
 }
 
 const serializeLink = ({ session, url }: MadeLink) => ({ id: session.id, url, expires_at: session.expiresAt.toISOString() });
@@ -16,11 +33,15 @@ export const hostedHandlers: OperationHandlers = {
     const { plan_id, topup_amount, payment_type, success_url, cancel_url } = req.body;
     const link = await createCheckoutSession(
       req.services,
-      requireUser(req),
+      await customerOf(req),
       { planId: plan_id, topupAmount: topup_amount, paymentType: payment_type, successUrl: success_url, cancelUrl: cancel_url },
       hostedOrigin(req.services.config, req.koa),
     );
     return { status: 201, body: serializeLink(link) };
   },
 
+  async createPortalSession(req) {
+    const link = await createPortalSession(req.services, await customerOf(req), req.body.return_url, hostedOrigin(req.services.config, req.koa));
+    return { status: 201, body: serializeLink(link) };
+  },
 };

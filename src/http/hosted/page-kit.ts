@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { Config } from '../../config.js';
 import type { HostedSession, HostedSessionKind } from '../../db/entities/hosted-session.js';
 import type { ServiceContext } from '../../services/context.js';
+import type { RenderPdf } from '../../services/documents/document-renderer.js';
 import { classifyFailure } from '../../services/shared/classify-failure.js';
 import { readRawBytes } from '../body.js';
 import { pickLanguage, pageFormat, translator, type Language, type PageFormat, type Translate } from './language.js';
@@ -18,6 +19,8 @@ export interface PageDeps {
   gatewayOrigin: string | null;
   /** The development simulator is mounted (at /_simulator): it stands in for the gateway's card script. */
   simulator: boolean;
+  /** Renders invoice and credit-note PDFs (the server's worker pool). */
+  renderPdf: RenderPdf;
 }
 
 /** One request to one page: its session, language, formats and the frame every template shares. */
@@ -117,7 +120,10 @@ export function failureMessage(t: Translate, err: unknown): string {
   }
 }
 
-/** Where a page's `?lang=` choice is kept when it sends the browser on to another of its URLs. */
-export function withLang(page: PageRequest, path: string): string {
-  return page.ctx.query.lang === 'en' || page.ctx.query.lang === 'id' ? `${path}?lang=${page.lang}` : path;
+/** One of the page's URLs with `params`, keeping the page's `?lang=` choice when one was made. */
+export function withLang(page: PageRequest, path: string, params: Record<string, string> = {}): string {
+  const query = new URLSearchParams(params);
+  if (page.ctx.query.lang === 'en' || page.ctx.query.lang === 'id') query.set('lang', page.lang);
+  const text = query.toString();
+  return text ? `${path}?${text}` : path;
 }

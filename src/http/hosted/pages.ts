@@ -5,6 +5,7 @@ import type { Context, Middleware } from 'koa';
 import { PROJECT_ROOT } from '../../project-root.js';
 import { checkoutStatus, chooseCheckout, showCheckout } from './checkout-page.js';
 import { sendRefusal, type PageDeps } from './page-kit.js';
+import { portalAction, portalDocument, showPortal } from './portal-page.js';
 
 const ASSETS: Record<string, string> = {
   'hosted.css': 'text/css; charset=utf-8',
@@ -29,11 +30,19 @@ export function hostedPages(deps: PageDeps): Middleware {
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.body = await readFile(join(PROJECT_ROOT, 'hosted/assets', ctx.params.file!));
   });
-  const page = (handle: (ctx: Context, deps: PageDeps, token: string) => Promise<void>) => async (ctx: Context & { params: Record<string, string | undefined> }) =>
+  type PageContext = Context & { params: Record<string, string | undefined> };
+  const page = (handle: (ctx: PageContext, deps: PageDeps, token: string) => Promise<void>) => async (ctx: PageContext) =>
     TOKEN.test(ctx.params.token ?? '') ? handle(ctx, deps, ctx.params.token!) : sendRefusal(ctx, deps, 'unknown');
   router.get('/pay/:token/', page(showCheckout));
   router.post('/pay/:token/', page(chooseCheckout));
   router.get('/pay/:token/status', page(checkoutStatus));
+  router.get('/portal/:token/', page(showPortal));
+  router.post('/portal/:token/:action', page((ctx, d, token) => portalAction(ctx, d, token, String(ctx.params.action))));
+  router.get('/portal/:token/:kind/:id/pdf', page((ctx, d, token) => {
+    const kind = ctx.params.kind;
+    if (kind !== 'invoices' && kind !== 'credit-notes') return Promise.resolve(sendRefusal(ctx, d, 'unknown'));
+    return portalDocument(ctx, d, token, kind, String(ctx.params.id));
+  }));
   const routes = router.routes();
   return (ctx, next) =>
     ctx.path.startsWith('/pay/') || ctx.path.startsWith('/portal/') || ctx.path.startsWith('/hosted-assets/') ? routes(ctx as never, next) : next();

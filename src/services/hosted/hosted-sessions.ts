@@ -28,7 +28,7 @@ export interface MadeLink {
  * A return URL must be absolute http(s) on an allowed origin: HOSTED_RETURN_ORIGINS, or the
  * server's own when none is set. Anything else could send a customer to a lookalike shop.
  */
-function checkReturnUrl(ctx: DataContext, ownOrigin: string, raw: string, field: string, errors: FieldError[]): string {
+function checkReturnUrl(ctx: DataContext, ownOrigin: string, raw: string, field: string, errors: FieldError[], ownPage = false): string {
   let url: URL;
   try {
     url = new URL(raw);
@@ -36,7 +36,8 @@ function checkReturnUrl(ctx: DataContext, ownOrigin: string, raw: string, field:
     errors.push({ field, message: 'must be an absolute URL' });
     return raw;
   }
-  const allowed = ctx.config.hosted.returnOrigins.length > 0 ? ctx.config.hosted.returnOrigins : [ownOrigin];
+  // The portal's own top-up returns to the portal, on this server, whatever the shop's origins are.
+  const allowed = ctx.config.hosted.returnOrigins.length > 0 && !ownPage ? ctx.config.hosted.returnOrigins : [ownOrigin];
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || !allowed.includes(url.origin)) {
     errors.push({ field, message: `must be on one of the allowed origins (HOSTED_RETURN_ORIGINS): ${allowed.join(', ')}` });
   }
@@ -69,14 +70,14 @@ export interface CheckoutInput {
  * link is made on (PUBLIC_URL, else the request's). Nothing is charged here: the customer's
  * choice on the page runs the same use cases as the API.
  */
-export async function createCheckoutSession(ctx: DataContext, user: User, input: CheckoutInput, origin: string): Promise<MadeLink> {
+export async function createCheckoutSession(ctx: DataContext, user: User, input: CheckoutInput, origin: string, opts: { ownPage?: boolean } = {}): Promise<MadeLink> {
   const errors: FieldError[] = [];
   if ((input.planId === undefined) === (input.topupAmount === undefined)) {
     errors.push({ field: 'plan_id', message: 'give exactly one of plan_id and topup_amount' });
   }
   const topupAmount = input.topupAmount === undefined ? null : checkTopupAmount(ctx, input.topupAmount, 'topup_amount', errors);
-  const successUrl = checkReturnUrl(ctx, origin, input.successUrl, 'success_url', errors);
-  const cancelUrl = checkReturnUrl(ctx, origin, input.cancelUrl, 'cancel_url', errors);
+  const successUrl = checkReturnUrl(ctx, origin, input.successUrl, 'success_url', errors, opts.ownPage);
+  const cancelUrl = checkReturnUrl(ctx, origin, input.cancelUrl, 'cancel_url', errors, opts.ownPage);
   if (errors.length > 0) throw new ValidationError(errors);
   const plan = input.planId === undefined ? null : await findSubscribablePlan(ctx, input.planId);
   const link = makeLink(ctx, { kind: 'checkout', user, plan, topupAmount, paymentType: input.paymentType ?? null, successUrl, cancelUrl }, origin);
@@ -127,4 +128,13 @@ export async function openHostedPage(ctx: DataContext, kind: HostedSessionKind, 
   session.openedAt = now;
   session.browserSecretHash = sha256(secret);
   return { ok: true, session, browserSecret: secret };
+}
+
+/**
+ * Forgets links that can no longer open a page: unopened past their expiry, or opened before
+ * it and past the page's own PAGE_MINUTES since. Run by the server's hourly sweep, so that
+ * links asked for and never used cannot fill the table.
+ */
+export async function deleteExpiredHostedSessions(ctx: Pick<DataContext, 'em'>, now: Date): Promise<number> {
+  return ctx.em.nativeDelete(HostedSession, { expiresAt: { $lt: new Date(now.getTime() - PAGE_MINUTES * 60_000) } });
 }

@@ -35,6 +35,47 @@ export interface ChangedPlan {
   payment: Payment | null;
 }
 
+/** Whether the subscription may move to `newPlan` now (invalid_state otherwise): the same checks for a change and its preview. */
+function assertChangeable(sub: Subscription, newPlan: Plan): void {
+  subscriptionActions.assert(sub, 'change_plan');
+  const oldPlan = sub.plan;
+  if (oldPlan.id === newPlan.id && sub.pendingChange === null) throw new InvalidStateError(`The subscription is already on ${oldPlan.slug}.`);
+  if (oldPlan.currency !== newPlan.currency) {
+    throw new InvalidStateError(`${newPlan.slug} is priced in ${newPlan.currency}, the subscription in ${oldPlan.currency}.`);
+  }
+}
+
+/** What an immediate change to `plan` at `at` costs or credits: the one pricing of a change and of its preview. */
+async function quotePlanChange(ctx: DataContext, sub: Subscription, plan: Plan, at: Date): Promise<ReturnType<typeof priceChange>> {
+  return priceChange({
+    oldPlan: sub.plan,
+    newPlan: plan,
+    periodStart: sub.currentPeriodStart,
+    periodEnd: sub.currentPeriodEnd,
+    at,
+    credit: await unusedCredit(ctx, sub, at),
+    pkp: ctx.config.tax.pkp,
+  });
+}
+
+export interface PlanChangePreview {
+  plan: Plan;
+  /** Null while trialing: the plan changes and the trial runs on, nothing is charged. */
+  terms: ReturnType<typeof priceChange> | null;
+}
+
+/**
+ * What an immediate change would cost, priced exactly as changeSubscriptionPlan prices it,
+ * without changing anything (the hosted portal shows it before the customer confirms).
+ */
+export async function previewPlanChange(ctx: DataContext, user: User, id: string, planIdOrSlug: string): Promise<PlanChangePreview> {
+  const plan = await findSubscribablePlan(ctx, planIdOrSlug);
+  const sub = await findOwnSubscription(ctx.em, user, id);
+  assertChangeable(sub, plan);
+  if (sub.status === 'trialing') return { plan, terms: null };
+  return { plan, terms: await quotePlanChange(ctx, sub, plan, ctx.clock.now()) };
+}
+
 /**
  * Moves a subscription to another plan in the same currency: now (priced by priceChange: an
  * invoice and payment for a positive amount, a wallet credit for a negative one), or at the next
@@ -50,13 +91,8 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     const tctx = { ...ctx, em };
     const at = ctx.clock.now();
     const sub = await findOwnSubscription(em, user, id, { lock: true });
-    subscriptionActions.assert(sub, 'change_plan');
+    assertChangeable(sub, newPlan);
     const oldPlan = sub.plan;
-    const hadPending = sub.pendingChange !== null;
-    if (oldPlan.id === newPlan.id && !hadPending) throw new InvalidStateError(`The subscription is already on ${oldPlan.slug}.`);
-    if (oldPlan.currency !== newPlan.currency) {
-      throw new InvalidStateError(`${newPlan.slug} is priced in ${newPlan.currency}, the subscription in ${oldPlan.currency}.`);
-    }
     // NOTE: another change replaces a pending one: its payment is canceled before anything else.
     const toCancel = await dropPendingChange(tctx, sub);
     if (oldPlan.id === newPlan.id) {
@@ -77,15 +113,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
       return { paymentId: null, toCancel };
     }
 
-    const terms = priceChange({
-      oldPlan,
-      newPlan: plan,
-      periodStart: sub.currentPeriodStart,
-      periodEnd: sub.currentPeriodEnd,
-      at,
-      credit: await unusedCredit(tctx, sub, at),
-      pkp: ctx.config.tax.pkp,
-    });
+    const terms = await quotePlanChange(tctx, sub, plan, at);
     if (!isPositive(terms.net)) {
       await switchPlan(tctx, sub, plan, terms, at, null);
       return { paymentId: null, toCancel };

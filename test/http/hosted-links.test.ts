@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HostedSession } from '../../src/db/entities/hosted-session.js';
+import { createApiKey, revokeApiKey } from '../../src/services/api-keys/manage-api-keys.js';
+import { DATABASES } from '../helpers/database.js';
+import { STANDARD_PLANS, startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
+import { dbOf } from '../helpers/subscriptions.js';
+
+const SHOP = 'https://shop.example.com';
+const cliActor = { type: 'cli' as const, id: 'tester', name: 'tester', requestId: null };
+
+describe.each(DATABASES)('hosted-page links over the API (%s)', (kind) => {
+  let server: TestServer;
+  let alice: Credentials & { id: string };
+  let writeKey: string;
+  let readKey: string;
+
+  beforeAll(async () => {
+    server = await startTestServer(kind, { env: { HOSTED_RETURN_ORIGINS: `${SHOP},http://localhost:5173` } });
+    await server.seedPlans(STANDARD_PLANS);
+    alice = await server.createUser();
+    const ctx = { em: dbOf(server), config: server.config, clock: server.running.billing.clock };
+    writeKey = (await createApiKey(ctx, cliActor, { name: 'shop-backend', scope: 'write' })).key;
+    readKey = (await createApiKey(ctx, cliActor, { name: 'reporting', scope: 'read' })).key;
+  });
+  afterAll(() => server?.stop());
+
+  const checkout = (body: Record<string, unknown>, auth: { user?: Credentials; key?: string }) =>
+    server.api('POST', '/checkout-sessions/', {
+      auth: auth.user,
+      headers: auth.key ? { authorization: `Bearer ${auth.key}` } : {},
+      body: { success_url: `${SHOP}/thanks`, cancel_url: `${SHOP}/plans`, ...body },
+    });
+
+  it('the customer gets a 15-minute link under /pay/; only its hash is stored', async () => {
+    const before = Date.now();
+    const res = await checkout({ plan_id: 'pro-monthly' }, { user: alice });
+    expect(res.status).toBe(201);
+    expect(res.body.url).toMatch(new RegExp(`^${server.url}/pay/[A-Za-z0-9_-]{43}/$`));
+    const expires = Date.parse(res.body.expires_at);
+    expect(expires - before).toBeGreaterThan(14 * 60_000);
+    expect(expires - before).toBeLessThanOrEqual(15 * 60_000 + 5_000);
+    const row = await dbOf(server).findOneOrFail(HostedSession, res.body.id);
+    const token = res.body.url.split('/').at(-2);
+    expect(row.tokenHash).not.toContain(token);
+    expect(row.tokenHash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('a write API key asks for the customer it names; a read key, a missing user, or a user with the customer\'s own credentials are refused', async () => {
+    const made = await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: writeKey });
+    expect(made.status).toBe(201);
+    expect((await dbOf(server).findOneOrFail(HostedSession, made.body.id, { populate: ['user'] })).user.id).toBe(alice.id);
+    const byId = await server.api('POST', '/portal-sessions/', { headers: { authorization: `Bearer ${writeKey}` }, body: { return_url: `${SHOP}/account`, user: alice.id } });
+    expect(byId.status).toBe(201);
+    expect(byId.body.url).toMatch(/\/portal\/[A-Za-z0-9_-]{43}\/$/);
+
+    const read = await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: readKey });
+    expect([read.status, read.body.code]).toEqual([403, 'insufficient_scope']);
+    const nobody = await checkout({ plan_id: 'pro-monthly' }, { key: writeKey });
+    expect([nobody.status, nobody.body.errors?.[0]?.field]).toEqual([400, 'user']);
+    const unknown = await checkout({ plan_id: 'pro-monthly', user: 'no-such-user' }, { key: writeKey });
+    expect(unknown.status).toBe(404);
+    const own = await checkout({ plan_id: 'pro-monthly', user: 'someone-else' }, { user: alice });
+    expect([own.status, own.body.errors?.[0]?.field]).toEqual([400, 'user']);
+    const wrong = await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: 'bsk_not-a-key' });
+    expect([wrong.status, wrong.body.code]).toEqual([401, 'invalid_api_key']);
+  });
+
+  it('refuses what it cannot honour, and stores nothing: foreign return origins, both or neither item, an unknown plan, an amount out of bounds', async () => {
+    const count = () => dbOf(server).count(HostedSession, { user: alice.id });
+    const before = await count();
+    const foreign = await checkout({ plan_id: 'pro-monthly', success_url: 'https://evil.example.net/thanks' }, { user: alice });
+    expect([foreign.status, foreign.body.errors.map((e: { field: string }) => e.field)]).toEqual([400, ['success_url']]);
+    const both = await checkout({ plan_id: 'pro-monthly', topup_amount: 50000 }, { user: alice });
+    expect(both.status).toBe(400);
+    const neither = await checkout({}, { user: alice });
+    expect(neither.status).toBe(400);
+    const retired = await checkout({ plan_id: 'legacy' }, { user: alice });
+    expect(retired.status).toBe(404);
+    const tiny = await checkout({ topup_amount: 5 }, { user: alice });
+    expect([tiny.status, tiny.body.errors[0].field]).toEqual([400, 'topup_amount']);
+    const portal = await server.api('POST', '/portal-sessions/', { auth: alice, body: { return_url: 'javascript:alert(1)' } });
+    expect(portal.status).toBe(400);
+    expect(await count()).toBe(before);
+  });
+
+  it('a link opens once: the first client gets a cookie for that page alone; others get 410, a made-up link 404', async () => {
+    const made = await checkout({ topup_amount: 50000 }, { user: alice });
+    const path = new URL(made.body.url).pathname;
+    const first = await server.request('GET', path);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(first.headers.get('cache-control')).toBe('no-store');
+    expect(first.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    const cookie = first.headers.get('set-cookie')!;
+    expect(cookie).toMatch(new RegExp(`^billing\\.page=[A-Za-z0-9_-]{43}; path=${path.replace(/[/]/g, '\\/')}; .*httponly`, 'i'));
+    const again = await server.request('GET', path);
+    expect(again.status).toBe(410);
+    expect(again.text).toContain('Tautan tidak berlaku');
+    const mine = await server.request('GET', path, { headers: { cookie: cookie.split(';')[0]! } });
+    expect(mine.status).toBe(200);
+    const status = await server.request('GET', `${path}status`, { headers: { cookie: cookie.split(';')[0]! } });
+    expect(status.body).toEqual({ state: 'choose', next: null });
+    const english = await server.request('GET', path, { headers: { 'accept-language': 'en-GB,en;q=0.9,id;q=0.5' } });
+    expect(english.text).toContain('This link no longer works');
+    const madeUp = await server.request('GET', `/pay/${'A'.repeat(43)}/`);
+    expect(madeUp.status).toBe(404);
+    const odd = await server.request('GET', '/pay/%E0%A4%A/');
+    expect(odd.status).toBeLessThan(500);
+  });
+
+  it('a revoked key fails at once', async () => {
+    const ctx = { em: dbOf(server), config: server.config, clock: server.running.billing.clock };
+    const temp = await createApiKey(ctx, cliActor, { name: 'temp', scope: 'write' });
+    expect((await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: temp.key })).status).toBe(201);
+    await revokeApiKey(ctx, cliActor, temp.apiKey.id);
+    expect((await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: temp.key })).status).toBe(401);
+  });
+});
