@@ -39,7 +39,7 @@
           setTimeout(poll, 2000);
         }, function () { setTimeout(poll, 2000); });
     };
-    setTimeout(poll, 2000);
+    if (statusUrl) setTimeout(poll, 2000);
   }
 
   var form = document.getElementById('checkout-form');
