@@ -83,10 +83,10 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     }
   });
 
-  it('buys a plan by QRIS on a 360 px phone: the QR code is shown and the page moves on after payment', async () => {
+  it.each<Lang>(['id', 'en'])('buys a plan by QRIS on a 360 px phone (%s): the QR code is shown and the page moves on after payment', async (lang) => {
     const user = await server.createUser();
     const url = await checkoutLink(user, { plan_id: 'basic-monthly' });
-    const { context, page } = await browse('id', PHONE);
+    const { context, page } = await browse(lang, PHONE);
     try {
       await page.goto(url);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
@@ -96,7 +96,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       expect(await page.locator('img.qr').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
       await expectAccessible(page);
-      if (kind === 'sqlite') await screenshotForReadme(page, 'checkout-qris-phone');
+      if (lang === 'id' && kind === 'sqlite') await screenshotForReadme(page, 'checkout-qris-phone');
       await settleAndExpectShop(page, user.id);
       expect((await subscriptionOf(user.id))?.status).toBe('active');
     } finally {
@@ -104,10 +104,10 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     }
   });
 
-  it('buys a plan by card through the 3-D Secure step: the card goes to the gateway\'s script, never to this server', async () => {
+  it.each<Lang>(['en', 'id'])('buys a plan by card through the 3-D Secure step (%s): the card goes to the gateway\'s script, never to this server', async (lang) => {
     const user = await server.createUser();
     const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
-    const { context, page } = await browse('en');
+    const { context, page } = await browse(lang);
     const postedToUs: string[] = [];
     page.on('request', (req) => {
       if (req.method() === 'POST' && req.url().startsWith(`${server.url}/pay/`)) postedToUs.push(req.postData() ?? '');
@@ -119,7 +119,10 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       await page.fill('#card-month', '12');
       await page.fill('#card-year', String(new Date().getUTCFullYear() + 3));
       await page.fill('#card-cvv', '123');
+      await expectAccessible(page);
       await page.click('#pay');
+      await page.waitForSelector('iframe.three-ds');
+      await expectAccessible(page);
       const frame = page.frameLocator('iframe.three-ds');
       await frame.locator('button[value="authenticate"]').click();
       await page.waitForURL(`${server.url}/shop/thanks`, { timeout: 20_000 });
@@ -132,10 +135,10 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     }
   });
 
-  it('tops up the wallet by virtual account, in English on a phone', async () => {
+  it.each<Lang>(['en', 'id'])('tops up the wallet by virtual account on a phone (%s)', async (lang) => {
     const user = await server.createUser();
     const url = await checkoutLink(user, { topup_amount: 100000 });
-    const { context, page } = await browse('en', PHONE);
+    const { context, page } = await browse(lang, PHONE);
     try {
       await page.goto(url);
       expect(await page.locator('.amounts .total dd').textContent()).toBe('Rp 100.000');

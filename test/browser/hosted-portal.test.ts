@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Payment } from '../../src/db/entities/payment.js';
@@ -59,6 +60,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted customer portal in Ch
       expect((await dbOf(server).findOneOrFail(Subscription, subscriptionId)).plan.id).toBeDefined();
       await page.click('#confirm-change');
       await page.waitForSelector('#payment #va-number');
+      await expectAccessible(page);
       expect(await page.locator('#payment .due').textContent()).toBe(net);
       await simulate(server, (await latestPayment(subscriptionId)).orderId, 'settle');
       await page.reload();
@@ -68,16 +70,19 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted customer portal in Ch
     }
   });
 
-  it('cancels at the period end on a 360 px phone, with the consequence spelled out first', async () => {
+  it.each<[Lang, RegExp, string]>([
+    ['en', /^You keep access until .+; then the subscription ends with no new bill\.$/, 'Your subscription will end.'],
+    ['id', /^Akses tetap berjalan sampai .+, lalu langganan berhenti tanpa tagihan baru\.$/, 'Langganan akan berhenti.'],
+  ])('cancels at the period end on a 360 px phone (%s), with the consequence spelled out first', async (lang, means, done) => {
     const { user, subscriptionId } = await subscriber();
-    const { context, page } = await browse('en', PHONE);
+    const { context, page } = await browse(lang, PHONE);
     try {
       await page.goto(await portalLink(user));
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
-      expect(await page.locator('#cancel-end-means').textContent()).toMatch(/You keep access until .+; then the subscription ends with no new bill\./);
+      expect(await page.locator('#cancel-end-means').textContent()).toMatch(means);
       await page.click('#cancel-end');
       await page.waitForSelector('#ends-at');
-      expect(await page.locator('.done-note').textContent()).toBe('Your subscription will end.');
+      expect(await page.locator('.done-note').textContent()).toBe(done);
       const sub = await dbOf(server).findOneOrFail(Subscription, subscriptionId, { refresh: true });
       expect(sub.cancelAtPeriodEnd).toBe(true);
       expect(sub.status).toBe('active');
@@ -87,18 +92,20 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted customer portal in Ch
     }
   });
 
-  it('downloads an invoice PDF; another user\'s invoice or subscription id is refused and changes nothing', async () => {
+  it.each<Lang>(['id', 'en'])('downloads an invoice PDF (%s); another user\'s invoice or subscription id is refused and changes nothing', async (lang) => {
     const { user, subscriptionId } = await subscriber();
     const other = await subscriber();
-    const { context, page } = await browse('id');
+    const { context, page } = await browse(lang);
     try {
       await page.goto(await portalLink(user));
       const href = await page.locator('a.invoice-pdf').first().getAttribute('href');
-      const pdf = await context.request.get(new URL(href!, server.url).toString());
-      expect(pdf.status()).toBe(200);
-      expect(pdf.headers()['content-type']).toBe('application/pdf');
+      // The link asks the browser to save the file (download), as a customer keeps an invoice.
+      const [download] = await Promise.all([page.waitForEvent('download'), page.locator('a.invoice-pdf').first().click()]);
+      const pdf = await readFile((await download.path())!);
+      expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
       const number = (await page.locator('.doc-number').first().textContent())!.trim();
-      expect(await pdfText(await pdf.body())).toContain(number);
+      expect(download.suggestedFilename()).toBe(`${number}.pdf`);
+      expect(await pdfText(pdf)).toContain(number);
 
       const otherInvoice = (await server.api('GET', '/invoices/', { auth: other.user })).body.results[0].id;
       const foreign = await context.request.get(new URL(href!.replace(/invoices\/[^/]+\/pdf$/, `invoices/${otherInvoice}/pdf`), server.url).toString());
@@ -126,9 +133,9 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted customer portal in Ch
     }
   });
 
-  it('tops up the wallet from the portal: on to the checkout, paid, and back with the balance shown', async () => {
+  it.each<Lang>(['id', 'en'])('tops up the wallet from the portal (%s): on to the checkout, paid, and back with the balance shown', async (lang) => {
     const { user } = await subscriber();
-    const { context, page } = await browse('id');
+    const { context, page } = await browse(lang);
     try {
       await page.goto(await portalLink(user));
       const portalUrl = page.url();

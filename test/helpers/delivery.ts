@@ -258,7 +258,9 @@ export function deliveryConfig(databaseUrl: string, env: Record<string, string> 
     SESSION_SECRET: 'test-session-secret',
     MAIL_FROM: 'Billing <billing@example.test>',
     OUTBOUND_WEBHOOK_SECRET: 'whsec_test_secret',
-    OUTBOUND_WEBHOOK_TIMEOUT_MS: '300',
+    // Long enough for a local receiver on a loaded machine (two test files at once answered
+    // late at 300 ms in CI); the test of a receiver that never answers sets its own short one.
+    OUTBOUND_WEBHOOK_TIMEOUT_MS: '5000',
     ...env,
   });
 }

@@ -21,11 +21,14 @@ export interface PageFrame {
 
 /**
  * Answers an HTML page. Pages are private to one browser and hold payment codes: never cached,
- * never framed, no referrer (the link's secret is in the path), and scripts and frames only
+ * never framed, no referrer (the link's secret is in the path), and scripts and images only
  * from here and the gateway (`gatewayOrigin`: Midtrans's script, QR images and 3-D Secure page).
  */
 export function sendPage(ctx: Context, template: string, data: PageFrame & Record<string, unknown>, status = 200, gatewayOrigin: string | null = null): void {
   const extra = gatewayOrigin ? ` ${gatewayOrigin}` : '';
+  // 3-D Secure starts at the gateway and goes on to the card issuer's own page, on any bank's
+  // host: with a real gateway, frames may load any https: page (the simulator's is this server).
+  const frames = gatewayOrigin ? `${extra} https:` : '';
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.set({
@@ -33,7 +36,7 @@ export function sendPage(ctx: Context, template: string, data: PageFrame & Recor
     'Referrer-Policy': 'no-referrer',
     'X-Content-Type-Options': 'nosniff',
     'X-Frame-Options': 'DENY',
-    'Content-Security-Policy': `default-src 'self'; script-src 'self'${extra}; connect-src 'self'${extra}; img-src 'self' data:${extra}; frame-src 'self'${extra}; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'Content-Security-Policy': `default-src 'self'; script-src 'self'${extra}; connect-src 'self'${extra}; img-src 'self' data:${extra}; frame-src 'self'${frames}; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
     'Content-Language': data.lang,
   });
   ctx.body = eta.render(template, data);

@@ -74,7 +74,7 @@ describe.each(DATABASES)('outbound webhook delivery on %s', (kind) => {
   });
 
   it('gives up on a receiver that never answers after the configured timeout, and retries it', async () => {
-    useReceiver(h.receiver.url);
+    useReceiver(h.receiver.url, { OUTBOUND_WEBHOOK_TIMEOUT_MS: '300' });
     h.receiver.behaviour = 'hang';
     const id = await newEntry('subscription_canceled', { plan_name: 'Pro' });
 
