@@ -236,6 +236,20 @@ describe.each(DATABASES)('money rules on %s', (kind) => {
       expect(debits.map((d) => d.amount).sort()).toEqual(['30000.00', '70000.00']);
       expect(await inApp(user, 'payment_refunded')).toBe(2);
     });
+
+    it('a refund of a top-up still pending here (its settlement lost) credits it first, then takes the refund back; the late settlement changes nothing (long seed 19803)', async () => {
+      const user = await server.createUser();
+      const topup = await server.api('POST', '/topups/', { auth: user, body: { amount: 100000, payment_type: 'qris' } });
+      expect(topup.status, topup.text).toBe(201);
+      expect((await notifyWebhook({ order_id: topup.body.order_id, transaction_status: 'partial_refund', gross_amount: '100000.00', refund_amount: '40000.00', refunds: [] })).status).toBe(200);
+      const after = (await server.api('GET', `/topups/${topup.body.id}/`, { auth: user })).body;
+      expect(after.status).toBe('success');
+      expect(await walletBalance(server, user)).toBe('60000.00');
+      expect((await notifyWebhook({ order_id: topup.body.order_id, transaction_status: 'settlement', gross_amount: '100000.00' })).status).toBe(200);
+      expect(await walletBalance(server, user)).toBe('60000.00');
+      const entries = await dbOf(server).find(WalletTransaction, { wallet: { user: user.id } }, { orderBy: { createdAt: 'asc' } });
+      expect(entries.map((e) => [e.kind, e.amount])).toEqual([['credit', '100000.00'], ['debit', '40000.00']]);
+    });
   });
 
   describe('7. money is exact or refused', () => {

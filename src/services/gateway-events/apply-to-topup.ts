@@ -33,7 +33,13 @@ export async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promi
     return { changes: [...credited, ...(await applyTopupChargeback(ctx, topup, event, at))] };
   }
   if (isReversal(event, topup.status)) return { changes: await takeBackTopup(ctx, topup, event, at, 'reverse') };
-  if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') return { changes: await refundTopupAtGateway(ctx, topup, event) };
+  if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
+    // NOTE: a refund, too, gives back money that arrived, as for payments (DECISIONS §9): a
+    // top-up still pending here (its settlement's notification lost, sync asking now) is
+    // credited first, then the refund taken back; the late settlement is then a duplicate.
+    const credited = topupStates.can(topup, 'succeed') ? await succeed(ctx, topup, event, at) : [];
+    return { changes: [...credited, ...(await refundTopupAtGateway(ctx, topup, event))] };
+  }
   const move = TOPUP_FAILURES[event.transactionStatus];
   if (move && topupStates.applyIfAllowed(topup, move, at)) {
     notify(ctx, topup.user, move === 'expire' ? 'topup_expired' : 'topup_failed', data);
