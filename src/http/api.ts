@@ -16,7 +16,7 @@ import { parseJsonBody, readRawBytes } from './body.js';
 import { isDecodablePath } from './canonical-path.js';
 import { isUuid } from '../domain/ids.js';
 import { canonicalPathParams } from './path-ids.js';
-import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField, WEBHOOK_MAX_BODY_BYTES } from './input-limits.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField, unstorableReason, WEBHOOK_MAX_BODY_BYTES } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
 import { requireUserId, type OperationHandlers, type OperationId, type OperationRequest } from './operations.js';
 import { mayWrite } from './methods.js';
@@ -184,6 +184,13 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       }
     }
 
+    // A path segment no database can store (NUL, an unpaired surrogate) names no resource: the
+    // same 404 as a path whose id is no valid spelling, before any query is made with it.
+    const params = canonicalPathParams(c.request.params ?? {});
+    if (Object.values(params).some((v) => typeof v === 'string' && unstorableReason(v) !== null)) {
+      return sendProblem(ctx, problem('not_found', `Nothing is found at ${ctx.path}.`));
+    }
+
     const services: ServiceContext = {
       em: RequestContext.getEntityManager() as EntityManager,
       config: deps.config,
@@ -193,7 +200,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     const request = {
       koa: ctx,
       query: (c.request.query ?? {}) as never,
-      path: canonicalPathParams(c.request.params ?? {}) as never,
+      path: params as never,
       body: c.request.requestBody as never,
       // Read on use: the user's entity is made only for the operations that need it.
       get user() {

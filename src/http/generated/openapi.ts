@@ -6755,6 +6755,7 @@ export interface operations {
             409: components["responses"]["InvalidState"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
