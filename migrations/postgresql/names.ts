@@ -15,4 +15,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261126150222',
   'Migration20261126174542',
   'Migration20261126234113',
+  'Migration20261127223538',
 ];

@@ -1,7 +1,7 @@
-import { Collection, EntitySchema } from '@mikro-orm/core';
+import { Collection, EntitySchema, type Opt } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, moneyProperty, zeroMoneyProperty } from './common.js';
 import type { TaxAction } from '../../domain/tax.js';
-import { Invoice } from './invoice.js';
+import { Invoice, type LineSubject } from './invoice.js';
 import { Payment, Refund } from './payment.js';
 import { User } from './user.js';
 import { WalletTransaction } from './wallet.js';
@@ -37,6 +37,10 @@ export class CreditNote {
   amount!: string;
   /** The PPN part of amount (src/domain/tax.ts, creditedTax). */
   taxAmount!: string;
+  /** The DPP this credit note takes off its invoice. */
+  taxBase!: Opt<string>;
+  /** At most one rupiah: amount = taxBase + taxAmount + taxRounding. */
+  taxRounding!: Opt<string>;
   /** What the finance team must do in Coretax (docs/tax.md). */
   taxAction: TaxAction = 'none';
   issuedAt!: Date;
@@ -49,6 +53,7 @@ export class CreditNoteLine {
   creditNote!: CreditNote;
   position = 0;
   description!: string;
+  subject: LineSubject | null = null;
   amount!: string;
 }
 
@@ -72,6 +77,8 @@ export const CreditNoteSchema = new EntitySchema<CreditNote>({
     currency: { type: 'string', length: 3 },
     amount: moneyProperty,
     taxAmount: zeroMoneyProperty,
+    taxBase: zeroMoneyProperty,
+    taxRounding: zeroMoneyProperty,
     taxAction: { type: 'string', length: 30, default: 'none' },
     issuedAt: { type: 'Date' },
     lines: { kind: '1:m', entity: () => CreditNoteLine, mappedBy: 'creditNote', orderBy: { position: 'asc' } },
@@ -87,6 +94,7 @@ export const CreditNoteLineSchema = new EntitySchema<CreditNoteLine>({
     creditNote: { kind: 'm:1', entity: () => CreditNote },
     position: { type: 'integer' },
     description: { type: 'string', length: 500 },
+    subject: { type: 'json', nullable: true },
     amount: moneyProperty,
   },
 });

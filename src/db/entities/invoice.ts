@@ -14,6 +14,22 @@ export type InvoiceLineKind = 'subscription' | 'proration' | 'credit';
  */
 export type BillingReason = 'subscription_create' | 'subscription_cycle' | 'subscription_update';
 
+/** The seller as it stood when the invoice was made: later changes of configuration never reprint it. */
+export interface SellerTaxIdentity {
+  npwp: string | null;
+  nitku: string | null;
+  name: string | null;
+}
+
+/**
+ * What an invoice or credit-note line is, stored as data so that its words are rendered in the
+ * document's language at rendering time (`description` keeps the English text for old readers).
+ */
+export interface LineSubject {
+  type: string;
+  [key: string]: string | number | boolean | null;
+}
+
 export class Invoice {
   id!: string;
   /** Sequential and gap-free per year, e.g. INV-2026-000042 (src/services/invoices/next-invoice-number.ts). */
@@ -43,6 +59,8 @@ export class Invoice {
   taxRounding!: string;
   /** The buyer's tax profile when the invoice was issued. */
   buyerTaxProfile: TaxProfile | null = null;
+  /** The seller's NPWP, NITKU and name when the invoice was made; null on invoices made before it was kept. */
+  sellerTaxIdentity: SellerTaxIdentity | null = null;
   /** The Faktur Pajak number Coretax assigned (billing-admin tax record). */
   taxInvoiceNumber: string | null = null;
   /** When `billing-admin tax export` first wrote the invoice into an import file. */
@@ -62,6 +80,7 @@ export class InvoiceLine {
   invoice!: Invoice;
   position = 0;
   description!: string;
+  subject: LineSubject | null = null;
   kind: InvoiceLineKind = 'subscription';
   quantity = 1;
   unitAmount!: string;
@@ -99,6 +118,7 @@ export const InvoiceSchema = new EntitySchema<Invoice>({
     taxAmount: zeroMoneyProperty,
     taxRounding: zeroMoneyProperty,
     buyerTaxProfile: { type: 'json', nullable: true },
+    sellerTaxIdentity: { type: 'json', nullable: true },
     taxInvoiceNumber: { type: 'string', length: 17, nullable: true },
     taxExportedAt: { type: 'Date', nullable: true },
     periodStart: { type: 'Date', nullable: true },
@@ -119,6 +139,7 @@ export const InvoiceLineSchema = new EntitySchema<InvoiceLine>({
     invoice: { kind: 'm:1', entity: () => Invoice },
     position: { type: 'integer' },
     description: { type: 'string', length: 500 },
+    subject: { type: 'json', nullable: true },
     kind: { type: 'string', length: 20 },
     quantity: { type: 'integer' },
     unitAmount: moneyProperty,

@@ -23,6 +23,15 @@ export interface PendingChange {
   prior_period_end: string | null;
 }
 
+/** Why the latest renewal charge failed (kept until a renewal succeeds), for staff and the customer. */
+export interface RenewalFailure {
+  /** ISO 8601 time of the failed attempt. */
+  at: string;
+  /** A stable code: the gateway's status_code, or ours (`card_missing`, `card_expired`, …). */
+  code: string;
+  message: string;
+}
+
 export class Subscription {
   id!: string;
   user!: User;
@@ -58,6 +67,7 @@ export class Subscription {
   pendingChangePlan: Plan | null = null;
   pendingChange: PendingChange | null = null;
   cyclesCompleted = 0;
+  lastRenewalFailure: RenewalFailure | null = null;
   metadata: Record<string, unknown> = {};
   customerDetails: Record<string, string> = {};
   createdAt!: Date;
@@ -96,6 +106,7 @@ export const SubscriptionSchema = new EntitySchema<Subscription>({
     pendingChangePlan: { kind: 'm:1', entity: () => Plan, nullable: true },
     pendingChange: { type: 'json', nullable: true },
     cyclesCompleted: { type: 'integer', default: 0 },
+    lastRenewalFailure: { type: 'json', nullable: true },
     metadata: { type: 'json' },
     customerDetails: { type: 'json' },
     createdAt: createdAtProperty,
