@@ -18,7 +18,10 @@ const DISPUTABLE = ['settlement', 'partial_refund', 'partial_chargeback'];
  * status becomes chargeback; `partial: true` takes `amount`, less than what is left, and the
  * status becomes partial_chargeback. Nothing is ever taken back twice.
  */
-export function applyChargeback(tx: SimTransaction, input: { amount: number | null; partial: boolean }, now: Date): Move {
+/** What the issuer writes when no reason is given: free text, as Midtrans passes it on. */
+export const DEFAULT_CHARGEBACK_REASON = 'Cardholder disputes the transaction';
+
+export function applyChargeback(tx: SimTransaction, input: { amount: number | null; partial: boolean; reason?: string }, now: Date): Move {
   if (tx.payment_type !== 'credit_card') return { ok: false, reason: `chargebacks apply to credit_card, not ${tx.payment_type}` };
   if (!DISPUTABLE.includes(tx.transaction_status)) return { ok: false, reason: `cannot charge back a transaction in status ${tx.transaction_status}` };
   const remaining = tx.gross_amount - refundedAmount(tx) - chargedBackAmount(tx);
@@ -33,6 +36,7 @@ export function applyChargeback(tx: SimTransaction, input: { amount: number | nu
     refund_chargeback_uuid: newId(),
     chargeback_amount: amount,
     created_at: now,
+    reason: input.reason ?? DEFAULT_CHARGEBACK_REASON,
   });
   setStatus(tx, input.partial ? 'partial_chargeback' : 'chargeback', tx.fraud_status, now);
   return { ok: true };

@@ -351,7 +351,7 @@ export class SimulatorCore {
         const partial = action === 'partial_chargeback';
         const amount = commandAmount(opts);
         if (partial && amount === null) throw new SimulatorError(400, 'a partial chargeback needs {"amount": N}');
-        move = applyChargeback(tx, { amount, partial }, now);
+        move = applyChargeback(tx, { amount, partial, reason: opts.reason }, now);
         break;
       }
     }
@@ -398,6 +398,7 @@ export class SimulatorCore {
     this.faults.set({ mode: 'none' });
     this.requests.length = 0;
     this.notifier.log.length = 0;
+    this.notifier.clearHolds();
   }
 }
 

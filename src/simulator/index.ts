@@ -1,7 +1,8 @@
 import type Koa from 'koa';
 import { SimulatorCore, type RequestRecord, type SimulatorOptions } from './core.js';
 import { parseFault } from './faults.js';
-import type { DeliveryRecord } from './notifier.js';
+import type { DeliveryRecord, Notifier } from './notifier.js';
+import type { HeldNotification, ReleaseRequest } from './held-notifications.js';
 import { buildMiddleware, HeldRequests } from './routes.js';
 import type { ActionOptions, ActionResult, CommandAction, Fault, SimTransaction } from './types.js';
 
@@ -10,6 +11,7 @@ export { THREE_DS_MODES, type ThreeDsMode } from './charge.js';
 export { MIDTRANS_RETRY_DELAYS_MS } from './notifier.js';
 export { PREFIX as SIMULATOR_PREFIX } from './routes.js';
 export type { DeliveryRecord } from './notifier.js';
+export type { HeldNotification, ReleaseOrder, ReleaseRequest } from './held-notifications.js';
 export * from './types.js';
 
 export interface Simulator {
@@ -30,6 +32,12 @@ export interface Simulator {
   requests(): readonly RequestRecord[];
   /** Every notification attempt, retries included. */
   deliveries(): readonly DeliveryRecord[];
+  /** The notification proxy: hold one order's notifications (or all, with null) until released. */
+  holdNotifications(orderId: string | null): void;
+  /** What is held, oldest first. */
+  heldNotifications(): readonly HeldNotification[];
+  /** Sends (or drops) held notifications in the order asked (POST /_simulator/notifications/release). */
+  releaseNotifications(request: Partial<ReleaseRequest>): ReturnType<Notifier['release']>;
   /** Forget all transactions, keys, faults and logs. */
   reset(): void;
   /** Stop the clock sweeper, cancel pending notification retries and release requests held by the timeout fault. */
@@ -54,6 +62,9 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
     transaction: (id) => core.lookup(id),
     requests: () => core.requests,
     deliveries: () => core.notifier.log,
+    holdNotifications: (orderId) => core.notifier.hold(orderId),
+    heldNotifications: () => core.notifier.held(),
+    releaseNotifications: (request) => core.notifier.release({ orderId: null, order: 'oldest_first', ids: null, drop: false, keepHolding: false, ...request }),
     reset: () => core.reset(),
     close: () => {
       core.stop();

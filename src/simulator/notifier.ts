@@ -1,4 +1,5 @@
 import type { Body } from './payload.js';
+import { NotificationHold, type HeldNotification, type ReleaseRequest } from './held-notifications.js';
 import type { DeliveryOutcome } from './types.js';
 
 /** Midtrans' sender gives up after 15 s (MIDTRANS.md §7.1). */
@@ -49,6 +50,8 @@ export class Notifier {
   /** Tail of each transaction's first attempts, so its notifications leave in the order they happened. */
   readonly #queues = new Map<string, Promise<unknown>>();
   readonly #scheduled = new Map<string, { timer: NodeJS.Timeout; send: () => void }[]>();
+  /** The proxy's hold (held-notifications.ts): notifications kept back, to be released in any order. */
+  readonly #hold = new NotificationHold();
 
   constructor(opts: NotifierOptions) {
     this.#opts = opts;
@@ -74,6 +77,40 @@ export class Notifier {
     entry.timer.unref();
     this.#timers.add(entry.timer);
     this.#scheduled.set(key, [...(this.#scheduled.get(key) ?? []), entry]);
+  }
+
+  /** Holds, from now on, the notifications of one order (or of all when null). */
+  hold(orderId: string | null): void {
+    this.#hold.hold(orderId);
+  }
+
+  held(): HeldNotification[] {
+    return this.#hold.list();
+  }
+
+  describeHolds(): ReturnType<NotificationHold['describe']> {
+    return this.#hold.describe();
+  }
+
+  /**
+   * Sends (or drops) held notifications in the order asked, one after the other: each leaves
+   * once the one before has had its first attempt. Returns what was released with the first
+   * attempt's outcome per URL, or a message when the request names what is not held.
+   */
+  async release(request: ReleaseRequest): Promise<(Omit<HeldNotification, 'urls' | 'payload'> & { outcomes: DeliveryOutcome[] })[] | string> {
+    const chosen = this.#hold.takeOut(request);
+    if (typeof chosen === 'string') return chosen;
+    const released = [];
+    for (const h of chosen) {
+      const outcomes = request.drop ? [] : await this.#send(h.order_id, h.urls, h.payload);
+      released.push({ id: h.id, order_id: h.order_id, transaction_status: h.transaction_status, held_at: h.held_at, outcomes });
+    }
+    return released;
+  }
+
+  /** Forgets every hold and what it kept (the simulator's reset). */
+  clearHolds(): void {
+    this.#hold.clear();
   }
 
   close(): void {
@@ -105,6 +142,11 @@ export class Notifier {
   }
 
   #enqueue(key: string, urls: string[], payload: Body): Promise<DeliveryOutcome[]> {
+    if (this.#hold.take(urls, payload, this.#opts.now())) return Promise.resolve(urls.map((url) => ({ url, http_status: null, error: null, held: true as const })));
+    return this.#send(key, urls, payload);
+  }
+
+  #send(key: string, urls: string[], payload: Body): Promise<DeliveryOutcome[]> {
     const previous = this.#queues.get(key) ?? Promise.resolve();
     const run = previous.then(() => Promise.all(urls.map((url) => this.#attempt(url, payload, 0))));
     const tail = run.catch(() => undefined);

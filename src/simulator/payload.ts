@@ -127,9 +127,10 @@ function typeFields(tx: SimTransaction, purpose: Purpose): Body {
 }
 
 /**
- * refunds[] lists refunds and chargebacks together, as Midtrans does; refund_amount is the total
- * of the kind the status names: what was charged back once a chargeback is the status
- * (DECISIONS.md §9), else what was refunded.
+ * refunds[] lists refunds and chargebacks together, as Midtrans does: one sequence of
+ * refund_chargeback_id, a free-text reason, no field saying which is which (only the status
+ * does; docs/gateway.md, "Chargebacks"). refund_amount is the total of the kind the status
+ * names: what was charged back once a chargeback is the status, else what was refunded.
  */
 function refundFields(tx: SimTransaction): Body {
   if (tx.refunds.length === 0 && tx.chargebacks.length === 0) return {};
@@ -138,7 +139,7 @@ function refundFields(tx: SimTransaction): Body {
     refund_chargeback_uuid: c.refund_chargeback_uuid,
     refund_amount: money(c.chargeback_amount),
     created_at: formatGmt7(c.created_at),
-    reason: 'chargeback',
+    reason: c.reason,
   }));
   return {
     refund_amount: money(isChargedBack(tx) ? chargedBackAmount(tx) : refundedAmount(tx)),

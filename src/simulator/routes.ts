@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import type { CoreAnswer, SimulatorCore } from './core.js';
 import { CARD_SCRIPT, tokenizeCard } from './card-tokens.js';
 import { parseFault } from './faults.js';
+import { parseHold, parseRelease } from './held-notifications.js';
 import { isAuthorized, readJsonBody } from './http-util.js';
 import { IdempotencyStore } from './idempotency.js';
 import { qrSvg, threeDsDone, threeDsPage } from './pages.js';
@@ -163,10 +164,15 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
 
   const command = async (ctx: Koa.Context, action: string): Promise<void> => {
     let amount: unknown;
+    let reason: unknown;
     if (AMOUNT_ACTIONS.includes(action)) {
       const read = await readJsonBody(ctx, limit);
       if (!read.ok) return send(ctx, read.reason === 'too_large' ? 413 : 400, { error: 'body must be JSON, e.g. {"amount": 50000}' });
       amount = (read.value as { amount?: unknown } | null)?.amount;
+      reason = (read.value as { reason?: unknown } | null)?.reason;
+      if (reason !== undefined && (action === 'refund' || typeof reason !== 'string' || reason === '' || reason.length > 255)) {
+        return send(ctx, 400, { error: 'reason is free text of 1 to 255 characters, on chargeback and partial_chargeback' });
+      }
     }
     const fraud = ctx.query['fraud_status'];
     const fee = ctx.query['customer_fee'];
@@ -179,6 +185,7 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
         customerFee: fee === undefined ? undefined : Number(fee),
         fraudStatus: typeof fraud === 'string' ? (fraud as 'accept' | 'challenge') : undefined,
         amount: amount as number | string | undefined,
+        reason: reason as string | undefined,
       });
       send(ctx, 200, result);
     } catch (e) {
@@ -256,6 +263,24 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
   });
   router.get('/requests', (ctx) => send(ctx, 200, core.requests));
   router.get('/notifications', (ctx) => send(ctx, 200, core.notifier.log));
+
+  // The notification proxy (notifier.ts): hold what would be sent, then release it in any order.
+  router.post('/notifications/hold', async (ctx) => {
+    const read = await readJsonBody(ctx, limit);
+    const hold = read.ok ? parseHold(read.value) : 'body must be JSON, e.g. {"order_id": "SUB-1"} or {}';
+    if (typeof hold === 'string') return send(ctx, 400, { error: hold });
+    core.notifier.hold(hold.orderId);
+    send(ctx, 200, core.notifier.describeHolds());
+  });
+  router.get('/notifications/held', (ctx) => send(ctx, 200, { holding: core.notifier.describeHolds(), held: core.notifier.held() }));
+  router.post('/notifications/release', async (ctx) => {
+    const read = await readJsonBody(ctx, limit);
+    const release = read.ok ? parseRelease(read.value) : 'body must be JSON, e.g. {"order": "newest_first"}';
+    if (typeof release === 'string') return send(ctx, 400, { error: release });
+    const result = await core.notifier.release(release);
+    if (typeof result === 'string') return send(ctx, 409, { error: result });
+    send(ctx, 200, { released: result });
+  });
   router.post('/reset', (ctx) => {
     core.reset();
     send(ctx, 200, { ok: true });

@@ -70,6 +70,8 @@ export interface SimChargeback {
   /** Integer IDR. */
   chargeback_amount: number;
   created_at: Date;
+  /** Free text, as the issuer or Midtrans writes it (e.g. "Cardholder disputes the transaction"); never a code to match on. */
+  reason: string;
 }
 
 /** The simulator's own record of one transaction; exposed as-is by GET /_simulator/transactions/:id. */
@@ -126,12 +128,16 @@ export interface ActionOptions {
    * chargeback takes the whole remaining amount when absent; a partial chargeback requires it.
    */
   amount?: number | string;
+  /** chargeback, partial_chargeback: the dispute's free-text reason (default "Cardholder disputes the transaction"). */
+  reason?: string;
 }
 
 export interface DeliveryOutcome {
   url: string;
   http_status: number | null;
   error: string | null;
+  /** The notification was held by the simulator's proxy (POST /_simulator/notifications/hold), not sent yet. */
+  held?: true;
 }
 
 export interface ActionResult {

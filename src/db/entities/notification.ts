@@ -24,7 +24,8 @@ export type NotificationType =
   | 'payment_credited_to_wallet'
   | 'payment_reversed'
   | 'payment_charged_back'
-  | 'card_expiring';
+  | 'card_expiring'
+  | 'payment_method_required';
 
 export class Notification {
   id!: string;

@@ -3048,10 +3048,13 @@ export interface components {
             webhook_log_id: string | null;
         };
         /**
+         * @description `payment_method_required`: the subscription's saved card was forgotten after a
+         *     chargeback and will not be charged again; renewals need a new payment method
+         *     (docs/gateway.md, "Chargebacks").
          * @example payment_pending
          * @enum {string}
          */
-        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired" | "payment_credited_to_wallet" | "payment_reversed" | "payment_charged_back" | "card_expiring";
+        NotificationType: "payment_pending" | "payment_succeeded" | "payment_failed" | "payment_refunded" | "subscription_activated" | "subscription_past_due" | "subscription_canceled" | "subscription_paused" | "subscription_resumed" | "subscription_plan_changed" | "subscription_renewed" | "subscription_expired" | "trial_will_end" | "topup_succeeded" | "topup_failed" | "topup_expired" | "payment_credited_to_wallet" | "payment_reversed" | "payment_charged_back" | "card_expiring" | "payment_method_required";
         /**
          * @example in_app
          * @enum {string}

@@ -266,6 +266,12 @@ const TEMPLATES: Record<NotificationType, (d: Data, w: Writer) => EmailDraft> = 
     paragraphs: [t.cardExpiring.body(subscription(d))],
     facts: [[t.facts.cardValidUntil, day(d.card_expires_at)], [t.facts.nextRenewal, day(d.next_billing_date)]],
   }),
+  payment_method_required: (d, { t, subscription }) => ({
+    subject: t.paymentMethodRequired.subject,
+    heading: t.paymentMethodRequired.heading,
+    paragraphs: [t.paymentMethodRequired.body(subscription(d))],
+    facts: [[t.facts.order, order(d)]],
+  }),
 };
 
 function escapeHtml(value: string): string {

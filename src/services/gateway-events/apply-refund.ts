@@ -43,7 +43,8 @@ export async function recordGatewayRefunds(ctx: DataContext, payment: Payment, e
     known.push(gatewayRefund(ctx, payment, r.refundKey, amount));
     changes.push(`refund ${r.refundKey} recorded${amount === money(r.amount) ? '' : ` (${amount} of it; the rest was the customer's imposed fee)`}`);
   }
-  const listed = event.refunds.filter((r) => !r.chargeback);
+  // Only refund messages come here: every entry they list is a refund (natural-order.ts).
+  const listed = event.refunds;
   const reported = event.refundAmount ?? (listed.length > 0 ? add(...listed.map((r) => money(r.amount))) : null);
   if (reported !== null) {
     // NOTE: with Automatic Fee Imposition the gateway's gross is ours plus the customer's fee, and

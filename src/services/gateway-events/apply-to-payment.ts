@@ -1,5 +1,5 @@
 import type { Payment } from '../../db/entities/payment.js';
-import { add, compare, isPositive, money } from '../../domain/money.js';
+import { compare, isPositive } from '../../domain/money.js';
 import { paymentStates, type PaymentEvent } from '../../domain/states/payment-states.js';
 import type { DataContext } from '../context.js';
 import { issueRefundCreditNotes } from '../credit-notes/issue-credit-note.js';
@@ -39,7 +39,10 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
     return { changes: ['capture already voided at the gateway (canceled): nothing paid'] };
   }
   const ourCancelConfirmed = event.transactionStatus === 'cancel' && payment.status === 'canceled';
-  if (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || chargeback || ourCancelConfirmed || isReversal(event, payment.status, payment)) {
+  const reversal = isFailure(event) && isReversal(event, payment.status, payment);
+  // A settlement heard after the reversal that followed it is older news: the gateway holds the reversal.
+  const stale = isSuccess(event) && (payment.status === 'reversed' || payment.status === 'charged_back');
+  if (!stale && (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || chargeback || ourCancelConfirmed || reversal)) {
     payment.gatewayStatus = event.transactionStatus;
     if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
   }
@@ -50,13 +53,8 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
   } else if (isChargeback(event)) {
     // NOTE: a chargeback takes back money that arrived: a payment still pending here (its
     // settlement's notification lost) settles first, as the facts happened.
+    // Its refunds[] entries are the dispute's (natural-order.ts): no refund is recorded from it.
     if (paymentStates.can(payment, 'settle')) changes.push(...(await settle(ctx, payment, event, at)));
-    // Refunds it lists came first: one whose own notification was lost is recorded now.
-    const refunds = event.refunds.filter((r) => !r.chargeback);
-    if (refunds.length > 0) {
-      const refunded = add(...refunds.map((r) => money(r.amount)));
-      changes.push(...(await recordGatewayRefunds(ctx, payment, { ...event, transactionStatus: 'partial_refund', refunds, refundAmount: refunded })));
-    }
     changes.push(...(await applyPaymentChargeback(ctx, payment, event, at)));
   } else if (event.transactionStatus === 'capture') {
     changes.push(`capture held with fraud status ${event.fraudStatus ?? 'none'}`);
@@ -65,7 +63,11 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
       notify(ctx, payment.user, 'payment_pending', paymentData(payment));
       changes.push('payment pending notified');
     }
-  } else if (isFailure(event) && isReversal(event, payment.status, payment)) {
+  } else if (reversal) {
+    // NOTE: a reversal proven by the message itself (settlement_time) may be heard before its
+    // settlement, or instead of it: the payment settles first, as the facts happened, and the
+    // late settlement then finds it reversed (natural-order.ts).
+    if (paymentStates.can(payment, 'settle')) changes.push(...(await settle(ctx, payment, { ...event, transactionStatus: 'settlement' }, at)));
     changes.push(...(await reversePayment(ctx, payment, event, at)));
   } else if (isFailure(event)) {
     const move = FAILURE_EVENTS[event.transactionStatus];
@@ -75,7 +77,7 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
     }
   } else if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
     // NOTE: a refund, too, gives back money that arrived: a payment still pending here (its
-    // settlement's notification lost, sync asking now) settles first (DECISIONS §9).
+    // settlement's notification lost, sync asking now) settles first (docs/gateway.md).
     if (paymentStates.can(payment, 'settle')) changes.push(...(await settle(ctx, payment, event, at)));
     changes.push(...(await recordGatewayRefunds(ctx, payment, event)));
   } else {

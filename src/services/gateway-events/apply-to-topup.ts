@@ -32,9 +32,15 @@ export async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promi
     const credited = topupStates.can(topup, 'succeed') ? await succeed(ctx, topup, event, at) : [];
     return { changes: [...credited, ...(await applyTopupChargeback(ctx, topup, event, at))] };
   }
-  if (isReversal(event, topup.status)) return { changes: await takeBackTopup(ctx, topup, event, at, 'reverse') };
+  if (isReversal(event, topup.status)) {
+    // NOTE: a reversal the message proves (settlement_time) may be heard before its settlement,
+    // or instead of it: the top-up is credited first, as the facts happened, then taken back; the
+    // late settlement then finds it reversed and credits nothing (natural-order.ts).
+    const credited = topupStates.can(topup, 'succeed') ? await succeed(ctx, topup, { ...event, transactionStatus: 'settlement' }, at) : [];
+    return { changes: [...credited, ...(await takeBackTopup(ctx, topup, event, at, 'reverse'))] };
+  }
   if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
-    // NOTE: a refund, too, gives back money that arrived, as for payments (DECISIONS §9): a
+    // NOTE: a refund, too, gives back money that arrived, as for payments (docs/gateway.md): a
     // top-up still pending here (its settlement's notification lost, sync asking now) is
     // credited first, then the refund taken back; the late settlement is then a duplicate.
     const credited = topupStates.can(topup, 'succeed') ? await succeed(ctx, topup, event, at) : [];

@@ -1,10 +1,11 @@
 import { DomainError } from '../../domain/errors.js';
 import type { GatewayTransaction } from '../../gateway/types.js';
+import { isProvenReversal } from './natural-order.js';
 
 /**
  * Raised for an order this service never made (no payment or top-up with that order_id, or
  * neither prefix): the merchant account may be shared, so the webhook logs it `ignored` and
- * acknowledges it (DECISIONS.md §5) instead of making the gateway retry for hours.
+ * acknowledges it (docs/gateway.md) instead of making the gateway retry for hours.
  */
 export class UnknownOrderError extends DomainError {
   constructor(orderId: string) {
@@ -24,21 +25,31 @@ export interface GatewayEvent {
   grossAmount: string | null;
   transactionId: string | null;
   paymentType: string | null;
-  /** Cumulative refunded amount after this event (refund notifications); the cumulative charged-back amount in chargeback ones (DECISIONS §9). */
+  /** Cumulative refunded amount after this event (refund notifications); the cumulative charged-back amount in chargeback ones (docs/gateway.md). */
   refundAmount: string | null;
   /**
-   * Individual refunds as the gateway lists them (`refunds[]`), which also lists chargebacks
-   * (`chargeback`: an entry whose reason is `chargeback`, as the simulator writes them; MIDTRANS.md
-   * gives no sample).
+   * The entries of `refunds[]` as the gateway lists them. Midtrans lists refunds and chargebacks
+   * there alike (`refund_chargeback_id` numbers both, `reason` is free text): what an entry is
+   * follows from the message's status, never from the entry (natural-order.ts, docs/gateway.md).
    */
-  refunds: { refundKey: string | null; amount: string; chargeback: boolean }[];
+  refunds: GatewayEntry[];
   raw: Record<string, unknown>;
+
   /**
    * True when the payload came from our own authenticated call to the gateway (a charge or
    * status answer), so fields the notification signature does not cover (saved_token_id) can be
    * believed.
    */
   verified?: boolean;
+}
+
+/** One entry of `refunds[]`. */
+export interface GatewayEntry {
+  refundKey: string | null;
+  amount: string;
+  /** refund_chargeback_id: the gateway's sequence over the order's refunds and chargebacks. */
+  id?: number | null;
+  createdAt?: string | null;
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : null);
@@ -48,7 +59,12 @@ export function eventFromPayload(payload: Record<string, unknown>, opts: { verif
   const refunds = Array.isArray(payload.refunds)
     ? (payload.refunds as Record<string, unknown>[])
         .filter((r) => r && typeof r === 'object' && str(r.refund_amount) !== null)
-        .map((r) => ({ refundKey: str(r.refund_key), amount: str(r.refund_amount)!, chargeback: str(r.reason) === 'chargeback' }))
+        .map((r) => ({
+          refundKey: str(r.refund_key),
+          amount: str(r.refund_amount)!,
+          id: typeof r.refund_chargeback_id === 'number' && Number.isSafeInteger(r.refund_chargeback_id) ? r.refund_chargeback_id : null,
+          createdAt: str(r.created_at),
+        }))
     : [];
   return {
     orderId: str(payload.order_id) ?? '',
@@ -70,14 +86,18 @@ export function eventFromTransaction(tx: GatewayTransaction): GatewayEvent {
 }
 
 /**
- * The deduplication key of DECISIONS §5: `(order_id, transaction_status)`, refined with the
- * fraud status for captures (a challenged capture later accepted is a second capture) and with
- * the cumulative refund amount for refunds and chargebacks (each partial one raises it).
+ * The deduplication key (docs/architecture.md, "The webhook"): `(order_id, transaction_status)`,
+ * refined with the fraud status for captures (a challenged capture later accepted is a second
+ * capture), with the cumulative refund amount for refunds and chargebacks (each partial one
+ * raises it), and, for a `deny` or `cancel`, with whether money had arrived before it. NOTE: a
+ * key names the fact as it is applied: a reversal is not the failure of an unpaid order, so a
+ * `deny` first applied as a failure never hides the reversal that a later message proves.
  */
 export function dedupKey(event: GatewayEvent): string {
   const parts = [event.orderId, event.transactionStatus];
   if (event.transactionStatus === 'capture') parts.push(event.fraudStatus ?? '');
   if (CUMULATIVE_STATUSES.includes(event.transactionStatus)) parts.push(event.refundAmount ?? '');
+  if (isProvenReversal(event)) parts.push('after_settlement');
   return parts.join('|');
 }
 
@@ -92,7 +112,7 @@ export function isFailure(event: GatewayEvent): boolean {
   return ['deny', 'cancel', 'expire', 'failure'].includes(event.transactionStatus);
 }
 
-/** The cardholder's bank took money back (MIDTRANS.md §7.3): all that was left, or part of it. */
+/** The cardholder's bank took money back after a dispute: all that was left, or part of it. Told by the status alone (docs/gateway.md, "Chargebacks"). */
 export function isChargeback(event: GatewayEvent): boolean {
   return event.transactionStatus === 'chargeback' || event.transactionStatus === 'partial_chargeback';
 }

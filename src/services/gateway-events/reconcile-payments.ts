@@ -9,7 +9,7 @@ import { eventFromTransaction } from './gateway-event.js';
 import { refundAtGateway } from '../refunds/refund-payment.js';
 import { closeUnsentPayment, isPastReach } from './close-unsent-payment.js';
 import { previewGatewayEvent, recordAndApplyGatewayEvent, type NotificationResult } from './process-notification.js';
-import { lookbackCutoff, settledPaymentsSince, settledTopupsSince } from './settled-lookback.js';
+import { answerAboutPaid, lookbackCutoff, settledPaymentsSince, settledTopupsSince } from './settled-lookback.js';
 
 export interface ReconcileInput {
   /** Only payments and top-ups created at or after this time. */
@@ -56,6 +56,8 @@ interface Candidate {
   lostRefund?: boolean;
   /** Settled within the look back: asked in case the gateway moved its money since (a lost notification). */
   settled?: boolean;
+  /** When we applied its settlement (look back candidates). */
+  paidAt?: Date | null;
 }
 
 /** Settled payments and top-ups are read in pages of this many (memory stays flat over 120 days of them). */
@@ -88,7 +90,7 @@ async function* settledWithinLookback(ctx: ServiceContext, input: ReconcileInput
       if (rows.length === 0) break;
       yield rows
         .filter((r) => !skip.has(r.id))
-        .map((r) => ({ kind, id: r.id, orderId: r.orderId, status: r.status, createdAt: r.createdAt, settled: true }));
+        .map((r) => ({ kind, id: r.id, orderId: r.orderId, status: r.status, createdAt: r.createdAt, settled: true, paidAt: r.paidAt }));
       const last = rows[rows.length - 1]!;
       after = { paidAt: last.paidAt!, id: last.id };
       if (rows.length < LOOKBACK_BATCH) break;
@@ -206,6 +208,7 @@ async function reconcileOne(ctx: ServiceContext, c: Candidate, input: ReconcileI
     if (!input.dryRun && c.kind === 'payment' && c.status === 'canceled' && answer.transactionStatus === 'pending') {
       answer = await ctx.gateway.cancel(c.orderId);
     }
+    if (c.settled) answer = answerAboutPaid(answer, c.paidAt ?? null);
     const event = eventFromTransaction(answer);
     if (input.dryRun || c.settled) {
       // One look serves both: a settled one already processed is `unchanged` (unchangedAtGateway).

@@ -15,9 +15,10 @@ import { acceptRefund } from '../refunds/accept-refund.js';
 import { REVERSAL_REFERENCE, TOPUP_CHARGEBACK_REFERENCE } from '../wallet/take-back-references.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import type { GatewayEvent } from './gateway-event.js';
+import { isProvenReversal } from './natural-order.js';
 
 /*
- * Money the gateway takes back after a settlement (MIDTRANS.md §7.3, DECISIONS.md §4 and §9): a
+ * Money the gateway takes back after a settlement (docs/gateway.md): a
  * `deny` or `cancel` after `settlement` is a reversal (Permata VA, Mandiri bill and Indomaret
  * settlements can flip to deny minutes later; a card capture can be voided before it settles),
  * and a `chargeback` is the card's issuer taking back all that was left after a dispute. The
@@ -37,9 +38,18 @@ export type TakeBack = 'reverse' | 'charge_back';
  * so for a card: our cancel of a capture voids it, and the money goes back to the card.
  */
 export function isReversal(event: GatewayEvent, status: string, withdrawn: { cancelRequestedAt: Date | null; paymentType: string } | null = null): boolean {
-  if (event.transactionStatus === 'cancel' && withdrawn?.cancelRequestedAt && withdrawn.paymentType !== 'credit_card') return false;
-  return (event.transactionStatus === 'deny' || event.transactionStatus === 'cancel') && ['settled', 'partially_refunded', 'refunded', 'success'].includes(status);
+  if (event.transactionStatus === 'cancel' && withdrawn?.cancelRequestedAt && withdrawn.paymentType !== 'credit_card' && !isProvenReversal(event)) return false;
+  if (event.transactionStatus !== 'deny' && event.transactionStatus !== 'cancel') return false;
+  if (HELD.includes(status)) return true;
+  // Money the message itself proves had arrived (natural-order.ts): a reversal heard before its
+  // settlement, or instead of it, is still a reversal; the caller settles first.
+  return NOT_PAID_YET.includes(status) && isProvenReversal(event);
 }
+
+/** Statuses of money we count as received (payments and top-ups). */
+const HELD = ['settled', 'partially_refunded', 'refunded', 'success'];
+/** Statuses a settlement may still move on from (payments and top-ups). */
+const NOT_PAID_YET = ['pending', 'failed', 'canceled', 'expired'];
 
 /** What the gateway still holds of a payment: its gross less what was refunded and charged back. */
 export function heldOfPayment(payment: Pick<Payment, 'grossAmount' | 'refundedAmount' | 'chargebackAmount'>): Money {

@@ -4,6 +4,8 @@ import { Subscription } from '../../db/entities/subscription.js';
 import { GatewayError } from '../../gateway/errors.js';
 import { parseMidtransTime } from '../../gateway/midtrans-time.js';
 import type { DataContext, ServiceContext } from '../context.js';
+import { notify } from '../notifications/notify.js';
+import { subscriptionData } from '../notifications/payloads.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 import { isSuccess, type GatewayEvent } from './gateway-event.js';
 
@@ -85,4 +87,22 @@ export async function storeSavedCard(ctx: DataContext, orderId: string, card: Sa
     const sub = await em.findOneOrFail(Subscription, { id: payment.subscription.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     return rememberSavedCard(sub, card);
   });
+}
+
+/**
+ * A disputed card is not charged again (docs/gateway.md, "Chargebacks"): a chargeback, full or
+ * partial, forgets the saved card of the payment's subscription, so renewals need a new payment
+ * method, and the customer is told so. The card forgotten is the one the payment saved: when the
+ * message names a saved token and the subscription holds another one (the customer has moved to
+ * a new card since), that other card stays. Runs inside applyGatewayEvent's transaction.
+ */
+export function forgetDisputedCard(ctx: DataContext, payment: Payment, event: GatewayEvent): string[] {
+  const sub = payment.subscription;
+  if (!sub || payment.paymentType !== 'credit_card' || sub.cardToken === null) return [];
+  const named = savedCardOf(event.raw);
+  if (named && named.token !== sub.cardToken) return [];
+  sub.cardToken = null;
+  sub.cardTokenExpiresAt = null;
+  notify(ctx, payment.user, 'payment_method_required', { ...subscriptionData(sub), order_id: payment.orderId, reason: 'chargeback' });
+  return ['saved card forgotten after the chargeback: renewals need a new payment method (customer told)'];
 }

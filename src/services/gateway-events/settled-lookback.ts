@@ -1,12 +1,14 @@
 import type { FilterQuery } from '@mikro-orm/core';
 import type { Payment } from '../../db/entities/payment.js';
 import type { Topup } from '../../db/entities/topup.js';
+import type { GatewayTransaction } from '../../gateway/types.js';
 import type { DataContext } from '../context.js';
+import { withSettledHere } from './natural-order.js';
 import type { GatewayEvent } from './gateway-event.js';
 import { previewGatewayEvent } from './process-notification.js';
 
 /*
- * What reconciliation asks the gateway about beside the non-final payments (DECISIONS §9): the
+ * What reconciliation asks the gateway about beside the non-final payments (docs/gateway.md): the
  * payments and top-ups settled within RECONCILE_LOOKBACK_DAYS, which the gateway may have
  * reversed, refunded or charged back since, with the notification lost. `payments sync`
  * (reconcile-payments.ts) and subscription sync both select them here.
@@ -28,6 +30,18 @@ export function settledPaymentsSince(cutoff: Date): FilterQuery<Payment> {
 /** Top-ups paid since `cutoff`. */
 export function settledTopupsSince(cutoff: Date): FilterQuery<Topup> {
   return { status: 'success', paidAt: { $gte: cutoff } };
+}
+
+/**
+ * The status answer about a payment or top-up we hold as paid (`paidAt`), read with that fact:
+ * when the gateway now says `deny` or `cancel`, its money was taken back after we applied its
+ * settlement, even if the answer does not carry settlement_time. So the reversal is applied,
+ * and never hidden by the key of a failure applied before the settlement was heard
+ * (natural-order.ts).
+ */
+export function answerAboutPaid(tx: GatewayTransaction, paidAt: Date | null): GatewayTransaction {
+  if (!paidAt || (tx.transactionStatus !== 'deny' && tx.transactionStatus !== 'cancel')) return tx;
+  return { ...tx, raw: withSettledHere(tx.raw, paidAt) };
 }
 
 /**

@@ -89,6 +89,7 @@ const CONTENT: Record<NotificationType, (d: Data, w: Words) => { title: string; 
     message: t.paymentChargedBack(money(d, d.chargeback_amount), t.what(text(d.order_id), Boolean(d.topup_id)), Boolean(d.topup_id), d.fully_charged_back === false),
   }),
   card_expiring: (d, { t, day }) => ({ title: t.titles.cardExpiring, message: t.cardExpiring(text(d.plan_name), day(d.card_expires_at), day(d.next_billing_date)) }),
+  payment_method_required: (d, { t }) => ({ title: t.titles.paymentMethodRequired, message: t.paymentMethodRequired(text(d.plan_name), text(d.order_id)) }),
 };
 
 /**

@@ -9,7 +9,7 @@ import type { Bank } from '../../gateway/types.js';
 import type { ServiceContext } from '../context.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { findOwnSubscription } from './find-subscription.js';
-import { resolveUnknownCharges } from './resolve-unknown-charges.js';
+import { cancelEarlierOrders, resolveUnknownCharges } from './resolve-unknown-charges.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
 import { loadPayment } from '../payments/find-payment.js';
 import { openPayment } from '../gateway-events/open-payment.js';
@@ -28,9 +28,9 @@ export interface ChargeSubscriptionInput {
 
 /**
  * `POST /payments/charge/`: a new payment of the subscription's oldest open invoice, with the
- * subscription's payment type or the one asked for, or a new card. Earlier pending payments of
- * that invoice are canceled (here at once, at the gateway after the commit), so only the new one
- * can be paid. NOTE: the customer is present, so a saved card is charged as a
+ * subscription's payment type or the one asked for, or a new card. Earlier pending orders are
+ * canceled at the gateway first (one it refuses to cancel may have been paid: its status is
+ * applied, cancelEarlierOrders), then withdrawn here, so only the new one can be paid. NOTE: the customer is present, so a saved card is charged as a
  * customer-initiated transaction (MIDTRANS.md §2.8); only renewals are merchant-initiated.
  */
 export async function chargeSubscription(ctx: ServiceContext, user: User, input: ChargeSubscriptionInput): Promise<Payment> {
@@ -41,7 +41,13 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
   const current = await findOwnSubscription(ctx.em.fork(), user, subscriptionId);
   const paymentType: PaymentType = token !== undefined ? 'credit_card' : (askedType ?? current.paymentType);
   const cardToken = paymentType === 'credit_card' ? (token ?? current.cardToken) : null;
+  // Refused before any gateway call: nothing earlier is canceled for a charge that cannot be made.
+  subscriptionActions.assert(current, 'charge');
+  if (paymentType === 'credit_card' && !cardToken) {
+    throw new InvalidStateError('The subscription has no saved card to charge; pay with a new card (token) or another payment_type.');
+  }
   await resolveUnknownCharges(ctx, current.id);
+  await cancelEarlierOrders(ctx, current.id);
 
   const { paymentId, toCancel } = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };

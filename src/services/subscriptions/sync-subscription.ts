@@ -6,7 +6,8 @@ import { GatewayError } from '../../gateway/errors.js';
 import type { ServiceContext } from '../context.js';
 import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
 import { eventFromTransaction } from '../gateway-events/gateway-event.js';
-import { lookbackCutoff, settledPaymentsSince, unchangedAtGateway } from '../gateway-events/settled-lookback.js';
+import { answerAboutPaid, lookbackCutoff, settledPaymentsSince, unchangedAtGateway } from '../gateway-events/settled-lookback.js';
+import { confirmTrialCard } from './confirm-trial-card.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 
 export interface PaymentSyncResult {
@@ -48,6 +49,7 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
       }
       throw err;
     }
+    if (payment.status !== 'pending') tx = answerAboutPaid(tx, payment.paidAt);
     if (payment.status !== 'pending' && (await unchangedAtGateway(ctx, eventFromTransaction(tx)))) {
       results.push({ order_id: payment.orderId, gateway_status: tx.transactionStatus, outcome: 'unchanged', changes: [], error: null });
       continue;
@@ -60,7 +62,9 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
 
 /** `GET /subscriptions/{id}/sync/`: syncs one of the user's subscriptions and returns it. */
 export async function syncSubscription(ctx: ServiceContext, user: User, id: string): Promise<Subscription> {
-  await findOwnSubscription(ctx.em.fork(), user, id);
+  const own = await findOwnSubscription(ctx.em.fork(), user, id);
+  // A trial waiting for its card's 3-D Secure (or whose card hold is still to be released).
+  if (own.status === 'pending' || (own.status === 'trialing' && own.paymentType === 'credit_card')) await confirmTrialCard(ctx, id);
   await syncSubscriptionPayments(ctx, id);
   return loadSubscription(ctx.em, id);
 }

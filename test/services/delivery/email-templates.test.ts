@@ -32,11 +32,12 @@ const CASES: Record<NotificationType, { data: Record<string, unknown>; shows: st
   payment_reversed: { data: topup, shows: ['TOPUP-77', 'IDR 250,000', 'reversed'] },
   payment_charged_back: { data: { ...payment, chargeback_amount: '50000.00', fully_charged_back: false }, shows: ['IDR 50,000', 'chargeback', 'unchanged'] },
   card_expiring: { data: { plan_name: 'Pro', card_expires_at: '2027-03-01T00:00:00.000Z', next_billing_date: '2027-03-15T00:00:00.000Z' }, shows: ['Pro', 'expiring', 'March 1, 2027', 'March 15, 2027'] },
+  payment_method_required: { data: { plan_name: 'Pro', order_id: 'SUB-1', reason: 'chargeback' }, shows: ['Pro', 'chargeback', 'new payment method', 'SUB-1'] },
 };
 
 describe('notification emails', () => {
-  it('covers all 20 notification types', () => {
-    expect(Object.keys(CASES)).toHaveLength(20);
+  it('covers all 21 notification types', () => {
+    expect(Object.keys(CASES)).toHaveLength(21);
   });
 
   it.each(Object.entries(CASES))('renders %s with a subject, a text and an HTML body that carry its key data', (type, { data, shows }) => {

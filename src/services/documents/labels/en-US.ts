@@ -246,6 +246,11 @@ export const EN_US: Labels = {
       heading: 'Saved card expiring',
       body: (s) => `The card saved for your ${s} stops working before the next renewal. Pay the next invoice with a new card to keep your subscription running.`,
     },
+    paymentMethodRequired: {
+      subject: 'Your subscription needs a new payment method',
+      heading: 'New payment method needed',
+      body: (s) => `After a chargeback, the card saved for your ${s} was removed and will not be charged again. Add a new payment method before the next renewal to keep your subscription running.`,
+    },
   },
   inApp: {
     titles: {
@@ -269,6 +274,7 @@ export const EN_US: Labels = {
       paymentReversed: 'Payment reversed',
       paymentChargedBack: 'Payment charged back',
       cardExpiring: 'Saved card expiring',
+      paymentMethodRequired: 'New payment method needed',
     },
     what: (order, topup) => `${topup ? 'wallet top-up' : 'order'} ${order}`,
     instructions: {
@@ -302,5 +308,7 @@ export const EN_US: Labels = {
       `Your card issuer charged back ${amount} of ${what}${topup ? '; the amount was taken back from your wallet' : partly ? '; your subscription is unchanged' : '; please pay the invoice again'}.`,
     cardExpiring: (plan, expires, renewal) =>
       `The card saved for your ${subscriptionOf(plan)} stops working${expires ? ` on ${expires}` : ''}, before the next renewal${renewal ? ` on ${renewal}` : ''}. Pay with a new card to keep it.`,
+    paymentMethodRequired: (plan, order) =>
+      `After the chargeback of order ${order}, the card saved for your ${subscriptionOf(plan)} was removed and will not be charged again. Please add a new payment method before the next renewal.`,
   },
 };

@@ -264,6 +264,11 @@ export const ID_ID: Labels = {
       heading: 'Kartu tersimpan akan kedaluwarsa',
       body: (s) => `Kartu yang tersimpan untuk ${s} Anda tidak berlaku lagi sebelum perpanjangan berikutnya. Bayar tagihan berikutnya dengan kartu baru agar langganan Anda tetap berjalan.`,
     },
+    paymentMethodRequired: {
+      subject: 'Langganan Anda memerlukan metode pembayaran baru',
+      heading: 'Metode pembayaran baru diperlukan',
+      body: (s) => `Setelah chargeback, kartu yang tersimpan untuk ${s} Anda telah dihapus dan tidak akan ditagih lagi. Tambahkan metode pembayaran baru sebelum perpanjangan berikutnya agar langganan Anda tetap berjalan.`,
+    },
   },
   inApp: {
     titles: {
@@ -287,6 +292,7 @@ export const ID_ID: Labels = {
       paymentReversed: 'Pembayaran ditarik kembali',
       paymentChargedBack: 'Pembayaran terkena chargeback',
       cardExpiring: 'Kartu tersimpan akan kedaluwarsa',
+      paymentMethodRequired: 'Metode pembayaran baru diperlukan',
     },
     what: (order, topup) => `${topup ? 'top-up dompet' : 'pesanan'} ${order}`,
     instructions: {
@@ -320,5 +326,7 @@ export const ID_ID: Labels = {
       `Penerbit kartu Anda menarik kembali ${amount} dari ${what} melalui chargeback${topup ? '; jumlahnya diambil kembali dari dompet Anda' : partly ? '; langganan Anda tidak berubah' : '; silakan bayar tagihannya lagi'}.`,
     cardExpiring: (plan, expires, renewal) =>
       `Kartu yang tersimpan untuk ${subscriptionOf(plan)} Anda tidak berlaku lagi${expires ? ` pada ${expires}` : ''}, sebelum perpanjangan berikutnya${renewal ? ` pada ${renewal}` : ''}. Bayar dengan kartu baru agar langganan tetap berjalan.`,
+    paymentMethodRequired: (plan, order) =>
+      `Setelah chargeback pesanan ${order}, kartu yang tersimpan untuk ${subscriptionOf(plan)} Anda telah dihapus dan tidak akan ditagih lagi. Silakan tambahkan metode pembayaran baru sebelum perpanjangan berikutnya.`,
   },
 };

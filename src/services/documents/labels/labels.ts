@@ -177,6 +177,7 @@ export interface EmailLabels {
   paymentReversed: { subject: (order: string) => string; heading: string; topup: string; invoice: string };
   paymentChargedBack: { subject: (order: string) => string; heading: string; topup: string; partly: (amount: string) => string; invoice: string };
   cardExpiring: { subject: string; heading: string; body: (subscription: string) => string };
+  paymentMethodRequired: { subject: string; heading: string; body: (subscription: string) => string };
 }
 
 /** What an in-app notification reads (src/services/notifications/notification-content.ts). */
@@ -202,6 +203,7 @@ export interface InAppLabels {
     paymentReversed: string;
     paymentChargedBack: string;
     cardExpiring: string;
+    paymentMethodRequired: string;
   };
   /** "order SUB-1", "wallet top-up TOPUP-1". */
   what: (order: string, topup: boolean) => string;
@@ -234,4 +236,6 @@ export interface InAppLabels {
   /** `partly`: only part was taken and the subscription is unchanged. */
   paymentChargedBack: (amount: string, what: string, topup: boolean, partly: boolean) => string;
   cardExpiring: (plan: string, expires: string, renewal: string) => string;
+  /** The saved card was forgotten (a chargeback): the next renewal needs a new payment method. */
+  paymentMethodRequired: (plan: string, order: string) => string;
 }
