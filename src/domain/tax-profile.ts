@@ -1,19 +1,28 @@
 import { ValidationError, type FieldError } from './errors.js';
+import { isIsoAlpha3 } from './iso-countries.js';
 
 /*
- * NOTE: the buyer identity a Faktur Pajak names (DECISIONS §11, tax/CORETAX.md §2). Under PMK
- * 112/2022 a business has a 16-digit NPWP and places of business with a 22-digit NITKU (the
- * NPWP and a 6-digit suffix, 000000 for the head office); a resident individual is identified
- * by the 16-digit NIK. Numbers are kept as digit strings: leading zeros matter.
+ * NOTE: the buyer identity a Faktur Pajak names (docs/tax.md, "The buyer"). A business has a
+ * 16-digit NPWP and places of business with a 22-digit NITKU (the NPWP and a 6-digit suffix,
+ * 000000 for the head office); a resident individual is identified by the 16-digit NIK; a
+ * foreign buyer by a passport and its country (ISO 3166 alpha-3); anyone else by another
+ * identity document. Numbers are kept as strings: leading zeros matter.
  */
 
-export type BuyerType = 'business' | 'individual';
+export type BuyerType = 'business' | 'individual' | 'foreign' | 'other';
+export const BUYER_TYPES: readonly BuyerType[] = ['business', 'individual', 'foreign', 'other'];
 
 export interface TaxProfile {
   buyer_type: BuyerType;
   npwp: string | null;
   nitku: string | null;
   nik: string | null;
+  /** A foreign buyer's passport number. */
+  passport: string | null;
+  /** ISO 3166 alpha-3: the passport's country, or the country of another document (IDN by default). */
+  country: string | null;
+  /** The number of an `other` buyer's identity document. */
+  document_number: string | null;
   name: string;
   address: string;
   email: string | null;
@@ -24,9 +33,21 @@ export interface TaxProfileInput {
   npwp?: string;
   nitku?: string;
   nik?: string;
+  passport?: string;
+  country?: string;
+  document_number?: string;
   name: string;
   address: string;
   email?: string;
+}
+
+/**
+ * A stored profile with every field present: profiles saved before foreign and other buyers
+ * existed lack passport, country and document_number.
+ */
+export function completeTaxProfile(profile: TaxProfile | null | undefined): TaxProfile | null {
+  if (!profile) return null;
+  return { ...profile, passport: profile.passport ?? null, country: profile.country ?? null, document_number: profile.document_number ?? null };
 }
 
 /** Separators people type into tax numbers (00.123.456.7-809.000) are dropped; anything else stays to be refused. */
@@ -34,9 +55,15 @@ function digitsOf(text: string): string {
   return text.replace(/[\s.\-/]/g, '');
 }
 
-/** A 16-digit NPWP; the 15-digit form of before 2024 gains its leading 0. */
+/** A number of zeros only is a placeholder, never an identity: Coretax refuses such a faktur. */
+function isAllZeros(digits: string): boolean {
+  return /^0+$/.test(digits);
+}
+
+/** A 16-digit NPWP; the 15-digit form of before 2024 gains its leading 0. Null for anything else, zeros included. */
 export function normaliseNpwp(text: string): string | null {
   const digits = digitsOf(text);
+  if (isAllZeros(digits)) return null;
   if (/^\d{16}$/.test(digits)) return digits;
   if (/^\d{15}$/.test(digits)) return `0${digits}`;
   return null;
@@ -44,13 +71,21 @@ export function normaliseNpwp(text: string): string | null {
 
 export function normaliseNitku(text: string): string | null {
   const digits = digitsOf(text);
-  return /^\d{22}$/.test(digits) ? digits : null;
+  return /^\d{22}$/.test(digits) && !isAllZeros(digits) ? digits : null;
 }
 
 export function normaliseNik(text: string): string | null {
   const digits = digitsOf(text);
-  return /^\d{16}$/.test(digits) ? digits : null;
+  return /^\d{16}$/.test(digits) && !isAllZeros(digits) ? digits : null;
 }
+
+/** A passport or other document number: letters and digits (separators dropped, upper-cased), 3 to 30 of them, not all zeros. */
+export function normaliseDocumentNumber(text: string): string | null {
+  const compact = text.replace(/[\s.\-/]/g, '').toUpperCase();
+  return /^[A-Z0-9]{3,30}$/.test(compact) && !isAllZeros(compact) ? compact : null;
+}
+
+const ZEROS_MESSAGE = 'made only of zeros, which is no identity';
 
 /**
  * The profile to store for `input` (already shaped by the contract), or a 400 naming every
@@ -62,32 +97,65 @@ export function parseTaxProfile(input: TaxProfileInput): TaxProfile {
   const address = input.address.trim();
   if (name === '') errors.push({ field: 'name', message: 'The registered name is required.' });
   if (address === '') errors.push({ field: 'address', message: 'The registered address is required.' });
-  let npwp: string | null = null;
-  let nitku: string | null = null;
-  let nik: string | null = null;
+  const profile: TaxProfile = {
+    buyer_type: input.buyer_type, npwp: null, nitku: null, nik: null, passport: null, country: null, document_number: null,
+    name, address, email: input.email?.trim() || null,
+  };
+  const given = (field: keyof TaxProfileInput) => input[field] !== undefined;
+  const refuse = (field: string, message: string) => errors.push({ field, message });
+  const zerosOnly = (text: string) => isAllZeros(digitsOf(text));
+  const allowed: Record<BuyerType, (keyof TaxProfileInput)[]> = {
+    business: ['npwp', 'nitku'],
+    individual: ['nik'],
+    foreign: ['passport', 'country'],
+    other: ['document_number', 'country'],
+  };
+  const meaning: Record<BuyerType, string> = {
+    business: 'a business is identified by its NPWP (and NITKU)',
+    individual: 'an individual is identified by a NIK',
+    foreign: 'a foreign buyer is identified by a passport and its country',
+    other: 'this buyer is identified by a document_number (and its country)',
+  };
+  for (const field of ['npwp', 'nitku', 'nik', 'passport', 'country', 'document_number'] as const) {
+    if (given(field) && !allowed[input.buyer_type].includes(field)) refuse(field, `Not for a ${input.buyer_type} buyer: ${meaning[input.buyer_type]}.`);
+  }
+
   if (input.buyer_type === 'business') {
-    if (input.nik !== undefined) errors.push({ field: 'nik', message: 'A business is identified by its NPWP, not a NIK.' });
-    if (input.npwp === undefined) errors.push({ field: 'npwp', message: 'A business needs its NPWP.' });
+    if (input.npwp === undefined) refuse('npwp', 'A business needs its NPWP.');
     else {
-      npwp = normaliseNpwp(input.npwp);
-      if (!npwp) errors.push({ field: 'npwp', message: 'An NPWP has 16 digits (or 15 of the old format).' });
+      profile.npwp = normaliseNpwp(input.npwp);
+      if (!profile.npwp) refuse('npwp', zerosOnly(input.npwp) ? `An NPWP ${ZEROS_MESSAGE}.` : 'An NPWP has 16 digits (or 15 of the old format).');
     }
     if (input.nitku !== undefined) {
-      nitku = normaliseNitku(input.nitku);
-      if (!nitku) errors.push({ field: 'nitku', message: 'A NITKU has 22 digits.' });
-      else if (npwp && !nitku.startsWith(npwp)) errors.push({ field: 'nitku', message: 'A NITKU starts with the NPWP it belongs to.' });
-    } else if (npwp) {
-      nitku = `${npwp}000000`;
+      profile.nitku = normaliseNitku(input.nitku);
+      if (!profile.nitku) refuse('nitku', zerosOnly(input.nitku) ? `A NITKU ${ZEROS_MESSAGE}.` : 'A NITKU has 22 digits.');
+      else if (profile.npwp && !profile.nitku.startsWith(profile.npwp)) refuse('nitku', 'A NITKU starts with the NPWP it belongs to.');
+    } else if (profile.npwp) {
+      profile.nitku = `${profile.npwp}000000`;
+    }
+  } else if (input.buyer_type === 'individual') {
+    if (input.nik === undefined) refuse('nik', 'An individual needs a NIK.');
+    else {
+      profile.nik = normaliseNik(input.nik);
+      if (!profile.nik) refuse('nik', zerosOnly(input.nik) ? `A NIK ${ZEROS_MESSAGE}.` : 'A NIK has 16 digits.');
     }
   } else {
-    if (input.npwp !== undefined) errors.push({ field: 'npwp', message: 'An individual is identified by a NIK; a business gives its NPWP.' });
-    if (input.nitku !== undefined) errors.push({ field: 'nitku', message: 'Only a business has a NITKU.' });
-    if (input.nik === undefined) errors.push({ field: 'nik', message: 'An individual needs a NIK.' });
+    const numberField = input.buyer_type === 'foreign' ? 'passport' : 'document_number';
+    const typed = input[numberField];
+    if (typed === undefined) refuse(numberField, input.buyer_type === 'foreign' ? 'A foreign buyer needs a passport number.' : 'This buyer needs the number of an identity document.');
     else {
-      nik = normaliseNik(input.nik);
-      if (!nik) errors.push({ field: 'nik', message: 'A NIK has 16 digits.' });
+      const number = normaliseDocumentNumber(typed);
+      if (!number) refuse(numberField, zerosOnly(typed) ? `A document number ${ZEROS_MESSAGE}.` : 'A document number has 3 to 30 letters and digits.');
+      else profile[numberField] = number;
     }
+    const country = input.country?.trim().toUpperCase();
+    if (country === undefined) {
+      if (input.buyer_type === 'foreign') refuse('country', "A foreign buyer needs the passport's country (ISO 3166 alpha-3, e.g. SGP).");
+      else profile.country = 'IDN';
+    } else if (!isIsoAlpha3(country)) refuse('country', `A country is an ISO 3166 alpha-3 code (SGP, AUS, USA), got "${input.country}".`);
+    else if (input.buyer_type === 'foreign' && country === 'IDN') refuse('country', 'A passport of Indonesia is not a foreign buyer: give the NIK (individual) instead.');
+    else profile.country = country;
   }
   if (errors.length > 0) throw new ValidationError(errors);
-  return { buyer_type: input.buyer_type, npwp, nitku, nik, name, address, email: input.email?.trim() || null };
+  return profile;
 }

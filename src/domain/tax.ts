@@ -2,11 +2,11 @@ import { Decimal } from 'decimal.js';
 import { isWholeUnitCurrency, type Money } from './money.js';
 
 /*
- * NOTE: the one home of PPN arithmetic (DECISIONS §11, docs/tax.md). Ordinary services under
+ * NOTE: the one home of PPN arithmetic (docs/tax.md). Ordinary services under
  * PMK 131/2024: the nominal rate is 12 %, charged on DPP Nilai Lain, which is 11/12 of the DPP
  * (the selling price after discounts) kept to the cent; the PPN is 12 % of it to the cent, then
  * rounded half-up to the whole rupiah (PER-11/PJ/2025 Pasal 129). Keeping DPP Nilai Lain at two places, not whole rupiah,
- * makes the PPN equal 11 % of the DPP for every whole-rupiah DPP (tax/CORETAX.md §6); rounding
+ * makes the PPN equal 11 % of the DPP for every whole-rupiah DPP; rounding
  * it first is off by a rupiah in 2.7 % of amounts.
  */
 
@@ -104,31 +104,82 @@ export function taxBaseCovering(gross: Money, currency: string): Money {
   return base.toFixed(2);
 }
 
-/**
- * The PPN part of a credit of `amount` on an invoice whose earlier credit notes already gave
- * back `creditedBefore`: the share of the invoice's PPN that the running credit reaches, less
- * the share already credited. So the credit notes of an invoice never credit more PPN than it
- * charged, and crediting the whole invoice credits exactly its PPN.
- */
-export function creditedTax(
-  invoice: { totalAmount: Money; taxAmount: Money; currency: string },
-  creditedBefore: Money,
-  amount: Money,
-): Money {
-  const total = dec(invoice.totalAmount);
-  if (total.lessThanOrEqualTo(0) || dec(invoice.taxAmount).isZero()) return '0.00';
-  const share = (credited: Decimal) => toUnit(Decimal.min(credited, total).times(invoice.taxAmount).dividedBy(total), invoice.currency);
-  const before = dec(creditedBefore);
-  return share(before.plus(amount)).minus(share(before)).toFixed(2);
+/** Where a faktur's value stands: its DPP, DPP Nilai Lain and PPN. */
+export interface FakturValue {
+  taxBase: Money;
+  otherTaxBase: Money;
+  taxAmount: Money;
+}
+
+/** The faktur value of a DPP, as Coretax computes it. */
+export function fakturValueOf(taxBase: Money, currency: string): FakturValue {
+  return { taxBase: dec(taxBase).toFixed(2), ...ppnOf(taxBase, currency) };
+}
+
+/** The tax parts of a credit note: tax_base + tax_amount + tax_rounding = amount for one that takes DPP off. */
+export interface CreditNoteTax {
+  taxBase: Money;
+  taxAmount: Money;
+  taxRounding: Money;
+  /** The faktur's value before and after the note. */
+  before: FakturValue;
+  after: FakturValue;
 }
 
 /**
- * The Coretax action a credit note needs: none without PPN; the whole invoice given back means
- * the service was cancelled, which the buyer documents with a Nota Pembatalan (PMK 81/2024
- * Pasal 289); part of it means the faktur's value was too high, amended by a Faktur Pajak
- * Pengganti. `cancel_and_reissue` is for a wrong buyer identity, which no credit note fixes.
+ * The tax parts of a credit of `amount` that gives back supply (docs/tax.md, "Credit notes"):
+ * the faktur's DPP stands at `standing.taxBase` and the money still held for it at
+ * `standing.gross` (the invoice's total less the earlier such credits). After the credit the
+ * faktur's DPP is the one whose DPP + PPN comes closest to the gross left (none when nothing is
+ * left), and the note's PPN is PPN(DPP before) − PPN(DPP after), each computed as Coretax computes
+ * it: the amended faktur then matches Coretax to the rupiah. A gross cannot always be split
+ * exactly (166,500 less 5,000 leaves 161,500, which no DPP + PPN makes), so what the split misses
+ * is the note's `taxRounding`; the DPP after is chosen so that it is at most one unit either way,
+ * as an inclusive invoice's rounding is.
  */
-export function taxActionFor(taxAmount: Money, invoiceFullyCredited: boolean): TaxAction {
-  if (dec(taxAmount).isZero()) return 'none';
-  return invoiceFullyCredited ? 'buyer_cancellation_note' : 'amendment';
+export function creditNoteTax(standing: { taxBase: Money; gross: Money }, amount: Money, currency: string): CreditNoteTax {
+  const before = fakturValueOf(standing.taxBase, currency);
+  const roundingBefore = dec(standing.gross).minus(before.taxBase).minus(before.taxAmount);
+  const left = dec(standing.gross).minus(amount);
+  let after = fakturValueOf('0.00', currency);
+  if (left.greaterThan(0)) {
+    const unit = isWholeUnitCurrency(currency) ? dec('1') : dec('0.01');
+    const guess = toUnit(left.times(100).dividedBy(111), currency);
+    const candidates = [0, -1, 1, -2, 2, -3, 3]
+      .map((step) => guess.plus(unit.times(step)))
+      .filter((base) => base.greaterThanOrEqualTo(0) && base.lessThanOrEqualTo(before.taxBase))
+      .map((base) => {
+        const value = fakturValueOf(base.toFixed(2), currency);
+        const rounding = left.minus(value.taxBase).minus(value.taxAmount);
+        return { value, rounding, note: roundingBefore.minus(rounding) };
+      });
+    // The note's own rounding within one unit; then the faktur after as exact as it can be.
+    const fitting = candidates.filter((c) => c.note.abs().lessThanOrEqualTo(unit));
+    const pool = fitting.length > 0 ? fitting : candidates;
+    if (pool.length > 0) {
+      after = pool.reduce((best, c) =>
+        c.rounding.abs().lessThan(best.rounding.abs()) || (c.rounding.abs().equals(best.rounding.abs()) && c.note.abs().lessThan(best.note.abs())) ? c : best,
+      ).value;
+    }
+  }
+  const taxBase = dec(before.taxBase).minus(after.taxBase);
+  const taxAmount = dec(before.taxAmount).minus(after.taxAmount);
+  return {
+    taxBase: taxBase.toFixed(2),
+    taxAmount: taxAmount.toFixed(2),
+    taxRounding: dec(amount).minus(taxBase).minus(taxAmount).toFixed(2),
+    before,
+    after,
+  };
+}
+
+/**
+ * The Coretax action a credit note needs: none when it takes no DPP off; the whole faktur given
+ * back means the service was cancelled, which the buyer documents with a Nota Pembatalan; part
+ * of it means the faktur's value was too high, amended by a Faktur Pajak Pengganti.
+ * `cancel_and_reissue` is for a wrong buyer identity, which no credit note fixes.
+ */
+export function taxActionFor(tax: Pick<CreditNoteTax, 'taxBase' | 'after'>): TaxAction {
+  if (dec(tax.taxBase).isZero()) return 'none';
+  return dec(tax.after.taxBase).isZero() ? 'buyer_cancellation_note' : 'amendment';
 }

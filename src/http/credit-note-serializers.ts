@@ -20,7 +20,9 @@ export function serializeCreditNote(n: CreditNote): Schemas['CreditNote'] {
     memo: n.memo,
     currency: n.currency,
     amount: n.amount,
+    tax_base: n.taxBase,
     tax_amount: n.taxAmount,
+    tax_rounding: n.taxRounding,
     tax_action: n.taxAction,
     issued_at: n.issuedAt.toISOString(),
   };

@@ -1,4 +1,5 @@
 import type { CreditNote } from '../db/entities/credit-note.js';
+import { completeTaxProfile } from '../domain/tax-profile.js';
 import type { Invoice, InvoiceLine } from '../db/entities/invoice.js';
 import type { Notification } from '../db/entities/notification.js';
 import type { Payment, Refund } from '../db/entities/payment.js';
@@ -197,6 +198,7 @@ export function serializeInvoice(i: Invoice): Schemas['Invoice'] {
     tax_amount: i.taxAmount,
     tax_rounding: i.taxRounding,
     tax_invoice_number: i.taxInvoiceNumber,
+    tax_exported_at: iso(i.taxExportedAt),
     created_at: isoRequired(i.createdAt),
   };
 }
@@ -217,7 +219,7 @@ export function serializeInvoiceLine(l: InvoiceLine): Schemas['InvoiceLine'] {
 export function serializeInvoiceDetail(i: Invoice, creditNotes: CreditNote[]): Schemas['InvoiceDetail'] {
   return {
     ...serializeInvoice(i),
-    buyer_tax_profile: i.buyerTaxProfile,
+    buyer_tax_profile: completeTaxProfile(i.buyerTaxProfile),
     lines: i.lines.getItems().map(serializeInvoiceLine),
     credit_notes: creditNotes.map(serializeInvoiceCreditNote),
   };

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { creditedTax, ppnOf, taxActionFor, taxBaseCovering, taxInvoice } from '../../src/domain/tax.js';
+import { creditNoteTax, ppnOf, taxActionFor, taxBaseCovering, taxInvoice, type TaxBehavior } from '../../src/domain/tax.js';
 
 /*
  * The reference formula, computed apart from src/domain/tax.ts with integers of cents (BigInt):
@@ -92,45 +92,77 @@ describe('PPN (src/domain/tax.ts)', () => {
     );
   });
 
-  it("credit notes: each one's PPN is its share, never past the invoice's PPN, and crediting all of it credits exactly the PPN (property)", () => {
+  /**
+   * Credits of whole rupiah on an invoice of `price` (exclusive or inclusive), applied one after
+   * another as issue-credit-note.ts does: the faktur stands at the invoice's DPP less what the
+   * notes so far took off, and at its total less their amounts.
+   */
+  function creditAll(price: bigint, behavior: TaxBehavior, credits: bigint[]) {
+    const invoice = taxInvoice(text(price), behavior, 'IDR', true);
+    let taxBase = cents(invoice.taxBase);
+    let gross = cents(invoice.total);
+    const notes = [];
+    for (const credit of credits) {
+      if (credit <= 0n || credit > gross) continue;
+      const note = creditNoteTax({ taxBase: text(taxBase), gross: text(gross) }, text(credit), 'IDR');
+      notes.push({ credit, note, standing: { taxBase, gross } });
+      taxBase -= cents(note.taxBase);
+      gross -= credit;
+    }
+    return { invoice, notes, taxBase, gross };
+  }
+
+  it("a credit note's PPN is PPN(DPP before) − PPN(DPP after) as Coretax computes each; tax_base + tax_amount + tax_rounding = amount, rounding at most one rupiah (property, exclusive and inclusive)", () => {
     fc.assert(
-      fc.property(rupiah, fc.array(fc.integer({ min: 1, max: 100 }), { minLength: 1, maxLength: 8 }), (dpp, weights) => {
-        const tax = taxInvoice(text(dpp), 'exclusive', 'IDR', true);
-        const invoice = { totalAmount: tax.total, taxAmount: tax.taxAmount, currency: 'IDR' };
-        const total = cents(tax.total) / CENT;
-        // Split the whole total into whole-rupiah credits by the weights.
-        const sum = BigInt(weights.reduce((a, b) => a + b, 0));
-        let given = 0n;
-        const parts = weights.map((w, i) => {
-          const part = i === weights.length - 1 ? total - given : (total * BigInt(w)) / sum;
-          given += part;
-          return part * CENT;
-        });
-        let credited = 0n;
-        let taxCredited = 0n;
-        for (const part of parts) {
-          if (part <= 0n) continue;
-          const share = cents(creditedTax(invoice, text(credited), text(part)));
-          expect(share >= 0n && share <= part).toBe(true);
-          credited += part;
-          taxCredited += share;
-          expect(taxCredited <= cents(tax.taxAmount)).toBe(true);
-        }
-        expect(taxCredited).toBe(cents(tax.taxAmount));
-      }),
+      fc.property(
+        fc.bigInt({ min: 1n, max: 50_000_000n }),
+        fc.constantFrom<TaxBehavior>('exclusive', 'inclusive'),
+        fc.array(fc.bigInt({ min: 1n, max: 50_000_000n }), { minLength: 1, maxLength: 6 }),
+        fc.boolean(),
+        (price, behavior, raw, creditTheRest) => {
+          const total = cents(taxInvoice(text(price * CENT), behavior, 'IDR', true).total) / CENT;
+          const credits = raw.map((c) => ((c - 1n) % total) + 1n);
+          const { notes, taxBase, gross } = creditAll(price * CENT, behavior, credits.map((c) => c * CENT));
+          for (const { credit, note, standing } of notes) {
+            // Before and after are each what Coretax computes on that DPP.
+            expect(cents(note.before.taxBase)).toBe(standing.taxBase);
+            expect(cents(note.before.taxAmount)).toBe(referencePpn(standing.taxBase).ppn);
+            expect(cents(note.after.taxAmount)).toBe(referencePpn(cents(note.after.taxBase)).ppn);
+            expect(cents(note.after.otherTaxBase)).toBe(referencePpn(cents(note.after.taxBase)).otherTaxBase);
+            expect(cents(note.taxAmount)).toBe(cents(note.before.taxAmount) - cents(note.after.taxAmount));
+            expect(cents(note.taxBase)).toBe(standing.taxBase - cents(note.after.taxBase));
+            expect(cents(note.taxBase) + cents(note.taxAmount) + cents(note.taxRounding)).toBe(credit);
+            expect(cents(note.taxRounding) >= -CENT && cents(note.taxRounding) <= CENT, `rounding ${note.taxRounding}`).toBe(true);
+            expect(cents(note.taxBase) >= 0n && cents(note.taxAmount) >= 0n).toBe(true);
+            // The faktur after stays within a rupiah of the money still held for it.
+            const left = standing.gross - credit;
+            const after = cents(note.after.taxBase) + cents(note.after.taxAmount);
+            expect(left - after >= -CENT && left - after <= CENT, `left ${left}, faktur ${after}`).toBe(true);
+          }
+          if (creditTheRest && gross > 0n) {
+            const last = creditNoteTax({ taxBase: text(taxBase), gross: text(gross) }, text(gross), 'IDR');
+            expect(last.after).toEqual({ taxBase: '0.00', otherTaxBase: '0.00', taxAmount: '0.00' });
+            expect(taxActionFor(last)).toBe('buyer_cancellation_note');
+          }
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 
-  it('a credit beyond the invoice (a second payment given back) credits no more PPN', () => {
-    const invoice = { totalAmount: '166500.00', taxAmount: '16500.00', currency: 'IDR' };
-    expect(creditedTax(invoice, '166500.00', '166500.00')).toBe('0.00');
-    expect(creditedTax(invoice, '0.00', '83250.00')).toBe('8250.00');
+  it('a Rp5,000 refund on a 166,500 invoice: DPP 150,000 to 145,495, PPN 16,500 to 16,004, as Coretax recomputes it', () => {
+    const note = creditNoteTax({ taxBase: '150000.00', gross: '166500.00' }, '5000.00', 'IDR');
+    expect(note).toMatchObject({ taxBase: '4505.00', taxAmount: '496.00', taxRounding: '-1.00' });
+    expect(note.after).toEqual({ taxBase: '145495.00', otherTaxBase: '133370.42', taxAmount: '16004.00' });
+    expect(ppnOf(note.after.taxBase, 'IDR').taxAmount).toBe(note.after.taxAmount);
+    expect(taxActionFor(note)).toBe('amendment');
   });
 
-  it('the Coretax action: none without PPN, a buyer cancellation note for the whole invoice, an amendment for part of it', () => {
-    expect(taxActionFor('0.00', true)).toBe('none');
-    expect(taxActionFor('16500.00', true)).toBe('buyer_cancellation_note');
-    expect(taxActionFor('8250.00', false)).toBe('amendment');
+  it('the Coretax action: none when no DPP is taken off, a buyer cancellation note for the whole faktur, an amendment for part of it', () => {
+    const zero = { taxBase: '0.00', otherTaxBase: '0.00', taxAmount: '0.00' };
+    expect(taxActionFor({ taxBase: '0.00', after: { ...zero, taxBase: '150000.00' } })).toBe('none');
+    expect(taxActionFor({ taxBase: '150000.00', after: zero })).toBe('buyer_cancellation_note');
+    expect(taxActionFor({ taxBase: '75000.00', after: { ...zero, taxBase: '75000.00' } })).toBe('amendment');
   });
 
   it('taxBaseCovering: the smallest DPP whose total reaches the amount (property)', () => {

@@ -71,7 +71,10 @@ describe.each(DATABASES)('PPN on invoices on %s', (kind) => {
       expect((await server.api('GET', '/tax-profile/', { auth: user })).status).toBe(404);
       const saved = await putProfile(BUSINESS);
       expect(saved.status, saved.text).toBe(200);
-      expect(saved.body).toEqual({ buyer_type: 'business', npwp: '0012345678091000', nitku: '0012345678091000000000', nik: null, name: BUSINESS.name, address: BUSINESS.address, email: null });
+      expect(saved.body).toEqual({
+        buyer_type: 'business', npwp: '0012345678091000', nitku: '0012345678091000000000', nik: null, passport: null, country: null, document_number: null,
+        name: BUSINESS.name, address: BUSINESS.address, email: null,
+      });
       expect((await server.api('GET', '/tax-profile/', { auth: user })).body).toEqual(saved.body);
       const person = await putProfile({ buyer_type: 'individual', nik: '3171 0123 4567 0001', name: 'Siti', address: 'Bandung', email: 'siti@example.com' });
       expect(person.body).toMatchObject({ buyer_type: 'individual', nik: '3171012345670001', npwp: null, nitku: null });

@@ -892,10 +892,14 @@ export interface paths {
          * @description Replaces the profile. A `business` buyer gives a 16-digit `npwp` (a 15-digit NPWP of the
          *     old format is accepted and stored with a leading `0`) and may give a 22-digit `nitku`
          *     (default: the NPWP followed by `000000`, the head office); an `individual` gives a
-         *     16-digit `nik`. Dots, dashes and spaces in the numbers are ignored; a wrong length or any
-         *     other character answers `400` naming the field, and nothing is saved. Invoices issued
-         *     from now on carry the new profile. With the session cookie the request needs
-         *     `X-CSRF-Token`.
+         *     16-digit `nik`; a `foreign` buyer gives a `passport` number and its `country` (ISO 3166
+         *     alpha-3, e.g. `SGP`); an `other` buyer gives the `document_number` of another identity
+         *     document and may give its `country` (default `IDN`). Dots, dashes and spaces in the
+         *     numbers are ignored; a wrong length, any other character, a number made only of zeros,
+         *     an unknown country or a field that does not belong to the buyer type answers `400`
+         *     naming the field, and nothing is saved. Invoices issued from now on carry the new
+         *     profile, and so does an invoice issued without one when it is first exported to Coretax
+         *     (see `docs/tax.md`). With the session cookie the request needs `X-CSRF-Token`.
          */
         put: operations["putTaxProfile"];
         post?: never;
@@ -2686,20 +2690,34 @@ export interface components {
          */
         TaxBehavior: "none" | "exclusive" | "inclusive";
         /**
-         * @description What the finance team must do in Coretax for a credit note on a taxed invoice: `none` (no PPN was credited), `buyer_cancellation_note` (the whole invoice was given back: the buyer makes a Nota Pembatalan, PMK 81/2024), `amendment` (part of it was given back: a Faktur Pajak Pengganti with the lower value) or `cancel_and_reissue` (the faktur must be cancelled and issued again). Listed by `billing-admin tax corrections`; see `docs/tax.md`.
+         * @description What the finance team must do in Coretax for a credit note on a taxed invoice: `none` (no DPP or PPN was taken off: a chargeback, a settlement nobody could use, an untaxed invoice), `buyer_cancellation_note` (the whole invoice was given back: the buyer makes a Nota Pembatalan, PMK 81/2024), `amendment` (part of it was given back: a Faktur Pajak Pengganti with the lower value) or `cancel_and_reissue` (the faktur must be cancelled and issued again). Listed by `billing-admin tax corrections`; see `docs/tax.md`.
          * @example amendment
          * @enum {string}
          */
         TaxAction: "none" | "buyer_cancellation_note" | "amendment" | "cancel_and_reissue";
+        /**
+         * @description How a faktur names its buyer: `business` (NPWP, Coretax document `TIN`), `individual` (NIK, `National ID`), `foreign` (passport and country, `Passport`), `other` (another identity document, `Other ID`). See `docs/tax.md`.
+         * @example business
+         * @enum {string}
+         */
+        BuyerType: "business" | "individual" | "foreign" | "other";
         TaxProfileInput: {
-            /** @enum {string} */
-            buyer_type: "business" | "individual";
-            /** @description A business's NPWP, 16 digits (or 15 of the old format). */
+            buyer_type: components["schemas"]["BuyerType"];
+            /** @description A business's NPWP, 16 digits (or 15 of the old format), not all zeros. */
             npwp?: string;
-            /** @description A business's place of business, 22 digits; defaults to the NPWP and `000000`. */
+            /** @description A business's place of business, 22 digits, not all zeros; defaults to the NPWP and `000000`. */
             nitku?: string;
-            /** @description An individual's NIK, 16 digits. */
+            /** @description An individual's NIK, 16 digits, not all zeros. */
             nik?: string;
+            /** @description A foreign buyer's passport number, 3 to 30 letters and digits. */
+            passport?: string;
+            /**
+             * @description ISO 3166 alpha-3 code of the passport's country (`foreign`, required) or of the identity document (`other`, default `IDN`).
+             * @example SGP
+             */
+            country?: string;
+            /** @description An `other` buyer's identity document number, 3 to 30 letters and digits. */
+            document_number?: string;
             name: string;
             address: string;
             /** Format: email */
@@ -2711,17 +2729,22 @@ export interface components {
          *       "npwp": "0012345678091000",
          *       "nitku": "0012345678091000000000",
          *       "nik": null,
+         *       "passport": null,
+         *       "country": null,
+         *       "document_number": null,
          *       "name": "PT Contoh Sejahtera & Co",
          *       "address": "Jl. Sudirman No. 1, Jakarta Pusat",
          *       "email": "finance@contoh.co.id"
          *     }
          */
         TaxProfile: {
-            /** @enum {string} */
-            buyer_type: "business" | "individual";
+            buyer_type: components["schemas"]["BuyerType"];
             npwp: string | null;
             nitku: string | null;
             nik: string | null;
+            passport: string | null;
+            country: string | null;
+            document_number: string | null;
             name: string;
             address: string;
             email: string | null;
@@ -2751,6 +2774,7 @@ export interface components {
          *       "tax_amount": "16500.00",
          *       "tax_rounding": "0.00",
          *       "tax_invoice_number": null,
+         *       "tax_exported_at": null,
          *       "created_at": "2026-01-15T03:10:00Z"
          *     }
          */
@@ -2797,6 +2821,11 @@ export interface components {
             tax_rounding: components["schemas"]["Money"];
             /** @description The 17-digit Faktur Pajak number Coretax assigned, once recorded with `billing-admin tax record`. */
             tax_invoice_number: string | null;
+            /**
+             * Format: date-time
+             * @description When `billing-admin tax export` first wrote the invoice's faktur into a Coretax import file; null until then. Credits after it are corrected in Coretax (`billing-admin tax corrections`, `docs/tax.md`).
+             */
+            tax_exported_at: string | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -2846,6 +2875,7 @@ export interface components {
          *       "tax_amount": "0.00",
          *       "tax_rounding": "0.00",
          *       "tax_invoice_number": null,
+         *       "tax_exported_at": null,
          *       "buyer_tax_profile": null,
          *       "created_at": "2026-01-30T03:12:45Z",
          *       "lines": [
@@ -2903,6 +2933,7 @@ export interface components {
          *           "tax_amount": "0.00",
          *           "tax_rounding": "0.00",
          *           "tax_invoice_number": null,
+         *           "tax_exported_at": null,
          *           "created_at": "2026-01-15T03:10:00Z"
          *         }
          *       ]
@@ -2946,7 +2977,9 @@ export interface components {
          *       "memo": "customer request",
          *       "currency": "IDR",
          *       "amount": "75000.00",
+         *       "tax_base": "0.00",
          *       "tax_amount": "0.00",
+         *       "tax_rounding": "0.00",
          *       "tax_action": "none",
          *       "issued_at": "2026-01-20T08:00:00Z"
          *     }
@@ -2980,8 +3013,12 @@ export interface components {
             memo: string | null;
             currency: components["schemas"]["Currency"];
             amount: components["schemas"]["Money"];
-            /** @description The PPN part of `amount`: its share of the invoice's PPN, so that an invoice's credit notes never credit more PPN than it charged; `"0.00"` on an untaxed invoice. */
+            /** @description The DPP this note takes off its invoice's faktur: the DPP before it less the DPP after it. `"0.00"` for a note that gives back no supply (a chargeback, a settlement nobody could use) and on an untaxed invoice. */
+            tax_base: components["schemas"]["Money"];
+            /** @description The PPN this note takes off: the PPN of the faktur's DPP before it less the PPN of its DPP after it, each as Coretax computes it, so the amended faktur matches Coretax to the rupiah. `"0.00"` when `tax_base` is. */
             tax_amount: components["schemas"]["Money"];
+            /** @description What a split of `amount` into DPP and PPN misses, at most one rupiah either way: `tax_base` + `tax_amount` + `tax_rounding` = `amount` on every note that takes DPP off (its `tax_action` is not `none`). A note that takes none off has all three `"0.00"`. See `docs/tax.md`. */
+            tax_rounding: components["schemas"]["Money"];
             tax_action: components["schemas"]["TaxAction"];
             /** Format: date-time */
             issued_at: string;

@@ -103,7 +103,7 @@ export function renewalInvoiceInput(ctx: Pick<DataContext, 'config'>, sub: Subsc
     dueAt: schedule.dueAt,
     periodStart,
     periodEnd,
-    lines: [{ description: `${plan.name} (${isoDate(periodStart)} to ${isoDate(periodEnd)})`, kind: 'subscription', unitAmount: plan.price, periodStart, periodEnd }],
+    lines: [{ description: `${plan.name} (${isoDate(periodStart)} to ${isoDate(periodEnd)})`, subject: { type: 'period', plan: plan.name, start: isoDate(periodStart), end: isoDate(periodEnd) }, kind: 'subscription', unitAmount: plan.price, periodStart, periodEnd }],
   };
 }
 

@@ -1,11 +1,11 @@
 import { LockMode } from '@mikro-orm/core';
 import { CreditNote, CreditNoteLine, type CreditNoteReason } from '../../db/entities/credit-note.js';
-import { Invoice } from '../../db/entities/invoice.js';
+import { Invoice, type LineSubject } from '../../db/entities/invoice.js';
 import { Payment, Refund } from '../../db/entities/payment.js';
 import type { WalletTransaction } from '../../db/entities/wallet.js';
 import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
 import { succeededTotal } from '../../domain/refund-sum.js';
-import { creditedTax, taxActionFor, type TaxAction } from '../../domain/tax.js';
+import { creditNoteTax as splitCreditTax, taxActionFor, type TaxAction } from '../../domain/tax.js';
 import type { DataContext } from '../context.js';
 import { nextCreditNoteNumber } from '../invoices/next-invoice-number.js';
 
@@ -13,8 +13,8 @@ import { nextCreditNoteNumber } from '../invoices/next-invoice-number.js';
  * NOTE: money that goes back against an invoice leaves a document (issue 20): every refund and
  * every wallet credit drawn from a payment of an invoice (a proration credit, a settlement
  * nobody could use) issues a credit note, exactly once, in the transaction that gives the money
- * back; so does a partial chargeback, money the card's issuer gave back. This module is the only
- * writer of credit notes. Top-ups and staff wallet adjustments were never invoiced, so they
+ * back; so does a partial chargeback, money the card's issuer gave back (which takes no PPN off,
+ * docs/tax.md). This module is the only writer of credit notes. Top-ups and staff wallet adjustments were never invoiced, so they
  * issue none.
  *
  * The invariant: the sum of an invoice's credit notes never exceeds what was paid on it (the
@@ -34,7 +34,7 @@ export interface CreditNoteInput {
   walletTransaction?: WalletTransaction | null;
   memo?: string | null;
   /** One line per part; by default one line of the whole amount. */
-  lines: { description: string; amount: Money }[];
+  lines: { description: string; amount: Money; subject?: LineSubject | null }[];
 }
 
 /** Raised when a credit note would take an invoice's credit notes past what was paid on it. */
@@ -60,14 +60,14 @@ export async function issueCreditNote(ctx: DataContext, input: CreditNoteInput):
   const invoice = await ctx.em.findOneOrFail(Invoice, { id: invoiceRef.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   const paid = await paidOnInvoice(ctx, invoice);
   // One read of the invoice's notes for both sums: all of them (the invariant) and those that gave back supply (PPN).
-  const earlier = await ctx.em.find(CreditNote, { invoice }, { fields: ['amount', 'reason'] });
+  const earlier = await ctx.em.find(CreditNote, { invoice }, { fields: ['amount', 'reason', 'taxBase'] });
   const credited = add(ZERO, ...earlier.map((n) => n.amount));
   if (compare(add(credited, input.amount), paid) > 0) {
     throw new CreditNoteInvariantError(
       `A credit note of ${input.amount} ${invoice.currency} on invoice ${invoice.number} would take its credit notes (${credited}) past what was paid on it (${paid}).`,
     );
   }
-  const tax = creditNoteTax(invoice, add(ZERO, ...earlier.filter((n) => creditsTax(n.reason)).map((n) => n.amount)), input);
+  const tax = creditNoteTax(invoice, earlier.filter((n) => creditsTax(n.reason)), input);
   const at = ctx.clock.now();
   const note = ctx.em.create(CreditNote, {
     number: await nextCreditNoteNumber(ctx, at),
@@ -80,31 +80,50 @@ export async function issueCreditNote(ctx: DataContext, input: CreditNoteInput):
     memo: input.memo ?? null,
     currency: input.payment.currency,
     amount: input.amount,
+    taxBase: tax.taxBase,
     taxAmount: tax.taxAmount,
+    taxRounding: tax.taxRounding,
     taxAction: tax.taxAction,
     issuedAt: at,
     createdAt: at,
   } as CreditNote);
-  input.lines.forEach((line, position) => ctx.em.create(CreditNoteLine, { creditNote: note, position, description: line.description, amount: line.amount } as CreditNoteLine));
+  input.lines.forEach((line, position) => ctx.em.create(CreditNoteLine, { creditNote: note, position, description: line.description, subject: line.subject ?? null, amount: line.amount } as CreditNoteLine));
   await ctx.em.flush();
   return note;
 }
 
 /**
- * NOTE: a settlement nobody could use (a second payment of a paid invoice, one of a voided
- * invoice) paid for no supply: giving it back credits no PPN and needs nothing in Coretax. Every
- * other credit (a refund, a chargeback, unused time, a period that passed before its renewal
- * settled) gives back part of what the invoice supplied, and its PPN share with it.
+ * NOTE: which credits give back supply, and so take DPP and PPN off the faktur (docs/tax.md,
+ * "Credit notes"). A settlement nobody could use (a second payment of a paid invoice, one of a
+ * voided invoice) paid for no supply; a chargeback is a dispute the card's issuer decided, not a
+ * price change, and Indonesia gives no PPN relief for money lost to it: both credit no PPN and
+ * need nothing in Coretax. A refund, unused time and a period that passed before its renewal
+ * settled give back part of what the invoice supplied.
  */
-function creditsTax(reason: CreditNoteReason): boolean {
-  return reason !== 'unusable_settlement';
+export function creditsTax(reason: CreditNoteReason): boolean {
+  return reason !== 'unusable_settlement' && reason !== 'chargeback';
 }
 
-/** The PPN part of a credit note and what Coretax needs for it (src/domain/tax.ts). */
-function creditNoteTax(invoice: Invoice, suppliedCreditedBefore: Money, input: CreditNoteInput): { taxAmount: Money; taxAction: TaxAction } {
-  if (!creditsTax(input.reason)) return { taxAmount: ZERO, taxAction: 'none' };
-  const taxAmount = creditedTax(invoice, suppliedCreditedBefore, input.amount);
-  return { taxAmount, taxAction: taxActionFor(taxAmount, compare(add(suppliedCreditedBefore, input.amount), invoice.totalAmount) >= 0) };
+const NO_TAX = { taxBase: ZERO, taxAmount: ZERO, taxRounding: ZERO, taxAction: 'none' as TaxAction };
+
+/**
+ * The tax parts of a credit note and what Coretax needs for it (src/domain/tax.ts): the faktur
+ * stands at the invoice's DPP less what earlier supply credits took off, and at its total less
+ * their amounts. A credit that gives back no supply, or one on an untaxed invoice, takes nothing off.
+ */
+function creditNoteTax(
+  invoice: Invoice,
+  earlierSupplyCredits: Pick<CreditNote, 'amount' | 'taxBase'>[],
+  input: CreditNoteInput,
+): { taxBase: Money; taxAmount: Money; taxRounding: Money; taxAction: TaxAction } {
+  if (!creditsTax(input.reason) || invoice.taxBehavior === 'none' || !isPositive(invoice.taxBase)) return NO_TAX;
+  const standing = {
+    taxBase: subtract(invoice.taxBase, add(ZERO, ...earlierSupplyCredits.map((n) => n.taxBase))),
+    gross: subtract(invoice.totalAmount, add(ZERO, ...earlierSupplyCredits.map((n) => n.amount))),
+  };
+  if (!isPositive(standing.taxBase)) return NO_TAX;
+  const tax = splitCreditTax(standing, input.amount, invoice.currency);
+  return { taxBase: tax.taxBase, taxAmount: tax.taxAmount, taxRounding: tax.taxRounding, taxAction: taxActionFor(tax) };
 }
 
 /** What was paid on an invoice: the gross of its payments whose money arrived (settled at some time). */
@@ -154,7 +173,11 @@ export async function issueRefundCreditNotes(ctx: DataContext, payment: Payment)
       refund,
       walletTransaction: null,
       memo: refund.reason,
-      lines: [{ description: `Refund ${refund.refundKey} of payment ${payment.orderId} (invoice ${payment.invoice!.number})`, amount: owed }],
+      lines: [{
+        description: `Refund ${refund.refundKey} of payment ${payment.orderId} (invoice ${payment.invoice!.number})`,
+        subject: { type: 'refund', refund: refund.refundKey, order: payment.orderId, invoice: payment.invoice!.number },
+        amount: owed,
+      }],
     });
     if (!note) continue;
     noted = add(noted, owed);
@@ -164,7 +187,7 @@ export async function issueRefundCreditNotes(ctx: DataContext, payment: Payment)
 }
 
 /**
- * Brings a payment's chargeback credit note up to its partial chargebacks (DECISIONS §9): one
+ * Brings a payment's chargeback credit note up to its partial chargebacks (docs/tax.md): one
  * note for what no note covers yet, "once per total" as for refunds made at the gateway (each
  * partial chargeback raises the total). NOTE: like those refunds, a chargeback can pay out to the
  * card what a wallet credit of this payment already gave back and documented (reverse-payment.ts
@@ -184,7 +207,11 @@ export async function issueChargebackCreditNotes(ctx: DataContext, payment: Paym
     amount: owed,
     walletTransaction: null,
     memo: null,
-    lines: [{ description: `Chargeback of payment ${payment.orderId} by the card's issuer (invoice ${payment.invoice.number}), ${payment.chargebackAmount} in all`, amount: owed }],
+    lines: [{
+        description: `Chargeback of payment ${payment.orderId} by the card's issuer (invoice ${payment.invoice.number}), ${payment.chargebackAmount} in all`,
+        subject: { type: 'chargeback', order: payment.orderId, invoice: payment.invoice.number, total: payment.chargebackAmount },
+        amount: owed,
+      }],
   });
   return note ? [`credit note ${note.number} issued for ${owed}`] : [];
 }

@@ -3,6 +3,8 @@ import type { DataContext } from '../context.js';
 import { buyerOf, creditDestinationOf, customerOf, isTaxed, sellerOf } from './document-parts.js';
 import type { DocumentView } from './document-view.js';
 import { localisation } from './labels/localisation.js';
+import { lineWordsFor } from './line-words.js';
+import { isZero } from '../../domain/money.js';
 
 /**
  * Everything a credit-note PDF shows, in BILLING_LOCALE and BILLING_TIMEZONE: seller, customer,
@@ -19,6 +21,7 @@ export async function creditNoteDocumentView(ctx: Pick<DataContext, 'em' | 'conf
   const invoice = note.invoice;
   const taxed = isTaxed(invoice, ctx.config);
   const destination = creditDestinationOf(note, labels);
+  const words = lineWordsFor(settings);
 
   const details: string[][] = [
     [t.details.reason, labels.creditReasons[note.reason]],
@@ -39,19 +42,22 @@ export async function creditNoteDocumentView(ctx: Pick<DataContext, 'em' | 'conf
     { label: t.totals.invoiceTotal, value: money(invoice.totalAmount) },
     { label: t.totals.totalCredited, value: money(note.amount), strong: true },
   ];
+  // A note that takes DPP off the faktur shows how much, and any rupiah its split misses (docs/tax.md).
+  if (taxed && !isZero(note.taxBase)) totals.push({ label: labels.invoice.totals.taxBase, value: money(note.taxBase) });
   if (taxed) totals.push({ label: t.totals.taxIncluded, value: money(note.taxAmount) });
+  if (taxed && !isZero(note.taxRounding)) totals.push({ label: labels.invoice.totals.rounding, value: money(note.taxRounding) });
 
   const customerDetails = invoice.subscription?.customerDetails;
   return {
     title: t.title,
     number: note.number,
     issuedAt: note.issuedAt,
-    seller: sellerOf(ctx.config, labels, taxed),
+    seller: sellerOf(ctx.config, labels, taxed, invoice),
     customer: taxed ? buyerOf(note.user, customerDetails, invoice.buyerTaxProfile, labels) : customerOf(note.user, customerDetails, t.creditedTo),
     facts,
     stamp: { text: note.reason === 'refund' && note.refund?.destination !== 'wallet' ? t.stamps.refunded : t.stamps.credited, tone: 'neutral' },
     lines: note.lines.getItems().map((line) => ({
-      description: line.description,
+      description: words.line(line, note.currency),
       detail: '',
       quantity: '',
       unitAmount: '',

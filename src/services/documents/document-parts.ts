@@ -5,6 +5,7 @@ import type { Payment } from '../../db/entities/payment.js';
 import type { User } from '../../db/entities/user.js';
 import { isPositive } from '../../domain/money.js';
 import type { TaxProfile } from '../../domain/tax-profile.js';
+import { currentSellerIdentity, sellerIdentityOf } from '../invoices/seller-tax-identity.js';
 import type { DocumentView } from './document-view.js';
 import type { Labels } from './labels/labels.js';
 
@@ -13,7 +14,7 @@ import type { Labels } from './labels/labels.js';
 /**
  * NOTE: a document shows PPN, both parties' tax numbers and the tax lines when its invoice
  * carries PPN, or is taxable (`exclusive`, `inclusive`) and the seller is a PKP: an invoice
- * whose PPN rounds to nothing is still a taxed supply (DECISIONS §11).
+ * whose PPN rounds to nothing is still a taxed supply (docs/tax.md).
  */
 export function isTaxed(invoice: Pick<Invoice, 'taxAmount' | 'taxBehavior'>, config: Pick<Config, 'tax'>): boolean {
   return isPositive(invoice.taxAmount) || (invoice.taxBehavior !== 'none' && config.tax.pkp);
@@ -21,16 +22,22 @@ export function isTaxed(invoice: Pick<Invoice, 'taxAmount' | 'taxBehavior'>, con
 
 /**
  * The seller's block, from the BILLING_COMPANY_* settings: on a taxed document headed "Penjual"
- * with the PKP's NPWP (BILLING_TAX_ID as registered) and NITKU, else with the tax number as
- * typed, if any.
+ * with the PKP's NPWP and NITKU as they stood when the invoice was made (seller-tax-identity.ts),
+ * else with the tax number as typed, if any.
  */
-export function sellerOf(config: Pick<Config, 'documents' | 'tax'>, labels: Labels, taxed: boolean): DocumentView['seller'] {
+export function sellerOf(
+  config: Pick<Config, 'documents' | 'tax'>,
+  labels: Labels,
+  taxed: boolean,
+  invoice: Pick<Invoice, 'sellerTaxIdentity'> | null = null,
+): DocumentView['seller'] {
   const settings = config.documents;
-  const taxId = taxed ? (config.tax.sellerTaxId ?? settings.taxId) : settings.taxId;
+  const identity = invoice ? sellerIdentityOf(invoice, config) : currentSellerIdentity(config);
+  const taxId = taxed ? (identity.npwp ?? settings.taxId) : settings.taxId;
   const lines = [...settings.companyAddress];
   if (taxId) lines.push(`${labels.document.taxId}: ${taxId}`);
-  if (taxed && config.tax.sellerNitku) lines.push(`${labels.document.nitku}: ${config.tax.sellerNitku}`);
-  return { heading: taxed ? labels.document.seller : labels.document.from, name: settings.companyName, lines, logoPath: settings.logoPath };
+  if (taxed && identity.nitku) lines.push(`${labels.document.nitku}: ${identity.nitku}`);
+  return { heading: taxed ? labels.document.seller : labels.document.from, name: (taxed && identity.name) || settings.companyName, lines, logoPath: settings.logoPath };
 }
 
 /** The customer as the subscription's customer_details name them, else as the user's profile does. */
@@ -50,13 +57,16 @@ export function customerOf(user: User, details: Record<string, string> | null | 
 export function buyerOf(user: User, details: Record<string, string> | null | undefined, profile: TaxProfile | null, labels: Labels): DocumentView['customer'] {
   const heading = labels.document.buyer;
   if (!profile) return customerOf(user, details, heading);
-  const numbers: [string, string | null][] =
-    profile.buyer_type === 'individual'
-      ? [[labels.document.nik, profile.nik]]
-      : [
-          [labels.document.taxId, profile.npwp],
-          [labels.document.nitku, profile.nitku],
-        ];
+  const numbers: [string, string | null][] = {
+    individual: [[labels.document.nik, profile.nik]] as [string, string | null][],
+    business: [
+      [labels.document.taxId, profile.npwp],
+      [labels.document.nitku, profile.nitku],
+    ] as [string, string | null][],
+    // Passports and other documents are named by the document type Coretax uses, with the country.
+    foreign: [[`Passport${profile.country ? ` (${profile.country})` : ''}`, profile.passport ?? null]] as [string, string | null][],
+    other: [[`ID${profile.country ? ` (${profile.country})` : ''}`, profile.document_number ?? null]] as [string, string | null][],
+  }[profile.buyer_type];
   const lines = [
     ...profile.address.split(/\r?\n/),
     ...numbers.filter(([, value]) => value).map(([label, value]) => `${label}: ${value}`),

@@ -8,6 +8,7 @@ import type { DocumentLine, DocumentSection, DocumentView } from './document-vie
 import type { DocumentFormat } from './format.js';
 import type { Labels } from './labels/labels.js';
 import { localisation } from './labels/localisation.js';
+import { lineWordsFor } from './line-words.js';
 
 /** A payment that brought money in (and may since have been refunded). */
 const PAID_STATUSES: PaymentStatus[] = ['settled', 'refunded', 'partially_refunded'];
@@ -128,8 +129,9 @@ export async function invoiceDocumentView(ctx: Pick<DataContext, 'em' | 'config'
   if (periodText) facts.push([t.facts.period, periodText]);
   if (taxed && invoice.taxInvoiceNumber) facts.push([t.facts.taxInvoiceNumber, invoice.taxInvoiceNumber]);
 
+  const words = lineWordsFor(settings);
   const documentLines: DocumentLine[] = lines.map((line) => ({
-    description: line.description,
+    description: words.line(line, invoice.currency),
     detail: lineDetail(format, labels, line),
     quantity: String(line.quantity),
     unitAmount: money(line.unitAmount),
@@ -198,7 +200,7 @@ export async function invoiceDocumentView(ctx: Pick<DataContext, 'em' | 'config'
     title: t.title,
     number: invoice.number,
     issuedAt: invoice.createdAt,
-    seller: sellerOf(ctx.config, labels, taxed),
+    seller: sellerOf(ctx.config, labels, taxed, invoice),
     customer: taxed ? buyerOf(invoice.user, details, invoice.buyerTaxProfile, labels) : customerOf(invoice.user, details, t.billTo),
     facts,
     stamp: stampOf(invoice, labels),

@@ -1,4 +1,4 @@
-import { Invoice, InvoiceLine, type BillingReason, type InvoiceLineKind } from '../../db/entities/invoice.js';
+import { Invoice, InvoiceLine, type BillingReason, type InvoiceLineKind, type LineSubject, type SellerTaxIdentity } from '../../db/entities/invoice.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { localDate } from '../../domain/billing-calendar.js';
@@ -7,9 +7,13 @@ import { taxInvoice, type InvoiceTax, type TaxBehavior } from '../../domain/tax.
 import type { Config } from '../../config.js';
 import type { DataContext } from '../context.js';
 import { nextInvoiceNumber } from './next-invoice-number.js';
+import { currentSellerIdentity } from './seller-tax-identity.js';
 
 export interface InvoiceLineInput {
+  /** The English words of the line, kept for readers that do not render `subject`. */
   description: string;
+  /** What the line is ({type: 'remaining_time', plan: 'Pro'}), rendered in the document's language (documents/line-words.ts). */
+  subject?: LineSubject | null;
   kind: InvoiceLineKind;
   quantity?: number;
   unitAmount: string;
@@ -37,16 +41,18 @@ export interface InvoicePricing {
   amounts: string[];
   subtotal: string;
   tax: InvoiceTax;
+  /** The seller as it stands now, frozen on the invoice. */
+  seller: SellerTaxIdentity;
 }
 
 /** The one pricing of an invoice's lines, for the invoices made one by one and the billing run's batch. */
-export function priceInvoice(config: Pick<Config, 'tax'>, input: Pick<CreateInvoiceInput, 'lines' | 'currency' | 'taxBehavior'>): InvoicePricing {
+export function priceInvoice(config: Pick<Config, 'tax' | 'documents'>, input: Pick<CreateInvoiceInput, 'lines' | 'currency' | 'taxBehavior'>): InvoicePricing {
   const amounts = input.lines.map((l) => multiplyAndRound(l.unitAmount, l.quantity ?? 1, 1, input.currency));
   const subtotal = add(...amounts);
-  return { amounts, subtotal, tax: taxInvoice(subtotal, input.taxBehavior, input.currency, config.tax.pkp) };
+  return { amounts, subtotal, tax: taxInvoice(subtotal, input.taxBehavior, input.currency, config.tax.pkp), seller: currentSellerIdentity(config) };
 }
 
-/** The invoice columns of a pricing; the buyer's tax profile is copied only onto a taxed invoice. */
+/** The invoice columns of a pricing, with the buyer's tax profile and the seller's identity as they stand now. */
 export function invoiceTaxFields(pricing: InvoicePricing, buyer: Pick<User, 'taxProfile'>) {
   const { tax } = pricing;
   return {
@@ -59,6 +65,7 @@ export function invoiceTaxFields(pricing: InvoicePricing, buyer: Pick<User, 'tax
     taxAmount: tax.taxAmount,
     taxRounding: tax.taxRounding,
     buyerTaxProfile: buyer.taxProfile ?? null,
+    sellerTaxIdentity: pricing.seller,
   };
 }
 
@@ -87,6 +94,7 @@ export async function createInvoice(ctx: DataContext, input: CreateInvoiceInput)
         invoice,
         position,
         description: line.description,
+        subject: line.subject ?? null,
         kind: line.kind,
         quantity: line.quantity ?? 1,
         unitAmount: money(line.unitAmount),

@@ -153,10 +153,11 @@ async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms
   const oldPlan = sub.plan;
   const lines: InvoiceLineInput[] = [];
   if (isPositive(terms.creditLine)) {
-    lines.push({ description: `Unused time on ${oldPlan.name}`, kind: 'proration', unitAmount: negate(terms.creditLine), periodStart: at, periodEnd: sub.currentPeriodEnd });
+    lines.push({ description: `Unused time on ${oldPlan.name}`, subject: { type: 'unused_time', plan: oldPlan.name }, kind: 'proration', unitAmount: negate(terms.creditLine), periodStart: at, periodEnd: sub.currentPeriodEnd });
   }
   lines.push({
     description: terms.resetsPeriod ? `${plan.name} (new period)` : `Remaining time on ${plan.name}`,
+    subject: { type: terms.resetsPeriod ? 'new_period' : 'remaining_time', plan: plan.name },
     kind: terms.resetsPeriod ? 'subscription' : 'proration',
     unitAmount: terms.chargeLine,
     periodStart: at,

@@ -128,6 +128,7 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
         lines: [
           {
             description: `${plan.name} (first ${plan.interval} ${plan.intervalUnit}${plan.interval === 1 ? '' : 's'})`,
+            subject: { type: 'first_period', plan: plan.name, count: plan.interval, unit: plan.intervalUnit },
             kind: 'subscription',
             unitAmount: plan.price,
             periodStart: at,

@@ -5,7 +5,7 @@ import type { TaxProfile } from '../../domain/tax-profile.js';
 
 /*
  * NOTE: the Coretax import file for output tax invoices (Faktur Pajak Keluaran), `TaxInvoiceBulk`,
- * as one template in one place (tax/CORETAX.md §2, docs/tax.md). DJP publishes no XSD: the
+ * as one template in one place (docs/tax.md, "What each faktur holds"). DJP publishes no XSD: the
  * element names and order are those of Odoo's golden sample
  * (odoo/odoo addons/l10n_id_efaktur_coretax/tests/results/sample.xml), which the export test
  * checks ours against. The XML is built by xmlbuilder2, which escapes text (`&`, `<` in buyer
@@ -24,14 +24,20 @@ export const CORETAX_CODES = {
   code: '000000',
   vatRate: '12',
   stlgRate: '0',
+  /** ISO 3166 alpha-3 of Indonesia (IND is India). */
   buyerCountry: 'IDN',
 } as const;
+
+/** BuyerTin of a buyer identified by anything but an NPWP. */
+const NO_TIN = '0000000000000000';
+/** BuyerIDTKU of a buyer identified by anything but an NPWP. */
+const NO_IDTKU = '000000';
 
 /** Units of measure (Odoo data/l10n_id_efaktur_coretax.uom.code.csv). */
 export const CORETAX_UNITS = { month: 'UM.0024', year: 'UM.0023', other: 'UM.0033' } as const;
 export type CoretaxUnit = (typeof CORETAX_UNITS)[keyof typeof CORETAX_UNITS];
 
-/** At most this many TaxInvoice elements in one import file (DDTC, tax/CORETAX.md §2). */
+/** At most this many TaxInvoice elements in one import file (docs/tax.md). */
 export const MAX_FAKTURS_PER_FILE = 1000;
 
 /** The seller: its NPWP (TIN) and the NITKU of the place of business that supplies (SellerIDTKU). */
@@ -67,15 +73,35 @@ export function unitOfPeriod(kind: string, start: Date | null, end: Date | null)
 }
 
 /**
- * How a faktur names its buyer. A business: its NPWP as TIN, its NITKU as IDTKU. An individual
- * without an NPWP: BuyerTin of zeros, the NIK as a National ID, and IDTKU `000000` (the rule of
- * DJP's template sheet; Odoo writes NIK + 000000 instead, docs/tax.md says why we do not).
+ * How a faktur names its buyer (docs/tax.md, "The buyer"). A business: its NPWP as TIN, its
+ * NITKU as IDTKU. Anyone else has BuyerTin of zeros and IDTKU `000000` (the rule of DJP's template
+ * sheet for buyers not identified by a TIN; Odoo writes the number + 000000 instead): an
+ * individual's NIK as a National ID, a foreign buyer's passport with its country, another
+ * document as Other ID.
  */
-export function buyerIdentity(buyer: TaxProfile): { tin: string; document: string; documentNumber: string; idtku: string } {
-  if (buyer.buyer_type === 'business') {
-    return { tin: buyer.npwp ?? '', document: 'TIN', documentNumber: '', idtku: buyer.nitku ?? `${buyer.npwp}000000` };
+export function buyerIdentity(buyer: TaxProfile): { tin: string; document: string; country: string; documentNumber: string; idtku: string } {
+  switch (buyer.buyer_type) {
+    case 'business':
+      return { tin: buyer.npwp ?? '', document: 'TIN', country: CORETAX_CODES.buyerCountry, documentNumber: '', idtku: buyer.nitku ?? `${buyer.npwp}000000` };
+    case 'individual':
+      return { tin: NO_TIN, document: 'National ID', country: CORETAX_CODES.buyerCountry, documentNumber: buyer.nik ?? '', idtku: NO_IDTKU };
+    case 'foreign':
+      return { tin: NO_TIN, document: 'Passport', country: buyer.country ?? '', documentNumber: buyer.passport ?? '', idtku: NO_IDTKU };
+    case 'other':
+      return { tin: NO_TIN, document: 'Other ID', country: buyer.country ?? CORETAX_CODES.buyerCountry, documentNumber: buyer.document_number ?? '', idtku: NO_IDTKU };
   }
-  return { tin: '0000000000000000', document: 'National ID', documentNumber: buyer.nik ?? '', idtku: '000000' };
+}
+
+/** Why a profile cannot name a faktur's buyer (a number it needs is missing), or null. */
+export function missingBuyerIdentity(buyer: TaxProfile): string | null {
+  const needs: Record<TaxProfile['buyer_type'], [keyof TaxProfile, string][]> = {
+    business: [['npwp', 'NPWP']],
+    individual: [['nik', 'NIK']],
+    foreign: [['passport', 'passport number'], ['country', 'passport country']],
+    other: [['document_number', 'document number']],
+  };
+  const missing = needs[buyer.buyer_type].filter(([field]) => !buyer[field]).map(([, words]) => words);
+  return missing.length > 0 ? `its buyer tax profile has no ${missing.join(' or ')}` : null;
 }
 
 /** One line of text: the registered address may hold line breaks, an import cell may not. */
@@ -113,7 +139,7 @@ export function coretaxXml(seller: CoretaxSeller, fakturs: CoretaxFaktur[]): str
     element(invoice, 'SellerIDTKU', seller.idtku);
     element(invoice, 'BuyerTin', buyer.tin);
     element(invoice, 'BuyerDocument', buyer.document);
-    element(invoice, 'BuyerCountry', CORETAX_CODES.buyerCountry);
+    element(invoice, 'BuyerCountry', buyer.country);
     element(invoice, 'BuyerDocumentNumber', buyer.documentNumber);
     element(invoice, 'BuyerName', oneLine(faktur.buyer.name));
     // NOTE: "Adress" is DJP's spelling in the schema itself.

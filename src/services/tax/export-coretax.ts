@@ -4,10 +4,15 @@ import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { isPostgres } from '../../db/dialect.js';
 import { Invoice, InvoiceLine } from '../../db/entities/invoice.js';
+import { User } from '../../db/entities/user.js';
 import { ValidationError } from '../../domain/errors.js';
 import { add, isPositive, ZERO, type Money } from '../../domain/money.js';
+import type { TaxProfile } from '../../domain/tax-profile.js';
+import { sellerIdentityOf } from '../invoices/seller-tax-identity.js';
+import { lineWordsFor } from '../documents/line-words.js';
 import type { DataContext } from '../context.js';
-import { coretaxXml, MAX_FAKTURS_PER_FILE, unitOfPeriod, type CoretaxFaktur, type CoretaxSeller } from './coretax-xml.js';
+import { coretaxXml, MAX_FAKTURS_PER_FILE, missingBuyerIdentity, unitOfPeriod, type CoretaxFaktur, type CoretaxSeller } from './coretax-xml.js';
+import { creditNotesOf, standingValue } from './faktur-standing.js';
 import { isInMonth, localDate, searchWindow, type TaxMonth } from './tax-month.js';
 
 export interface ExportCoretaxInput {
@@ -34,60 +39,83 @@ export interface CoretaxExport {
   taxAmount: Money;
   files: { path: string; invoices: number }[];
   skipped: SkippedInvoice[];
+  /** Invoices issued before their buyer saved a tax profile, which took the profile standing now. */
+  profilesAttached: string[];
 }
 
 /** Invoices are read, and their lines fetched, this many at a time. */
 const BATCH = 1000;
 
 /**
- * Writes the Coretax import files (TaxInvoiceBulk XML, docs/tax.md) for the taxed invoices paid
+ * Writes the Coretax import files (TaxInvoiceBulk XML, docs/tax.md) for the taxable invoices paid
  * in `month` in BILLING_TIMEZONE, one faktur per invoice dated by its payment, at most 1,000 per
- * file, and marks each invoice exported. An invoice is written once unless `again`; one whose
- * Faktur Pajak number is recorded, or whose buyer is unknown, is skipped with the reason. The
- * files are written inside the transaction that marks the invoices: a file that cannot be
- * written marks none.
+ * file (and one seller NPWP per file), and marks each invoice exported. The faktur holds the value
+ * standing at its first export (credits before it are taken off; an invoice credited in full is
+ * not exported) and names the seller the invoice was made with. An invoice issued before its
+ * buyer saved a tax profile takes the profile standing now, which is kept on it. An invoice is
+ * written once unless `again`; one whose Faktur Pajak number is recorded, or whose buyer is still
+ * unknown, is skipped with the reason. The files are written inside the transaction that marks
+ * the invoices: a file that cannot be written marks none.
  */
 export async function exportCoretax(ctx: DataContext, input: ExportCoretaxInput): Promise<CoretaxExport> {
-  const empty: CoretaxExport = { month: input.month.label, pkp: ctx.config.tax.pkp, invoices: 0, taxBase: ZERO, otherTaxBase: ZERO, taxAmount: ZERO, files: [], skipped: [] };
-  const { pkp, sellerTaxId, sellerNitku } = ctx.config.tax;
-  if (!pkp || !sellerTaxId || !sellerNitku) return empty;
-  const seller: CoretaxSeller = { tin: sellerTaxId, idtku: sellerNitku };
+  const empty: CoretaxExport = { month: input.month.label, pkp: ctx.config.tax.pkp, invoices: 0, taxBase: ZERO, otherTaxBase: ZERO, taxAmount: ZERO, files: [], skipped: [], profilesAttached: [] };
+  if (!ctx.config.tax.pkp) return empty;
   const timeZone = ctx.config.documents.timeZone;
+  const words = lineWordsFor(ctx.config.documents);
 
   return ctx.em.fork().transactional(async (em) => {
     const invoices = (await paidTaxedInvoices(em, input)).filter((i) => isInMonth(i.paidAt!, input.month, timeZone));
     const lines = await firstChargedLines(em, invoices);
-    const fakturs: { invoice: Invoice; faktur: CoretaxFaktur }[] = [];
+    const notes = await creditNotesOf(em, invoices);
+    const profiles = await currentProfiles(em, invoices.filter((i) => !i.buyerTaxProfile));
+    const fakturs: { invoice: Invoice; seller: CoretaxSeller; faktur: CoretaxFaktur }[] = [];
     const skipped: SkippedInvoice[] = [];
+    const profilesAttached: string[] = [];
     for (const invoice of invoices) {
-      const reason = whyNotExportable(invoice);
+      const buyer = invoice.buyerTaxProfile ?? profiles.get(invoice.user.id) ?? null;
+      // The faktur is made at the first export: credits before it are taken off, later ones are corrections.
+      const exportedAt = invoice.taxExportedAt;
+      const before = (notes.get(invoice.id) ?? []).filter((n) => !exportedAt || n.issuedAt <= exportedAt);
+      const value = standingValue(invoice, before);
+      const reason = whyNotExportable(invoice, buyer, value.taxBase);
       if (reason) {
         skipped.push({ invoiceNumber: invoice.number, reason });
         continue;
       }
+      if (!invoice.buyerTaxProfile) {
+        invoice.buyerTaxProfile = buyer;
+        profilesAttached.push(invoice.number);
+      }
+      const identity = sellerIdentityOf(invoice, ctx.config);
       const line = lines.get(invoice.id);
       fakturs.push({
         invoice,
+        seller: { tin: identity.npwp ?? '', idtku: identity.nitku ?? '' },
         faktur: {
           date: localDate(invoice.paidAt!, timeZone),
           reference: invoice.number,
-          buyer: invoice.buyerTaxProfile!,
-          name: line?.description ?? `Invoice ${invoice.number}`,
+          buyer: buyer!,
+          name: line ? words.line(line) : `Invoice ${invoice.number}`,
           unit: unitOfPeriod(line?.kind ?? '', line?.periodStart ?? null, line?.periodEnd ?? null),
-          taxBase: invoice.taxBase,
-          otherTaxBase: invoice.otherTaxBase,
-          vat: invoice.taxAmount,
+          taxBase: value.taxBase,
+          otherTaxBase: value.otherTaxBase,
+          vat: value.taxAmount,
         },
       });
     }
 
     const files: CoretaxExport['files'] = [];
     const base = input.out ?? `coretax-${input.month.label}.xml`;
-    for (let start = 0; start < fakturs.length; start += MAX_FAKTURS_PER_FILE) {
-      const chunk = fakturs.slice(start, start + MAX_FAKTURS_PER_FILE).map((f) => f.faktur);
-      const path = numberedPath(base, files.length + 1);
-      await writeExport(path, coretaxXml(seller, chunk));
-      files.push({ path, invoices: chunk.length });
+    // One file holds one seller's fakturs (its TIN heads the file): a changed NPWP starts a new file.
+    const sellers = [...new Set(fakturs.map((f) => `${f.seller.tin}/${f.seller.idtku}`))];
+    for (const key of sellers) {
+      const ofSeller = fakturs.filter((f) => `${f.seller.tin}/${f.seller.idtku}` === key);
+      for (let start = 0; start < ofSeller.length; start += MAX_FAKTURS_PER_FILE) {
+        const chunk = ofSeller.slice(start, start + MAX_FAKTURS_PER_FILE);
+        const path = numberedPath(base, files.length + 1);
+        await writeExport(path, coretaxXml(chunk[0].seller, chunk.map((f) => f.faktur)));
+        files.push({ path, invoices: chunk.length });
+      }
     }
     const now = ctx.clock.now();
     for (const { invoice } of fakturs) invoice.taxExportedAt ??= now;
@@ -102,16 +130,29 @@ export async function exportCoretax(ctx: DataContext, input: ExportCoretaxInput)
       taxAmount: add(ZERO, ...exported.map((f) => f.vat)),
       files,
       skipped,
+      profilesAttached,
     };
   });
 }
 
-/** Paid invoices with PPN whose payment falls near the month (searchWindow), oldest payment first; locked on PostgreSQL against a second export at once. */
+/** The tax profile each of these invoices' buyers has saved by now, by user id. */
+async function currentProfiles(em: EntityManager, invoices: Invoice[]): Promise<Map<string, TaxProfile>> {
+  const ids = [...new Set(invoices.map((i) => i.user.id))];
+  if (ids.length === 0) return new Map();
+  const users = await em.find(User, { id: { $in: ids } }, { fields: ['taxProfile'] });
+  return new Map(users.filter((u) => u.taxProfile).map((u) => [u.id, u.taxProfile!]));
+}
+
+/**
+ * Paid taxable invoices (a DPP above zero, whatever their PPN rounds to) whose payment falls near
+ * the month (searchWindow), oldest payment first; locked on PostgreSQL against a second export at once.
+ */
 async function paidTaxedInvoices(em: EntityManager, input: ExportCoretaxInput): Promise<Invoice[]> {
   const { from, to } = searchWindow(input.month);
   const where = {
     status: 'paid' as const,
-    taxAmount: { $gt: ZERO },
+    taxBehavior: { $ne: 'none' as const },
+    taxBase: { $gt: ZERO },
     paidAt: { $gte: from, $lt: to },
     ...(input.again ? {} : { taxExportedAt: null }),
   };
@@ -140,16 +181,14 @@ async function firstChargedLines(em: EntityManager, invoices: Invoice[]): Promis
 }
 
 /** Why an invoice cannot go into the import file, or null. */
-function whyNotExportable(invoice: Invoice): string | null {
+function whyNotExportable(invoice: Invoice, buyer: TaxProfile | null, taxBase: Money): string | null {
   if (invoice.taxInvoiceNumber) {
     return `its Faktur Pajak ${invoice.taxInvoiceNumber} is already recorded: an approved faktur is corrected in Coretax, never imported again`;
   }
-  const buyer = invoice.buyerTaxProfile;
-  if (!buyer) return 'no buyer tax profile (NPWP or NIK) when it was issued: a faktur must name its buyer; make this one in Coretax by hand';
-  if (buyer.buyer_type === 'business' ? !buyer.npwp : !buyer.nik) return `its buyer tax profile has no ${buyer.buyer_type === 'business' ? 'NPWP' : 'NIK'}`;
-  // Never a negative or zero amount: a credit is not a negative faktur (tax/CORETAX.md §3).
-  if (![invoice.taxBase, invoice.otherTaxBase, invoice.taxAmount].every(isPositive)) return 'its DPP, DPP Nilai Lain and PPN are not all above zero';
-  return null;
+  // Never a negative or empty faktur: a credit is not a negative faktur.
+  if (!isPositive(taxBase)) return 'credited in full before its first export: no faktur is made for it';
+  if (!buyer) return 'no buyer tax profile (NPWP, NIK, passport or other document): it is exported once the buyer saves one (PUT /tax-profile/)';
+  return missingBuyerIdentity(buyer);
 }
 
 /** The n-th file of an export: FILE, then FILE with -2, -3 … before its extension. */

@@ -1,87 +1,125 @@
 import { CreditNote } from '../../db/entities/credit-note.js';
-import type { Invoice } from '../../db/entities/invoice.js';
-import { add, subtract, ZERO, type Money } from '../../domain/money.js';
-import type { TaxAction } from '../../domain/tax.js';
+import { Invoice } from '../../db/entities/invoice.js';
+import { Payment } from '../../db/entities/payment.js';
+import { isPositive, type Money } from '../../domain/money.js';
+import type { FakturValue, TaxAction } from '../../domain/tax.js';
 import type { DataContext } from '../context.js';
+import { creditsTax } from '../credit-notes/issue-credit-note.js';
+import { creditNotesOf, standingValue } from './faktur-standing.js';
 import { isInMonth, localDate, searchWindow, type TaxMonth } from './tax-month.js';
 
+/**
+ * What happened to a faktur: a credit note that takes DPP off (`credit_note`), a chargeback or a
+ * write-off (PPN stands), or an invoice credited in full before its first export, which no
+ * faktur will ever hold (`not_exported`).
+ */
+export type TaxCorrectionKind = 'credit_note' | 'chargeback' | 'write_off' | 'not_exported';
+
 export interface TaxCorrection {
-  creditNoteNumber: string;
+  kind: TaxCorrectionKind;
+  /** The credit note, null for a full chargeback or a write-off (which issue none). */
+  creditNoteNumber: string | null;
   /** YYYY-MM-DD in BILLING_TIMEZONE. */
   issuedOn: string;
+  at: Date;
   invoiceNumber: string;
   /** The invoice's Faktur Pajak number, null until `billing-admin tax record`. */
   taxInvoiceNumber: string | null;
+  /** The money credited, charged back or written off. */
   amount: Money;
+  /** The PPN taken off the faktur ("0.00" when PPN stands). */
   taxAmount: Money;
-  taxAction: Exclude<TaxAction, 'none'>;
-  /** The invoice's PPN not yet credited, before and after this credit note. */
-  taxBefore: Money;
-  taxAfter: Money;
+  taxAction: TaxAction;
+  /** The faktur's DPP, DPP Nilai Lain and PPN before and after, as Coretax computes them. */
+  before: FakturValue;
+  after: FakturValue;
   /** What the finance team does in Coretax, in one line. */
   instruction: string;
 }
 
 /**
- * The credit notes issued in `month` (BILLING_TIMEZONE) that need a correction in Coretax, oldest
- * first, each with what to do there: Coretax takes corrections in its own screens, not by import
- * (tax/CORETAX.md §3, docs/tax.md).
+ * What happened in `month` (BILLING_TIMEZONE) to fakturs already exported, oldest first, each with
+ * what to do in Coretax, which takes corrections in its own screens, never by import (docs/tax.md,
+ * "tax corrections"): credit notes that take DPP off; chargebacks and write-offs, where PPN
+ * stands. A faktur never exported needs no correction: its export holds the value after its
+ * credits; one credited in full before it is listed as never to be exported.
  */
 export async function listTaxCorrections(ctx: DataContext, month: TaxMonth): Promise<TaxCorrection[]> {
   const timeZone = ctx.config.documents.timeZone;
   const { from, to } = searchWindow(month);
+  const inMonth = (at: Date) => isInMonth(at, month, timeZone);
+  const exportedBy = (invoice: Invoice, at: Date) => invoice.taxExportedAt !== null && invoice.taxExportedAt <= at;
+  const taxable = { taxBehavior: { $ne: 'none' as const }, taxBase: { $gt: '0.00' } };
+
   const notes = (
-    await ctx.em.find(
-      CreditNote,
-      { issuedAt: { $gte: from, $lt: to }, taxAction: { $ne: 'none' } },
-      { populate: ['invoice'], orderBy: [{ issuedAt: 'asc' }, { number: 'asc' }] },
-    )
-  ).filter((n) => isInMonth(n.issuedAt, month, timeZone));
-  const creditedBefore = await taxCreditedBefore(ctx, notes);
-  return notes.map((note) => {
+    await ctx.em.find(CreditNote, { issuedAt: { $gte: from, $lt: to }, invoice: taxable }, { populate: ['invoice'], orderBy: [{ issuedAt: 'asc' }, { number: 'asc' }] })
+  ).filter((n) => inMonth(n.issuedAt));
+  const chargedBack = (
+    await ctx.em.find(Payment, { status: 'charged_back', updatedAt: { $gte: from, $lt: to }, invoice: { ...taxable, taxExportedAt: { $ne: null } } }, { populate: ['invoice'] })
+  ).filter((p) => inMonth(p.updatedAt!) && exportedBy(p.invoice!, p.updatedAt!));
+  const writtenOff = (
+    await ctx.em.find(Invoice, { ...taxable, status: 'uncollectible', updatedAt: { $gte: from, $lt: to }, taxExportedAt: { $ne: null } })
+  ).filter((i) => inMonth(i.updatedAt) && exportedBy(i, i.updatedAt));
+  const allNotes = await creditNotesOf(ctx.em, [...notes.map((n) => n.invoice), ...chargedBack.map((p) => p.invoice!), ...writtenOff]);
+  /** The faktur's value once the notes of its invoice issued up to `at` are taken off. */
+  const valueAt = (invoice: Invoice, at: Date) => standingValue(invoice, (allNotes.get(invoice.id) ?? []).filter((n) => n.issuedAt <= at));
+
+  const rows: TaxCorrection[] = [];
+  const row = (kind: TaxCorrectionKind, invoice: Invoice, at: Date, fields: Pick<TaxCorrection, 'creditNoteNumber' | 'amount' | 'taxAmount' | 'taxAction' | 'before' | 'after'>) =>
+    rows.push({ kind, issuedOn: localDate(at, timeZone), at, invoiceNumber: invoice.number, taxInvoiceNumber: invoice.taxInvoiceNumber, ...fields, instruction: '' });
+
+  for (const note of notes) {
     const invoice = note.invoice;
-    const taxBefore = subtract(invoice.taxAmount, creditedBefore.get(note.id) ?? ZERO);
-    const taxAfter = subtract(taxBefore, note.taxAmount);
-    const action = note.taxAction as TaxCorrection['taxAction'];
-    return {
-      creditNoteNumber: note.number,
-      issuedOn: localDate(note.issuedAt, timeZone),
-      invoiceNumber: invoice.number,
-      taxInvoiceNumber: invoice.taxInvoiceNumber,
-      amount: note.amount,
-      taxAmount: note.taxAmount,
-      taxAction: action,
-      taxBefore,
-      taxAfter,
-      instruction: instructionFor(action, invoice, taxBefore, taxAfter),
-    };
-  });
-}
-
-/** For each note, the PPN its invoice's earlier credit notes (of any month) already credited. */
-async function taxCreditedBefore(ctx: DataContext, notes: CreditNote[]): Promise<Map<string, Money>> {
-  const invoiceIds = [...new Set(notes.map((n) => n.invoice.id))];
-  const all = invoiceIds.length === 0 ? [] : await ctx.em.find(CreditNote, { invoice: { $in: invoiceIds } }, { orderBy: [{ issuedAt: 'asc' }, { number: 'asc' }] });
-  const running = new Map<string, Money>();
-  const before = new Map<string, Money>();
-  for (const note of all) {
-    const soFar = running.get(note.invoice.id) ?? ZERO;
-    before.set(note.id, soFar);
-    running.set(note.invoice.id, add(soFar, note.taxAmount));
+    const ofInvoice = allNotes.get(invoice.id) ?? [];
+    const index = ofInvoice.findIndex((n) => n.id === note.id);
+    const before = standingValue(invoice, ofInvoice.slice(0, index));
+    const takesDpp = creditsTax(note.reason) && isPositive(note.taxBase);
+    const after = takesDpp ? standingValue(invoice, ofInvoice.slice(0, index + 1)) : before;
+    const fields = { creditNoteNumber: note.number, amount: note.amount, before, after };
+    if (!exportedBy(invoice, note.issuedAt)) {
+      // Never exported: the export will hold the value after this note, unless nothing is left.
+      if (takesDpp && !isPositive(after.taxBase)) row('not_exported', invoice, note.issuedAt, { ...fields, taxAmount: '0.00', taxAction: 'none', after: before });
+      continue;
+    }
+    if (takesDpp) row('credit_note', invoice, note.issuedAt, { ...fields, taxAmount: note.taxAmount, taxAction: note.taxAction });
+    else if (note.reason === 'chargeback') row('chargeback', invoice, note.issuedAt, { ...fields, taxAmount: '0.00', taxAction: 'none' });
   }
-  return before;
+  for (const payment of chargedBack) {
+    const value = valueAt(payment.invoice!, payment.updatedAt!);
+    const amount = isPositive(payment.chargebackAmount) ? payment.chargebackAmount : payment.grossAmount;
+    row('chargeback', payment.invoice!, payment.updatedAt!, { creditNoteNumber: null, amount, taxAmount: '0.00', taxAction: 'none', before: value, after: value });
+  }
+  for (const invoice of writtenOff) {
+    const value = valueAt(invoice, invoice.updatedAt);
+    row('write_off', invoice, invoice.updatedAt, { creditNoteNumber: null, amount: invoice.totalAmount, taxAmount: '0.00', taxAction: 'none', before: value, after: value });
+  }
+  rows.sort((a, b) => a.at.getTime() - b.at.getTime() || (a.creditNoteNumber ?? '').localeCompare(b.creditNoteNumber ?? ''));
+  for (const r of rows) r.instruction = instructionFor(r);
+  return rows;
 }
 
-function instructionFor(action: TaxCorrection['taxAction'], invoice: Invoice, taxBefore: Money, taxAfter: Money): string {
-  const faktur = invoice.taxInvoiceNumber
-    ? `Faktur Pajak ${invoice.taxInvoiceNumber}`
-    : `the Faktur Pajak of ${invoice.number} (its number is not recorded yet: billing-admin tax record)`;
-  switch (action) {
+const valueText = (v: FakturValue) => `DPP ${v.taxBase}, DPP Nilai Lain ${v.otherTaxBase}, PPN ${v.taxAmount}`;
+
+function instructionFor(r: TaxCorrection): string {
+  const faktur = r.taxInvoiceNumber ? `Faktur Pajak ${r.taxInvoiceNumber}` : `the Faktur Pajak of ${r.invoiceNumber} (its number is not recorded yet: billing-admin tax record)`;
+  switch (r.kind) {
+    case 'not_exported':
+      return `Credited in full before its first export: no faktur was made for ${r.invoiceNumber} and none will be; nothing to do in Coretax.`;
+    case 'chargeback':
+      return `PPN stands: a chargeback is a dispute, not a price change, and takes no PPN off; ${faktur} keeps ${valueText(r.before)}. Nothing to do in Coretax.`;
+    case 'write_off':
+      return `PPN stands: an invoice written off as uncollectible takes no PPN off; ${faktur} keeps ${valueText(r.before)}. Nothing to do in Coretax.`;
+    case 'credit_note':
+      break;
+  }
+  switch (r.taxAction) {
     case 'buyer_cancellation_note':
-      return `Ask the buyer to make a Nota Pembatalan in Coretax for ${faktur} (PMK 81/2024 Pasal 289); its PPN of ${taxBefore} is cancelled only when DJP approves the note.`;
+      return `Ask the buyer to make a Nota Pembatalan in Coretax for ${faktur}; its ${valueText(r.before)} are cancelled only when DJP approves the note.`;
     case 'amendment':
-      return `Amend ${faktur} in Coretax (Faktur Pajak Pengganti: e-Faktur, Pajak Keluaran, Amend) to the value after this credit, PPN ${taxBefore} to ${taxAfter}; the buyer approves the replacement.`;
+      return `Amend ${faktur} in Coretax (Faktur Pajak Pengganti: e-Faktur, Pajak Keluaran, Amend) to the value after this credit: DPP ${r.before.taxBase} to ${r.after.taxBase}, DPP Nilai Lain ${r.before.otherTaxBase} to ${r.after.otherTaxBase}, PPN ${r.before.taxAmount} to ${r.after.taxAmount}; the buyer approves the replacement.`;
     case 'cancel_and_reissue':
       return `Cancel ${faktur} in Coretax (the buyer confirms the cancellation) and make a new faktur naming the right buyer.`;
+    case 'none':
+      return 'Nothing to do in Coretax.';
   }
 }

@@ -1,13 +1,14 @@
 import { User } from '../../db/entities/user.js';
 import { NotFoundError } from '../../domain/errors.js';
-import { parseTaxProfile, type TaxProfile, type TaxProfileInput } from '../../domain/tax-profile.js';
+import { completeTaxProfile, parseTaxProfile, type TaxProfile, type TaxProfileInput } from '../../domain/tax-profile.js';
 import type { DataContext } from '../context.js';
 
 /** The user's tax profile (GET /tax-profile/); 404 until one is saved. */
 export async function getTaxProfile(ctx: DataContext, userId: string): Promise<TaxProfile> {
   const user = await ctx.em.findOneOrFail(User, { id: userId }, { fields: ['taxProfile'] });
-  if (!user.taxProfile) throw new NotFoundError('Tax profile');
-  return user.taxProfile;
+  const profile = completeTaxProfile(user.taxProfile);
+  if (!profile) throw new NotFoundError('Tax profile');
+  return profile;
 }
 
 /**

@@ -9,7 +9,7 @@ const SELLER = { tin: '0012345678091000', idtku: '0012345678091000000000' };
 const faktur = (over: Partial<CoretaxFaktur> = {}): CoretaxFaktur => ({
   date: '2026-03-05',
   reference: 'INV-2026-000001',
-  buyer: { buyer_type: 'business', npwp: '0012345678091000', nitku: '0012345678091000000000', nik: null, name: 'PT A', address: 'Jakarta', email: null },
+  buyer: { buyer_type: 'business', npwp: '0012345678091000', nitku: '0012345678091000000000', nik: null, passport: null, country: null, document_number: null, name: 'PT A', address: 'Jakarta', email: null },
   name: 'Pro',
   unit: 'UM.0024',
   taxBase: '150000.00',

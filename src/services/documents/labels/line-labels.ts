@@ -1,0 +1,24 @@
+/*
+ * The words of invoice and credit-note lines, one catalogue per language (line-labels-id-ID.ts,
+ * line-labels-en-US.ts). A line stores what it is (its subject: {type: 'remaining_time', plan:
+ * 'Pro'}); its words are made here when a document or a faktur is rendered, in the document's
+ * language (docs/documents.md). Dates come formatted (format.ts).
+ */
+
+export type IntervalWord = 'day' | 'week' | 'month' | 'year';
+
+export interface LineLabels {
+  /** A new subscription's first period: "Pro (first 1 month)". */
+  firstPeriod: (plan: string, count: number, unit: IntervalWord) => string;
+  /** A renewal's period, its days formatted: "Pro (1 March 2026 to 1 April 2026)". */
+  period: (plan: string, start: string, end: string) => string;
+  /** A plan change's credit for the old plan's unused time. */
+  unusedTime: (plan: string) => string;
+  /** A plan change's charge for the new plan's remaining time. */
+  remainingTime: (plan: string) => string;
+  /** A plan change that starts a new period. */
+  newPeriod: (plan: string) => string;
+  refund: (refund: string, order: string, invoice: string) => string;
+  /** `total`: all that was charged back on the payment, formatted. */
+  chargeback: (order: string, invoice: string, total: string) => string;
+}

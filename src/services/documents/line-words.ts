@@ -1,0 +1,64 @@
+import type { LineSubject } from '../../db/entities/invoice.js';
+import { LINES_EN_US } from './labels/line-labels-en-US.js';
+import { LINES_ID_ID } from './labels/line-labels-id-ID.js';
+import type { IntervalWord, LineLabels } from './labels/line-labels.js';
+import { type LocaleSettings } from './labels/labels.js';
+import { localisation } from './labels/localisation.js';
+
+/*
+ * NOTE: a line's words are rendered when its document is, in the document's language
+ * (BILLING_LOCALE): the line stores what it is (`subject`), never words of one language. A line
+ * made before subjects were kept, or of a subject this catalogue does not know, keeps its stored
+ * description (docs/documents.md).
+ */
+
+export interface LineWords {
+  line(line: { description: string; subject: LineSubject | null }, currency?: string): string;
+}
+
+const INTERVALS: readonly string[] = ['day', 'week', 'month', 'year'];
+
+function linesFor(locale: string): LineLabels {
+  return new Intl.Locale(locale).language === 'id' ? LINES_ID_ID : LINES_EN_US;
+}
+
+/** The words of lines in the language of `settings`. */
+export function lineWordsFor(settings: LocaleSettings): LineWords {
+  const words = linesFor(settings.locale);
+  const { format } = localisation(settings);
+  return {
+    line({ description, subject }, currency = 'IDR') {
+      if (!subject) return description;
+      const text = (key: string) => (typeof subject[key] === 'string' ? (subject[key] as string) : null);
+      const plan = text('plan');
+      switch (subject.type) {
+        case 'first_period': {
+          const count = subject.count;
+          const unit = text('unit');
+          if (!plan || typeof count !== 'number' || !unit || !INTERVALS.includes(unit)) return description;
+          return words.firstPeriod(plan, count, unit as IntervalWord);
+        }
+        case 'period': {
+          const [start, end] = [text('start'), text('end')];
+          return plan && start && end ? words.period(plan, format.day(start), format.day(end)) : description;
+        }
+        case 'unused_time':
+          return plan ? words.unusedTime(plan) : description;
+        case 'remaining_time':
+          return plan ? words.remainingTime(plan) : description;
+        case 'new_period':
+          return plan ? words.newPeriod(plan) : description;
+        case 'refund': {
+          const [refund, order, invoice] = [text('refund'), text('order'), text('invoice')];
+          return refund && order && invoice ? words.refund(refund, order, invoice) : description;
+        }
+        case 'chargeback': {
+          const [order, invoice, total] = [text('order'), text('invoice'), text('total')];
+          return order && invoice && total ? words.chargeback(order, invoice, format.money(total, currency)) : description;
+        }
+        default:
+          return description;
+      }
+    },
+  };
+}
