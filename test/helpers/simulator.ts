@@ -175,3 +175,38 @@ export async function until(cond: () => boolean, ms = 3000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/** Anything that can reach the simulator's control API over HTTP (a TestServer). */
+interface SimulatorControl {
+  request(method: string, path: string, options?: { body?: unknown }): Promise<{ status: number; body: any; text: string }>;
+}
+
+/**
+ * The notification proxy: from now on the simulator keeps back the notifications of `orderId`
+ * (of every order when omitted) until releaseNotifications sends them, in the order asked.
+ */
+export async function holdNotifications(server: SimulatorControl, orderId?: string): Promise<void> {
+  const res = await server.request('POST', '/_simulator/notifications/hold', { body: orderId ? { order_id: orderId } : {} });
+  if (res.status !== 200) throw new Error(`hold: ${res.status} ${res.text}`);
+}
+
+/** What the proxy holds now, oldest first. */
+export async function heldNotifications(server: SimulatorControl): Promise<{ id: number; order_id: string; transaction_status: string }[]> {
+  const res = await server.request('GET', '/_simulator/notifications/held');
+  if (res.status !== 200) throw new Error(`held: ${res.status} ${res.text}`);
+  return res.body.held;
+}
+
+/**
+ * Sends the held notifications (of `order_id`, or all) newest first, oldest first, or exactly
+ * `ids` in that order; each leaves once the one before has been answered. Returns them with
+ * the webhook's answers.
+ */
+export async function releaseNotifications(
+  server: SimulatorControl,
+  request: { order?: 'newest_first' | 'oldest_first'; order_id?: string; ids?: number[]; drop?: boolean; keep_holding?: boolean } = {},
+): Promise<{ id: number; order_id: string; transaction_status: string; outcomes: { http_status: number | null }[] }[]> {
+  const res = await server.request('POST', '/_simulator/notifications/release', { body: request });
+  if (res.status !== 200) throw new Error(`release: ${res.status} ${res.text}`);
+  return res.body.released;
+}
