@@ -93,6 +93,12 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     bought[label] = { number: body.number, id: body.id, user, orderId: created.body.payment.order_id, body };
   }
 
+  /**
+   * The CLI runs on the wall clock, the server on the test's: an export's stamp is moved to the
+   * test's clock, so that what happens after it in the story happens after it in time.
+   */
+  const onTestClock = () => em().nativeUpdate(Invoice, { taxExportedAt: { $gt: clock.now() } }, { taxExportedAt: clock.now() });
+
   /** The XML with each invoice number replaced by the label of its buyer: the golden file does not depend on numbering. */
   const normalised = (xml: string) => Object.entries(bought).reduce((s, [label, b]) => s.replaceAll(`>${b.number}<`, `>{{${label}}}<`), xml);
 
@@ -122,7 +128,7 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     expect(human.stdout).toMatch(/not a PKP.*nothing to export/);
     const json = await tax(['export', '--month', '2026-03', '--json'], notPkp);
     expect(json.code).toBe(0);
-    expect(json.json).toEqual({ month: '2026-03', invoices: 0, tax_base: '0.00', other_tax_base: '0.00', tax_amount: '0.00', files: [], skipped: [] });
+    expect(json.json).toEqual({ month: '2026-03', invoices: 0, tax_base: '0.00', other_tax_base: '0.00', tax_amount: '0.00', files: [], skipped: [], profiles_attached: [] });
     expect(await readdir(dir)).toEqual([]);
     expect((await stored(bought.business.number)).taxExportedAt).toBeNull();
   });
@@ -152,6 +158,7 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
         tax_amount: add(...exported.map((i) => i.tax_amount)),
         files: ['coretax-2026-03.xml'],
         skipped: [{ invoice_number: bought.anonymous.number, reason: expect.stringMatching(/^no buyer tax profile/) }],
+        profiles_attached: [],
       });
       const xml = await readFile(join(dir, 'coretax-2026-03.xml'), 'utf8');
       expect(xml).toContain('<BuyerName>PT Contoh &amp; &lt;Anak&gt; "Jaya"</BuyerName>');
@@ -199,14 +206,16 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
       for (const amount of [sum('TaxBase'), sum('VAT')]) expect(compare(amount, '0.00')).toBe(1);
 
       for (const label of ['person', 'business', 'branch', 'refunded']) expect((await stored(bought[label].number)).taxExportedAt).not.toBeNull();
+      await onTestClock();
       for (const label of ['untaxed', 'anonymous', 'late']) expect((await stored(bought[label].number)).taxExportedAt).toBeNull();
       // Paid on 28 February in UTC, on 1 March in Jakarta: not February's.
       expect((await tax(['export', '--month', '2026-02', '--json'])).json).toMatchObject({ invoices: 0, files: [] });
     },
   );
 
-  it("a refunded invoice is exported once: the second export without --again writes nothing, and its credit notes are listed by tax corrections with what to do in Coretax", { timeout: 60_000 }, async () => {
-    clock.set(new Date('2026-03-20T03:00:00.000Z'));
+  it("a refunded invoice is exported once: the second export without --again writes nothing, and its credit notes after the export are listed by tax corrections with the faktur's values before and after and what to do in Coretax", { timeout: 60_000 }, async () => {
+    // After March's export (made at the clock's 31 March): the credits correct an exported faktur.
+    clock.set(new Date('2026-04-02T03:00:00.000Z'));
     const { orm, config, gateway } = server.running.billing;
     const ctx = () => ({ em: orm.em.fork() as EntityManager, config, gateway, clock });
     await refundPaymentAsStaff(ctx(), bought.refunded.orderId, { amount: '55500', reason: 'a partial refund', keepSubscription: true });
@@ -219,29 +228,35 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     const human = await tax(['export', '--month', '2026-03']);
     expect(human.stdout).toContain('No taxed invoice paid in 2026-03 is left to export');
 
-    const listed = await tax(['corrections', '--month', '2026-03', '--json']);
+    const listed = await tax(['corrections', '--month', '2026-04', '--json']);
     expect(listed.code, listed.stderr).toBe(0);
+    const value = (tax_base: string, other_tax_base: string, tax_amount: string) => ({ tax_base, other_tax_base, tax_amount });
     expect(listed.json).toEqual([
       {
-        credit_note_number: expect.stringMatching(/^CN-2026-\d{6}$/), issued_on: '2026-03-20', invoice_number: bought.refunded.number, tax_invoice_number: null,
-        amount: '55500.00', tax_amount: '5500.00', tax_action: 'amendment', instruction: expect.stringContaining('PPN 16500.00 to 11000.00'),
+        kind: 'credit_note', credit_note_number: expect.stringMatching(/^CN-2026-\d{6}$/), issued_on: '2026-04-02', invoice_number: bought.refunded.number, tax_invoice_number: null,
+        amount: '55500.00', tax_amount: '5500.00', tax_action: 'amendment',
+        before: value('150000.00', '137500.00', '16500.00'), after: value('100000.00', '91666.67', '11000.00'),
+        instruction: expect.stringContaining('PPN 16500.00 to 11000.00'),
       },
       {
-        credit_note_number: expect.stringMatching(/^CN-2026-\d{6}$/), issued_on: '2026-03-20', invoice_number: bought.refunded.number, tax_invoice_number: null,
-        amount: '111000.00', tax_amount: '11000.00', tax_action: 'buyer_cancellation_note', instruction: expect.stringContaining('Nota Pembatalan'),
+        kind: 'credit_note', credit_note_number: expect.stringMatching(/^CN-2026-\d{6}$/), issued_on: '2026-04-02', invoice_number: bought.refunded.number, tax_invoice_number: null,
+        amount: '111000.00', tax_amount: '11000.00', tax_action: 'buyer_cancellation_note',
+        before: value('100000.00', '91666.67', '11000.00'), after: value('0.00', '0.00', '0.00'),
+        instruction: expect.stringContaining('Nota Pembatalan'),
       },
     ]);
-    const table = await tax(['corrections', '--month', '2026-03']);
-    expect(table.stdout).toMatch(/credit_note_number\s+issued_on\s+invoice_number\s+tax_invoice_number\s+amount\s+tax_amount\s+tax_action/);
-    expect(table.stdout).toContain(`${listed.json[1].credit_note_number}: Ask the buyer to make a Nota Pembatalan`);
-    expect((await tax(['corrections', '--month', '2026-04'])).stdout).toContain('No credit note issued in 2026-04 needs a correction');
+    const table = await tax(['corrections', '--month', '2026-04']);
+    expect(table.stdout).toMatch(/kind\s+credit_note_number\s+issued_on\s+invoice_number\s+tax_invoice_number\s+amount\s+tax_amount\s+tax_action/);
+    expect(table.stdout).toContain(`${listed.json[0].credit_note_number} (${bought.refunded.number}): DPP 150000.00 -> 100000.00, DPP Nilai Lain 137500.00 -> 91666.67, PPN 16500.00 -> 11000.00`);
+    expect(table.stdout).toContain('  Ask the buyer to make a Nota Pembatalan');
+    expect((await tax(['corrections', '--month', '2026-03'])).stdout).toContain('No exported faktur was credited, charged back or written off in 2026-03');
   });
 
   it('tax record stores the number Coretax assigned, once; a malformed, different or reused number, an unknown or an untaxed invoice is refused with one line', { timeout: 120_000 }, async () => {
     const nsfp = '04002500000000001';
     const recorded = await tax(['record', bought.business.number.toLowerCase(), '04.00-2500.0000.00001', '--json']);
     expect(recorded.code, recorded.stderr).toBe(0);
-    expect(recorded.json).toEqual({ invoice_number: bought.business.number, tax_invoice_number: nsfp, already_recorded: false });
+    expect(recorded.json).toEqual({ invoice_number: bought.business.number, tax_invoice_number: nsfp, already_recorded: false, replaced: null });
     const shown = await server.api('GET', `/invoices/${bought.business.id}/`, { auth: bought.business.user });
     expect(shown.body.tax_invoice_number).toBe(nsfp);
 
@@ -256,6 +271,13 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
       [[bought.branch.number, '04002500000000x01'], 2, /^error: validation_error: A Faktur Pajak number has 17 digits/],
       [['INV-2099-999999', '04002500000000003'], 4, /^error: not_found: Invoice INV-2099-999999 not found/],
       [[bought.untaxed.number, '04002500000000004'], 3, /^error: invalid_state: Invoice INV-\S+ carries no PPN/],
+      // The shape: transaction code 04 only, status 00 (normal) or 01 (replacement).
+      [[bought.branch.number, '01002500000000005'], 2, /^error: validation_error: Faktur Pajak 01002500000000005 has transaction code 01; this service exports code 04/],
+      [[bought.branch.number, '04092500000000005'], 2, /^error: validation_error: Faktur Pajak 04092500000000005 has status 09; a status is 00 \(normal\) or 01 \(replacement\)/],
+      [[bought.branch.number, '04902500000000005'], 2, /^error: validation_error: Faktur Pajak 04902500000000005 has status 90/],
+      // A replacement needs its original, with the same serial.
+      [[bought.branch.number, '04012500000000005'], 3, /^error: invalid_state: Faktur Pajak 04012500000000005 is a replacement \(status 01\): record the original/],
+      [[bought.business.number, '04012500000000009'], 3, /^error: conflict: Invoice INV-\S+ has Faktur Pajak 04002500000000001; a replacement keeps its original's serial \(04012500000000001\)/],
     ];
     for (const [args, code, message] of refusals) {
       const res = await tax(['record', ...args]);
@@ -265,6 +287,13 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     }
     expect((await stored(bought.branch.number)).taxInvoiceNumber).toBeNull();
 
+    // A replacement (status 01, the original's serial) is taken after the original.
+    const replacement = '04012500000000001';
+    const replaced = await tax(['record', bought.business.number, '04.01-25.00000000001', '--json']);
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(replaced.json).toEqual({ invoice_number: bought.business.number, tax_invoice_number: replacement, already_recorded: false, replaced: nsfp });
+    expect((await server.api('GET', `/invoices/${bought.business.id}/`, { auth: bought.business.user })).body.tax_invoice_number).toBe(replacement);
+
     // --again writes the exported invoices again, except the one Coretax approved; the first export's time stays.
     const first = (await stored(bought.person.number)).taxExportedAt;
     clock.set(new Date('2026-03-25T03:00:00.000Z'));
@@ -272,7 +301,7 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.json).toMatchObject({ invoices: 3, files: ['again.xml'] });
     expect(again.json.skipped).toEqual([
-      { invoice_number: bought.business.number, reason: expect.stringContaining(`Faktur Pajak ${nsfp} is already recorded`) },
+      { invoice_number: bought.business.number, reason: expect.stringContaining('Faktur Pajak 04012500000000001 is already recorded') },
       { invoice_number: bought.anonymous.number, reason: expect.stringMatching(/^no buyer tax profile/) },
     ]);
     expect(fakturs(parseXml(await readFile(join(dir, 'again.xml'), 'utf8'))).map((f) => text(f, 'RefDesc'))).toEqual(
