@@ -48,7 +48,8 @@ export async function listTaxCorrections(ctx: DataContext, month: TaxMonth): Pro
   const timeZone = ctx.config.documents.timeZone;
   const { from, to } = searchWindow(month);
   const inMonth = (at: Date) => isInMonth(at, month, timeZone);
-  const exportedBy = (invoice: Invoice, at: Date) => invoice.taxExportedAt !== null && invoice.taxExportedAt <= at;
+  // A credit at the export's very instant is in the exported faktur (export-coretax.ts takes off those up to it).
+  const exportedBy = (invoice: Invoice, at: Date) => invoice.taxExportedAt !== null && invoice.taxExportedAt < at;
   const taxable = { taxBehavior: { $ne: 'none' as const }, taxBase: { $gt: '0.00' } };
 
   const notes = (
