@@ -56,15 +56,15 @@ function methodFields(req: ChargeRequest): Record<string, unknown> {
       return { shopeepay: req.callbackUrl ? { callback_url: req.callbackUrl } : {} };
     case 'credit_card': {
       if (typeof req.cardToken !== 'string' || req.cardToken.trim() === '') throw invalid('cardToken is required for credit_card');
-      return {
-        credit_card: {
-          token_id: req.cardToken,
-          // A merchant-initiated renewal has no customer present to pass 3-D Secure.
-          authentication: !req.merchantInitiated,
-          save_token_id: req.saveCard === true,
-          initiated_by: req.merchantInitiated ? 'merchant' : 'customer',
-        },
+      const card: Record<string, unknown> = {
+        token_id: req.cardToken,
+        // A merchant-initiated renewal has no customer present to pass 3-D Secure.
+        authentication: !req.merchantInitiated,
+        save_token_id: req.saveCard === true,
+        initiated_by: req.merchantInitiated ? 'merchant' : 'customer',
       };
+      if (req.authorizeOnly) card['type'] = 'authorize';
+      return { credit_card: card };
     }
     default:
       throw invalid(`paymentType must be one of ${GATEWAY_PAYMENT_TYPES.join(', ')}`);

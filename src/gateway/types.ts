@@ -22,6 +22,11 @@ export interface ChargeRequest {
   saveCard?: boolean;
   /** credit_card recurring charge made without the customer present. */
   merchantInitiated?: boolean;
+  /**
+   * credit_card: a pre-authorisation (credit_card.type "authorize"): the amount is held on the
+   * card, no money moves until a capture, and a cancel releases the hold.
+   */
+  authorizeOnly?: boolean;
   customer?: { firstName?: string; lastName?: string; email?: string; phone?: string };
   /** Prices are decimal strings; Σ price × quantity must equal grossAmount. */
   items?: { id: string; name: string; price: string; quantity: number }[];

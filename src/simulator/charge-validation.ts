@@ -21,7 +21,8 @@ export interface ValidCharge {
   bank: SimBank | null;
   custom_va_number: string | null;
   custom_bill_key: string | null;
-  card: { token_id: string | null; save_token_id: boolean; authentication: boolean; initiated_by: 'customer' | 'merchant' } | null;
+  /** authorize_only: credit_card.type "authorize", a pre-authorisation that holds the amount and moves no money. */
+  card: { token_id: string | null; save_token_id: boolean; authentication: boolean; initiated_by: 'customer' | 'merchant'; authorize_only: boolean } | null;
   acquirer: string;
   callback_url: string | null;
   expiry: { order_time: Date | null; seconds: number } | null;
@@ -165,7 +166,11 @@ export function validateCharge(raw: unknown): ChargeValidation {
       save_token_id: cc['save_token_id'] === true,
       authentication: cc['authentication'] === true,
       initiated_by: cc['initiated_by'] === 'merchant' ? 'merchant' : 'customer',
+      authorize_only: cc['type'] === 'authorize',
     };
+    if (cc['type'] !== undefined && cc['type'] !== 'authorize' && cc['type'] !== 'authorize_capture') {
+      errors.push('credit_card.type must be authorize or authorize_capture');
+    }
     if (cc['initiated_by'] !== undefined && cc['initiated_by'] !== 'merchant' && cc['initiated_by'] !== 'customer') {
       errors.push('credit_card.initiated_by must be customer or merchant');
     }

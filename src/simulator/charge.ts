@@ -101,6 +101,7 @@ function newCard(v: NonNullable<ValidCharge['card']>, token: string, redirectUrl
     initiated_by: v.initiated_by,
     save_token_requested: v.save_token_id,
     authentication: v.authentication,
+    authorize_only: v.authorize_only,
   };
 }
 
@@ -226,9 +227,22 @@ export function settleCardOutcome(tx: SimTransaction, outcome: CardOutcome, now:
     return;
   }
   markCardCaptured(card, now);
+  if (card.authorize_only) {
+    // A pre-authorisation holds the amount on the card and moves no money; the simulator's fraud
+    // check does not challenge one (a challenge token is authorised like any good card).
+    tx.transaction_status = 'authorize';
+    tx.fraud_status = 'accept';
+    tx.status_message = 'Success, Credit Card transaction is successful';
+    return;
+  }
   tx.transaction_status = 'capture';
   tx.fraud_status = outcome === 'challenge' ? 'challenge' : 'accept';
   tx.status_message = outcome === 'challenge' ? 'Challenge by FDS' : 'Success, Credit Card transaction is successful';
+}
+
+/** The status a good card reaches after 3-D Secure: `authorize` for a pre-authorisation, else `capture`. */
+export function approvedCardStatus(card: SimCard): 'authorize' | 'capture' {
+  return card.authorize_only ? 'authorize' : 'capture';
 }
 
 function gopayDeeplink(id: string, v: ValidCharge): string {

@@ -243,6 +243,22 @@ export class SimulatorCore {
     return this.#move(id, (tx, now) => moves.denyChallenge(tx, now), '200', 'Success, transaction is denied');
   }
 
+  /**
+   * POST /v2/capture {transaction_id, gross_amount?}: charges a pre-authorisation (all of it, or
+   * the smaller gross_amount given), as Midtrans's clients call it. The answer and notification
+   * are a `capture`, which settles with the next day's batch like any card capture.
+   */
+  capture(raw: unknown): CoreAnswer {
+    const body = (raw ?? {}) as Record<string, unknown>;
+    const id = typeof body['transaction_id'] === 'string' ? body['transaction_id'] : '';
+    const amount = integerOrNull(body['gross_amount']);
+    if (id === '' || amount === 'invalid') {
+      const messages = [...(id === '' ? ['transaction_id is required'] : []), ...(amount === 'invalid' ? ['gross_amount is not valid'] : [])];
+      return { httpStatus: 400, body: errorBody('400', 'One or more parameters in the payload is invalid.', { validation_messages: messages }) };
+    }
+    return this.#move(id, (tx, now) => moves.captureAuthorization(tx, now, amount), '200', 'Success, Credit Card capture transaction is successful');
+  }
+
   #move(id: string, move: (tx: SimTransaction, now: Date) => Move, statusCode: string, message: string): CoreAnswer {
     const tx = this.lookup(id);
     if (!tx) return notFound();

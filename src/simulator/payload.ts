@@ -27,6 +27,8 @@ function isPaid(tx: SimTransaction): boolean {
 export function lifecycleStatusCode(tx: SimTransaction): string {
   switch (tx.transaction_status) {
     case 'settlement':
+    // 'authorize' carries 200 like an accepted capture: the card was approved, nothing is pending.
+    case 'authorize':
     case 'refund':
     case 'partial_refund':
     // Not in Midtrans' samples (MIDTRANS.md §7.5): money moved as the status says, like a refund.

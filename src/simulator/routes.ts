@@ -14,7 +14,7 @@ export const PREFIX = '/_simulator';
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** Commands whose JSON body may carry {"amount": N}. */
 const AMOUNT_ACTIONS: readonly string[] = ['refund', 'chargeback', 'partial_chargeback'];
-const CORE_ACTIONS: Partial<Record<string, CoreOperation>> = { cancel: 'cancel', expire: 'expire', refund: 'refund', approve: 'approve', deny: 'deny' };
+const CORE_ACTIONS: Partial<Record<string, CoreOperation>> = { cancel: 'cancel', expire: 'expire', refund: 'refund', approve: 'approve', deny: 'deny', capture: 'capture' };
 
 type Handler = (ctx: Koa.Context, body: unknown) => CoreAnswer;
 
@@ -149,6 +149,8 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
     ),
   );
   router.get('/v2/:id/status', coreApi('status', (ctx) => core.status(id(ctx))));
+  // Capturing a pre-authorisation: Midtrans's own path takes the transaction in the body.
+  router.post('/v2/capture', coreApi('capture', (_ctx, body) => core.capture(body)));
   router.post('/v2/:id/refund/online/direct', coreApi('direct_refund', (ctx, body) => core.refund(id(ctx), body, true)));
 
   const coreActions: Record<CoreOperation, ReturnType<typeof coreApi> | undefined> = {
@@ -157,6 +159,8 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
     refund: coreApi('refund', (ctx, body) => core.refund(id(ctx), body, false)),
     approve: coreApi('approve', (ctx) => core.approve(id(ctx))),
     deny: coreApi('deny', (ctx) => core.deny(id(ctx))),
+    // POST /v2/{id}/capture with Authorization: the same capture, the transaction named in the path.
+    capture: coreApi('capture', (ctx, body) => core.capture({ ...(body as Record<string, unknown> | null), transaction_id: core.lookup(id(ctx))?.transaction_id ?? id(ctx) })),
     charge: undefined,
     status: undefined,
     direct_refund: undefined,

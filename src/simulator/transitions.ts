@@ -1,4 +1,4 @@
-import { cardOutcome, markCardCaptured, markCardDenied } from './charge.js';
+import { approvedCardStatus, cardOutcome, markCardCaptured, markCardDenied } from './charge.js';
 import type { SimFraudStatus, SimStatus, SimTransaction } from './types.js';
 
 export type Move = { ok: true } | { ok: false; reason: string };
@@ -35,9 +35,12 @@ export const moves = {
 
   capture(tx: SimTransaction, now: Date, fraud: 'accept' | 'challenge'): Move {
     if (tx.card === null) return { ok: false, reason: `capture applies to credit_card, not ${tx.payment_type}` };
+    if (tx.transaction_status === 'authorize') return moves.captureAuthorization(tx, now, null);
     if (tx.transaction_status === 'pending') {
       markCardCaptured(tx.card, now);
-      setStatus(tx, 'capture', fraud, now);
+      // The customer passed 3-D Secure: a pre-authorisation is then held, not captured.
+      if (approvedCardStatus(tx.card) === 'authorize') setStatus(tx, 'authorize', 'accept', now);
+      else setStatus(tx, 'capture', fraud, now);
       return OK;
     }
     // Accepting a challenged capture is what the merchant's approve call does.
@@ -58,7 +61,20 @@ export const moves = {
       return OK;
     }
     markCardCaptured(tx.card, now);
-    setStatus(tx, 'capture', outcome, now);
+    if (approvedCardStatus(tx.card) === 'authorize') setStatus(tx, 'authorize', 'accept', now);
+    else setStatus(tx, 'capture', outcome, now);
+    return OK;
+  },
+
+  /**
+   * The merchant captures a pre-authorisation (POST /v2/capture): the held amount, or less, is
+   * charged and settles like any capture. Only an `authorize` can be captured.
+   */
+  captureAuthorization(tx: SimTransaction, now: Date, amount: number | null): Move {
+    if (tx.transaction_status !== 'authorize') return refuse(tx, 'capture');
+    if (amount !== null && (amount < 1 || amount > tx.gross_amount)) return { ok: false, reason: `cannot capture ${amount} of an authorisation of ${tx.gross_amount}` };
+    if (amount !== null) tx.gross_amount = amount;
+    setStatus(tx, 'capture', 'accept', now);
     return OK;
   },
 
@@ -96,8 +112,9 @@ export const moves = {
     return moves.settle(tx, now);
   },
 
+  /** Voids what moved no money yet: a pending order, a capture before settlement, a pre-authorisation (its hold is released). */
   cancel(tx: SimTransaction, now: Date): Move {
-    if (tx.transaction_status !== 'pending' && tx.transaction_status !== 'capture') return refuse(tx, 'cancel');
+    if (tx.transaction_status !== 'pending' && tx.transaction_status !== 'capture' && tx.transaction_status !== 'authorize') return refuse(tx, 'cancel');
     setStatus(tx, 'cancel', tx.fraud_status, now);
     return OK;
   },

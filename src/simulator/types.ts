@@ -6,6 +6,7 @@ export type SimBank = (typeof SIM_BANKS)[number];
 
 export type SimStatus =
   | 'pending'
+  | 'authorize'
   | 'capture'
   | 'settlement'
   | 'deny'
@@ -42,6 +43,8 @@ export interface SimCard {
   save_token_requested: boolean;
   /** credit_card.authentication was asked for (3-D Secure). */
   authentication: boolean;
+  /** credit_card.type "authorize": a good card ends `authorize` (amount held, no money moved) until captured or canceled. */
+  authorize_only: boolean;
 }
 
 export interface SimRefund {
@@ -147,7 +150,7 @@ export interface ActionResult {
   notification: DeliveryOutcome | null;
 }
 
-export const CORE_OPERATIONS = ['charge', 'status', 'cancel', 'expire', 'refund', 'direct_refund', 'approve', 'deny'] as const;
+export const CORE_OPERATIONS = ['charge', 'status', 'cancel', 'expire', 'refund', 'direct_refund', 'approve', 'deny', 'capture'] as const;
 export type CoreOperation = (typeof CORE_OPERATIONS)[number];
 
 /**
