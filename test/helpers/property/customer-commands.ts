@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { Payment } from '../../../src/db/entities/payment.js';
 import { Subscription } from '../../../src/db/entities/subscription.js';
@@ -6,6 +9,7 @@ import { User } from '../../../src/db/entities/user.js';
 import { LIVE_SUBSCRIPTION_STATUSES } from '../../../src/domain/states/subscription-states.js';
 import { adjustWallet } from '../../../src/services/wallet/adjust-wallet.js';
 import { signedNotification } from '../factories.js';
+import { heldNotifications, holdNotifications, releaseNotifications } from '../simulator.js';
 import { CreditNote } from '../../../src/db/entities/credit-note.js';
 import { Invoice } from '../../../src/db/entities/invoice.js';
 import { Wallet, WalletTransaction } from '../../../src/db/entities/wallet.js';
@@ -15,6 +19,8 @@ import { runBilling } from '../../../src/services/billing/run-billing.js';
 import type { SimTransaction } from '../../../src/simulator/types.js';
 import { api, armFault, billingRun, calledSince, checkMoneyRules, disarmFaults, gatewayAction, gatewayMark, gatewayRecord, markHeard, paymentsSync, PLAN_SLUGS, type Customer } from './customer-world.js';
 import { cliActor } from '../../../src/services/audit/actor.js';
+import { exportCoretax } from '../../../src/services/tax/export-coretax.js';
+import { localDate, parseTaxMonth } from '../../../src/services/tax/tax-month.js';
 
 /*
  * The customer's moves for fast-check's model-based testing. Each command is a small class
@@ -657,6 +663,109 @@ export class WrongKeyRun extends Step {
   }
 }
 
+/** What the gateway does to one order while its notifications are held back. */
+type HeldStory = 'settle_then_reverse' | 'chargebacks' | 'refunds';
+
+/**
+ * The gateway's notifications arrive in any order (issue 37): the proxy holds one order's
+ * notifications while the gateway moves it two or three times (settled then reversed; a partial
+ * chargeback then the rest, chargeback entries with free-text reasons; refunds in parts), then
+ * delivers them newest first, oldest first or shuffled, and maybe a payments sync follows. The
+ * money rules and the gateway-truth check then hold the end state to the one the same facts in
+ * their natural order give.
+ */
+export class HeldNotifications extends Step {
+  constructor(readonly pick: number, readonly story: HeldStory, readonly order: 'newest_first' | 'oldest_first' | 'shuffled', readonly shuffle: number, readonly thenSync: boolean) {
+    super();
+  }
+  async act(c: Customer) {
+    const paidCard = (tx: SimTransaction) => tx.payment_type === 'credit_card' && (['settlement', 'partial_chargeback'].includes(tx.transaction_status) || (tx.transaction_status === 'capture' && tx.fraud_status === 'accept'));
+    const candidates = gatewayOrders(c, (tx) => {
+      if (c.unheard.has(tx.order_id)) return false;
+      if (this.story === 'settle_then_reverse') return tx.transaction_status === 'pending' && (tx.bank === 'permata' || tx.payment_type === 'echannel');
+      if (this.story === 'chargebacks') return paidCard(tx);
+      return (tx.transaction_status === 'pending' || tx.transaction_status === 'settlement') && ['gopay', 'qris'].includes(tx.payment_type) && tx.chargebacks.length === 0;
+    });
+    if (candidates.length === 0) return false;
+    const tx = nth(candidates, this.pick);
+    const server = c.world.server;
+    await holdNotifications(server, tx.order_id);
+    try {
+      if (this.story === 'settle_then_reverse') {
+        await gatewayAction(c, tx.order_id, 'settle');
+        await gatewayAction(c, tx.order_id, 'deny');
+      } else if (this.story === 'chargebacks') {
+        if (tx.transaction_status === 'capture') await gatewayAction(c, tx.order_id, 'settle');
+        const left = tx.gross_amount - tx.refunds.reduce((a, r) => a + r.refund_amount, 0) - tx.chargebacks.reduce((a, r) => a + r.chargeback_amount, 0);
+        if (left > 1) await gatewayAction(c, tx.order_id, 'partial_chargeback', { amount: Math.floor(left / 3) || 1 });
+        await gatewayAction(c, tx.order_id, 'chargeback');
+      } else {
+        if (tx.transaction_status === 'pending') await gatewayAction(c, tx.order_id, 'settle');
+        const left = tx.gross_amount - tx.refunds.reduce((a, r) => a + r.refund_amount, 0);
+        if (left > 1) await gatewayAction(c, tx.order_id, 'refund', { amount: Math.floor(left / 4) || 1 });
+        await gatewayAction(c, tx.order_id, 'refund', { amount: Math.max(1, Math.floor(left / 2)) });
+      }
+    } finally {
+      const held = await heldNotifications(server);
+      const own = held.filter((h) => h.order_id === tx.order_id);
+      const released = await releaseNotifications(server, this.order === 'shuffled' ? { ids: shuffled(own.map((h) => h.id), this.shuffle) } : { order: this.order, order_id: tx.order_id });
+      c.trace.push(`  released ${released.map((r) => `${r.transaction_status} -> ${r.outcomes.at(-1)?.http_status ?? 'none'}`).join(', ')}`);
+      const failed = released.find((r) => r.outcomes.some((o) => o.http_status !== null && o.http_status >= 500));
+      if (failed) throw new Error(`the webhook answered 5xx to the held ${failed.transaction_status} of ${tx.order_id}`);
+    }
+    if (this.thenSync) await paymentsSync(c);
+  }
+  toString() {
+    return `heldNotifications(${age(this.pick)}, ${this.story}, ${this.order === 'shuffled' ? `shuffled ${this.shuffle}` : this.order.replace('_', ' ')}${this.thenSync ? ', then payments sync' : ''})`;
+  }
+}
+
+/** A permutation of `items` drawn from `seed` (a small linear congruential walk: replays alike). */
+function shuffled<T>(items: T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed >>> 0;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+/** Buyer identities a customer may give for their fakturs (a late profile, given only now, included). */
+const BUYERS = {
+  business: { buyer_type: 'business', npwp: '0123456789012345', name: 'PT Properti', address: 'Jl. Uji No. 1, Jakarta' },
+  individual: { buyer_type: 'individual', nik: '3171234567890123', name: 'Uji Properti', address: 'Jl. Uji No. 2, Bandung' },
+  foreign: { buyer_type: 'foreign', passport: 'X1234567', country: 'SGP', name: 'Test Buyer', address: '1 Test Road, Singapore' },
+} as const;
+
+/**
+ * Finance exports this month's fakturs to Coretax (`billing-admin tax export`, in-process): the
+ * customer gives a tax profile first, unless one stands; invoices issued before it take it at
+ * their first export. Rule 10 then holds each exported faktur to Coretax's arithmetic after
+ * every later credit note.
+ */
+let exportDir: string | undefined;
+
+export class TaxExport extends Step {
+  constructor(readonly buyer: keyof typeof BUYERS) {
+    super();
+  }
+  async act(c: Customer) {
+    const standing = await api(c, 'GET', '/tax-profile/');
+    if (standing.status === 404) await api(c, 'PUT', '/tax-profile/', BUYERS[this.buyer]);
+    const now = c.world.clock.now();
+    const month = parseTaxMonth(localDate(now, c.world.server.running.billing.config.documents.timeZone).slice(0, 7))!;
+    exportDir ??= mkdtempSync(join(tmpdir(), 'property-coretax-'));
+    const out = join(exportDir, 'export.xml');
+    const result = await exportCoretax(c.world.ctx(), { month, out, again: false });
+    c.trace.push(`  tax export ${month.label}: ${result.invoices} faktur(s), PPN ${result.taxAmount}${result.skipped.map((x) => `; skipped ${x.invoiceNumber}: ${x.reason}`).join('')}`);
+  }
+  toString() {
+    return `taxExport(${this.buyer})`;
+  }
+}
+
 /** Mostly the newest order or payment, sometimes an older one. */
 const pick = fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat({ max: 3 }) });
 const plan = fc.constantFrom(...PLAN_SLUGS);
@@ -691,6 +800,14 @@ export const customerCommands: fc.Arbitrary<Cmd>[] = [
   ...weighted(1, fc.tuple(pick, fc.integer({ min: 1, max: 10 }).map((n) => n * 1000)).map(([i, fee]) => new PayWithFee(i, fee))),
   ...weighted(1, fc.tuple(fc.constantFrom('subscribe', 'charge') as fc.Arbitrary<'subscribe' | 'charge'>, plan, gatewayKind, fc.boolean()).map(([at, p, k, retry]) => new ChargeAnswerLost(at, p, k, retry))),
   ...weighted(1, fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 23 }), fc.boolean()).map(([d, h, fixed]) => new WrongKeyRun(d, h, fixed))),
+  // Issue 37: notifications held back and delivered in any order; finance exports the month's fakturs.
+  ...weighted(
+    2,
+    fc
+      .tuple(pick, fc.constantFrom('settle_then_reverse', 'chargebacks', 'refunds') as fc.Arbitrary<HeldStory>, fc.constantFrom('newest_first', 'newest_first', 'oldest_first', 'shuffled') as fc.Arbitrary<'newest_first' | 'oldest_first' | 'shuffled'>, fc.nat(), fc.boolean())
+      .map(([i, story, order, seed, sync]) => new HeldNotifications(i, story, order, seed, sync)),
+  ),
+  ...weighted(1, (fc.constantFrom('business', 'individual', 'foreign') as fc.Arbitrary<keyof typeof BUYERS>).map((b) => new TaxExport(b))),
 ];
 
 /**

@@ -18,6 +18,7 @@ import { CHARGEBACK_OVERLAP_REFERENCE, REFUND_OVERLAP_REFERENCE, REVERSAL_REFERE
 import type { RequestRecord } from '../../../src/simulator/core.js';
 import type { SimTransaction } from '../../../src/simulator/types.js';
 import { ledgerIssues, verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
+import { ppnOf } from '../../../src/domain/tax.js';
 import type { PlanSeed } from '../../../src/services/plans/seed-plans.js';
 import type { DatabaseKind } from '../database.js';
 import { startTestServer, type Credentials, type HttpResult, type TestServer } from '../server.js';
@@ -32,14 +33,18 @@ import { startTestServer, type Credentials, type HttpResult, type TestServer } f
 
 export const PROPERTY_PLANS: PlanSeed[] = [
   { slug: 'p-cheap', name: 'Cheap', description: 'Cheap monthly', price: 50000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 1 },
-  { slug: 'p-dear', name: 'Dear', description: 'Dear monthly', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 2 },
-  { slug: 'p-yearly', name: 'Yearly', description: 'Twelve months at once', price: 1490000, currency: 'IDR', interval: 12, interval_unit: 'month', sort_order: 3 },
+  // Taxed plans (the seller is a PKP in this world): PPN on top, and PPN inside the price.
+  { slug: 'p-dear', name: 'Dear', description: 'Dear monthly, PPN on top', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 2, tax_behavior: 'exclusive' },
+  { slug: 'p-yearly', name: 'Yearly', description: 'Twelve months at once, PPN included', price: 1490000, currency: 'IDR', interval: 12, interval_unit: 'month', sort_order: 3, tax_behavior: 'inclusive' },
   { slug: 'p-weekly', name: 'Weekly', description: 'Every week', price: 20000, currency: 'IDR', interval: 1, interval_unit: 'week', sort_order: 4 },
   { slug: 'p-trial', name: 'Trial', description: 'Dear monthly with a 14-day trial', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', trial_period_days: 14, sort_order: 5 },
 ];
 export const PLAN_SLUGS = PROPERTY_PLANS.map((p) => p.slug!);
 /** The one plan with a trial: a user may start at most one trial (one per user per plan). */
 export const TRIAL_PLANS = PROPERTY_PLANS.filter((p) => (p.trial_period_days ?? 0) > 0).length;
+
+/** The seller of this world is a PKP: taxed plans carry PPN and invoices can be exported to Coretax. */
+export const PROPERTY_SELLER = { BILLING_PKP: 'true', BILLING_TAX_ID: '0012345678091000', BILLING_SELLER_NITKU: '0012345678091000000000' };
 
 const PASSWORD = 'property password';
 /**
@@ -71,7 +76,7 @@ export interface World {
 
 export async function startWorld(kind: DatabaseKind): Promise<World> {
   const clock = new ManualClock(startOf(0));
-  const server = await startTestServer(kind, { clock, env: { LOGIN_THROTTLE_LIMIT: '100000000' } });
+  const server = await startTestServer(kind, { clock, env: { LOGIN_THROTTLE_LIMIT: '100000000', ...PROPERTY_SELLER } });
   await server.seedPlans(PROPERTY_PLANS);
   const { orm, config, gateway } = server.running.billing;
   return {
@@ -389,6 +394,50 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
   // 8. The gateway is the truth.
   const allTopups = await em.find(Topup, { user: userId });
   problems.push(...gatewayTruthProblems(c, payments, refunds, allTopups, ledger));
+
+  // 9. Refunds and chargebacks together never take more than a payment took in (a chargeback's
+  // refunds[] entries are the chargeback's, never refunds as well).
+  for (const p of payments.filter((x) => x.paymentType !== 'wallet')) {
+    const out = add(p.refundedAmount, p.chargebackAmount);
+    if (compare(out, p.grossAmount) > 0) problems.push(`payment ${p.orderId} (${p.grossAmount}) records ${p.refundedAmount} refunded and ${p.chargebackAmount} charged back: ${out} in all`);
+  }
+
+  // 10. A taxed invoice's PPN, after every credit note, is what Coretax recomputes from its DPP.
+  problems.push(...(await fakturProblems(em, userId)));
+  return problems;
+}
+
+/**
+ * Rule 10: for every taxed invoice, its DPP less the DPP its credit notes took off, and its PPN
+ * less theirs, agree as Coretax computes PPN from DPP (ppnOf): an amended faktur then matches
+ * Coretax to the rupiah. Each note keeps amount = tax_base + tax_amount + tax_rounding, its
+ * rounding at most one rupiah.
+ */
+async function fakturProblems(em: EntityManager, userId: string): Promise<string[]> {
+  const problems: string[] = [];
+  const invoices = await em.find(Invoice, { user: userId, taxBehavior: { $ne: 'none' }, taxAmount: { $gt: ZERO } });
+  if (invoices.length === 0) return problems;
+  const notes = await em.find(CreditNote, { invoice: { $in: invoices.map((i) => i.id) } });
+  for (const invoice of invoices) {
+    // A chargeback is a dispute, not a price change: its note amends no faktur.
+    const own = notes.filter((n) => n.invoice.id === invoice.id && n.reason !== 'chargeback');
+    const base = subtract(invoice.taxBase, sum(own.map((n) => n.taxBase)));
+    const ppn = subtract(invoice.taxAmount, sum(own.map((n) => n.taxAmount)));
+    const expected = compare(base, ZERO) > 0 ? ppnOf(base, invoice.currency).taxAmount : ZERO;
+    if (compare(ppn, expected) !== 0) {
+      problems.push(`invoice ${invoice.number}: DPP ${base} and PPN ${ppn} after ${own.length} credit note(s), but Coretax computes PPN ${expected} on that DPP`);
+    }
+    for (const n of notes.filter((x) => x.invoice.id === invoice.id)) {
+      const parts = add(add(n.taxBase, n.taxAmount), n.taxRounding);
+      const tooRound = compare(n.taxRounding, '1.00') > 0 || compare(n.taxRounding, '-1.00') < 0;
+      if (n.reason !== 'chargeback' && (compare(parts, n.amount) !== 0 || tooRound)) {
+        problems.push(`credit note ${n.number} of ${n.amount}: DPP ${n.taxBase} + PPN ${n.taxAmount} + rounding ${n.taxRounding} = ${parts}`);
+      }
+      if (n.reason === 'chargeback' && (compare(n.taxAmount, ZERO) !== 0 || n.taxAction !== 'none')) {
+        problems.push(`chargeback credit note ${n.number} changes PPN (${n.taxAmount}, ${n.taxAction}): a dispute gives no PPN relief`);
+      }
+    }
+  }
   return problems;
 }
 
