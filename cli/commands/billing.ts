@@ -3,6 +3,7 @@ import { COUNTERS, runBilling, type BillingRunReport } from '../../src/services/
 import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
 import { auditCliChange } from '../audit-trail.js';
+import { cliActor } from '../../src/services/audit/actor.js';
 
 /** How far in the past `--at` may be without --allow-past: clock skew between hosts, not back-dating. */
 export const PAST_TOLERANCE_MS = 5 * 60 * 1000;
@@ -33,7 +34,8 @@ function parseLimit(text: string): number {
 
 function human(report: BillingRunReport): string {
   const lines = [
-    `Billing run at ${report.at}${report.dry_run ? ' (dry run: nothing was written)' : ''}: ${report.subscriptions} subscription(s) had something due.`,
+    `Billing run at ${report.at}${report.dry_run ? ' (dry run: nothing was written)' : ''}: ${report.subscriptions} subscription(s) had something due` +
+      (report.renewal_failures.length > 0 ? `; ${report.renewal_failures.length} renewal(s) failed (see below).` : '.'),
     '',
     table([...COUNTERS.map((c) => ({ outcome: c as string, count: report[c] })), { outcome: 'errors', count: report.errors.length }], ['outcome', 'count']),
   ];
@@ -41,6 +43,12 @@ function human(report: BillingRunReport): string {
     lines.push('', table(report.actions as unknown as Record<string, unknown>[], ['subscription_id', 'action', 'invoice_number', 'amount', 'status']));
     const awaiting = report.actions.filter((a) => a.awaits_gateway);
     if (awaiting.length > 0) lines.push('', `Not predictable (${awaiting.length}):`, ...awaiting.map((a) => `  ${a.subscription_id}: ${a.awaits_gateway}`));
+  }
+  if (report.renewal_failures.length > 0) {
+    const byCode = new Map<string, number>();
+    for (const f of report.renewal_failures) byCode.set(f.code, (byCode.get(f.code) ?? 0) + 1);
+    const summary = [...byCode].map(([code, n]) => `${n} ${code}`).join(', ');
+    lines.push('', `Renewals failed (${report.renewal_failures.length}: ${summary}):`, ...report.renewal_failures.map((f) => `  ${f.subscription_id}${f.invoice_number ? ` (${f.invoice_number})` : ''}: ${f.code}: ${f.message}`));
   }
   if (report.errors.length > 0) lines.push('', 'Errors:', ...report.errors.map((e) => `  ${e.subscription_id}: ${e.message}`));
   return lines.join('\n');
@@ -75,7 +83,8 @@ export function registerBillingCommands(program: Command): void {
           at,
           limit,
           dryRun: opts.dryRun,
-          onProgress: ({ seen, total, report: r }) => progress.update(seen, total, `${r.renewed} renewed, ${r.errors.length} errors`),
+          actor: cliActor(),
+          onProgress: ({ seen, total, report: r }) => progress.update(seen, total, `${r.renewed} renewed, ${r.renewal_failures.length} renewals failed, ${r.errors.length} errors`),
         });
         // One event for the run, with its counters: each subscription's changes are in its own history.
         if (!opts.dryRun) {
@@ -86,7 +95,9 @@ export function registerBillingCommands(program: Command): void {
       }).finally(() => progress.finish());
       output(globalOptions(cmd), report, () => human(report));
       // Exit 1 only for the run's own failures (a subscription it could not bill: database, gateway
-      // down); a customer's declined or impossible payment is an outcome in the table (exit 0).
+      // down, our key refused); a customer's failed renewal (a declined card, no saved card, a
+      // short wallet) is business as usual, listed under "Renewals failed" with its reason, and
+      // exits 0 (docs/billing.md).
       if (report.errors.length > 0) process.exitCode = EXIT.checkFailed;
     });
 }

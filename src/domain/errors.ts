@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'nothing_due'
   | 'idempotency_key_reused'
   | 'refund_refused'
+  | 'card_declined'
   | 'rate_limited'
   | 'gateway_error'
   | 'gateway_unavailable'

@@ -22,6 +22,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   unsupported_media_type: [415, 'Unsupported media type'],
   idempotency_key_reused: [422, 'Idempotency key reused'],
   refund_refused: [422, 'Refund refused'],
+  card_declined: [422, 'Card declined'],
   rate_limited: [429, 'Too many requests'],
   not_implemented: [501, 'Not implemented'],
   gateway_error: [502, 'Payment gateway error'],

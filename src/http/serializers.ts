@@ -34,7 +34,7 @@ export const PLAN_SUMMARY_FIELDS = ['id', 'name', 'slug', 'price', 'currency', '
 
 type SubscriptionScalars =
   | 'id' | 'status' | 'paymentType' | 'currentPeriodStart' | 'currentPeriodEnd' | 'nextBillingDate' | 'trialEnd' | 'cancelAtPeriodEnd'
-  | 'canceledAt' | 'cancelReason' | 'pausedAt' | 'pendingChange' | 'cyclesCompleted' | 'metadata' | 'createdAt' | 'updatedAt';
+  | 'canceledAt' | 'cancelReason' | 'pausedAt' | 'pendingChange' | 'cyclesCompleted' | 'lastRenewalFailure' | 'metadata' | 'createdAt' | 'updatedAt';
 export type SubscriptionFields = Pick<Subscription, SubscriptionScalars> & {
   user: Ref;
   plan: PlanSummaryFields;
@@ -44,7 +44,7 @@ export type SubscriptionFields = Pick<Subscription, SubscriptionScalars> & {
 /** The subscription's own columns; its plans are read by PLAN_SUMMARY_FIELDS. */
 export const SUBSCRIPTION_FIELDS = [
   'id', 'user', 'status', 'paymentType', 'currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate', 'trialEnd', 'cancelAtPeriodEnd',
-  'canceledAt', 'cancelReason', 'pausedAt', 'pendingChange', 'cyclesCompleted', 'metadata', 'createdAt', 'updatedAt',
+  'canceledAt', 'cancelReason', 'pausedAt', 'pendingChange', 'cyclesCompleted', 'lastRenewalFailure', 'metadata', 'createdAt', 'updatedAt',
 ] as const satisfies readonly (keyof SubscriptionFields)[];
 
 type PaymentScalars =
@@ -134,6 +134,7 @@ export function serializeSubscription(s: SubscriptionFields): Schemas['Subscript
           }
         : null,
     cycles_completed: s.cyclesCompleted,
+    last_renewal_failure: s.lastRenewalFailure ? { at: s.lastRenewalFailure.at, code: s.lastRenewalFailure.code, message: s.lastRenewalFailure.message } : null,
     metadata: s.metadata,
     created_at: isoRequired(s.createdAt),
     updated_at: isoRequired(s.updatedAt),

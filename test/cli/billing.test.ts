@@ -78,19 +78,34 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     expect(again.stdout).toMatch(/errors\s+0/);
   });
 
-  it("exits 0 when a customer's card is declined or there is no saved card: outcomes in the table, not failures of the run", async () => {
+  it("exits 0 when a customer's card is declined or there is no saved card, and says which renewals failed and why (issue 37)", async () => {
     const em = h.server.running.billing.orm.em.fork();
     const declined = await h.subscribe(await h.user(), 'pro-monthly', 'credit_card', 'sim-card-accept-4811');
     await em.nativeUpdate(Subscription, { id: declined.id }, { cardToken: 'sim-card-deny-saved' });
     const unsaved = await h.subscribe(await h.user(), 'pro-monthly', 'credit_card', 'sim-card-accept-4811');
     await em.nativeUpdate(Subscription, { id: unsaved.id }, { cardToken: null });
 
+    // The same run as text: the failures are named under their own heading, with their reasons.
+    const dry = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past', '--dry-run');
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain(`${unsaved.id}`);
+    expect(dry.stdout).toMatch(/Renewals failed \(1: 1 payment_method_required\)/);
+
     const res = await billing('--at', '2027-02-28T10:00:00Z', '--allow-past', '--json', '--force');
     expect(res.code, res.stderr).toBe(0);
     expect(res.json, JSON.stringify(res.json.actions)).toMatchObject({ renewed: 2, failed: 2, errors: [] });
     const rows = Object.fromEntries(res.json.actions.map((a: { subscription_id: string }) => [a.subscription_id, a]));
     expect(rows[declined.id]).toMatchObject({ payment_status: 'failed', status: 'past_due' });
-    expect(rows[unsaved.id].error).toContain('no saved card');
+    expect(rows[unsaved.id].error).toContain('payment_method_required');
+    const failures = Object.fromEntries(res.json.renewal_failures.map((f: { subscription_id: string }) => [f.subscription_id, f]));
+    expect(res.json.renewal_failures).toHaveLength(2);
+    expect(failures[declined.id]).toMatchObject({ code: 'card_declined', invoice_number: expect.stringMatching(/^INV-/) });
+    expect(failures[declined.id].message).toContain('Do not honor');
+    expect(failures[unsaved.id]).toMatchObject({ code: 'payment_method_required', message: expect.stringContaining('No saved card') });
+    // Kept on the subscriptions, for staff and the customer alike.
+    const shown = await runCli(['subscriptions', 'show', unsaved.id, '--json'], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.stringify(shown.json)).toContain('payment_method_required');
   });
 
   it('a run at a future --at never breaks wallet verify: the ledger keeps the order it was written in, not its timestamps (issue 30)', async () => {

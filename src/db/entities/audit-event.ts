@@ -1,7 +1,8 @@
 import { EntitySchema } from '@mikro-orm/core';
 import { idProperty } from './common.js';
 
-export type AuditActorType = 'staff' | 'api_key' | 'cli';
+/** `system`: the service on its own schedule (the in-server billing run). */
+export type AuditActorType = 'staff' | 'api_key' | 'cli' | 'system';
 
 /** One field's value before and after a change. */
 export type AuditChanges = Record<string, [unknown, unknown]>;

@@ -7,7 +7,7 @@ export const LIVE_SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['pendi
 /** Statuses that grant access (specification: active or trialing). */
 export const ACCESS_GRANTING_STATUSES: readonly SubscriptionStatus[] = ['active', 'trialing'];
 
-export type SubscriptionEvent = 'activate' | 'mark_past_due' | 'pause' | 'resume' | 'cancel' | 'expire';
+export type SubscriptionEvent = 'activate' | 'start_trial' | 'mark_past_due' | 'pause' | 'resume' | 'cancel' | 'expire';
 
 export const subscriptionStates = new StateMachine<SubscriptionStatus, SubscriptionEvent, Subscription>(
   'subscription',
@@ -15,6 +15,8 @@ export const subscriptionStates = new StateMachine<SubscriptionStatus, Subscript
     // Specification: a settlement activates from any state. A settlement for a canceled or
     // expired subscription is credited to the wallet instead (credit-unusable-settlement.ts).
     activate: { from: ['pending', 'trialing', 'active', 'past_due', 'paused', 'canceled', 'expired'], to: 'active' },
+    // A trial subscribed with a card starts once the card is saved (after 3-D Secure).
+    start_trial: { from: ['pending'], to: 'trialing' },
     // NOTE: a failed payment never resurrects a canceled, expired or paused subscription.
     mark_past_due: { from: ['pending', 'trialing', 'active', 'past_due'], to: 'past_due' },
     pause: { from: ['active'], to: 'paused', stamp: (s, at) => (s.pausedAt = at) },

@@ -274,6 +274,14 @@ export interface paths {
          *       how to pay (virtual account, bill key, QR code, deeplink or 3-D Secure redirect).
          *     - A plan with `trial_period_days` > 0, on the user's first trial of it, gives a
          *       `trialing` subscription and `payment: null`.
+         *     - Such a trial with `payment_type: credit_card` keeps the card for the trial's end: the
+         *       gateway pre-authorises the first period's amount (3-D Secure as for a charge) and
+         *       saves the card, then the authorisation is canceled (no money moves), and the renewal
+         *       at the trial's end charges the saved card. `card_authorization` says how it went:
+         *       `saved` (the trial has started) or `pending` with a 3-D Secure `redirect_url` (the
+         *       subscription stays `pending` until the gateway reports the card saved). A declined
+         *       card answers `422` `card_declined`, and a gateway that refused the request `502`
+         *       `gateway_error`, each with the gateway's reason; nothing is created then.
          *     - `payment_type: wallet` pays from the user's wallet at once and activates the
          *       subscription, or answers `409` `insufficient_funds`.
          *     - `payment_type: credit_card` needs a card `token`.
@@ -1694,7 +1702,7 @@ export interface components {
              * @example validation_error
              * @enum {string}
              */
-            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
+            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "card_declined" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
             /** @description For `validation_error`, one entry per invalid field. */
             errors?: components["schemas"]["FieldError"][];
         };
@@ -1918,6 +1926,7 @@ export interface components {
          *       "pending_plan": null,
          *       "pending_change": null,
          *       "cycles_completed": 1,
+         *       "last_renewal_failure": null,
          *       "metadata": {
          *         "bank": "bni"
          *       },
@@ -1972,6 +1981,15 @@ export interface components {
             pending_change: components["schemas"]["PendingPlanChange"] | components["schemas"]["NullValue"];
             /** @description Number of paid billing cycles. */
             cycles_completed: number;
+            /**
+             * @description Why the latest renewal charge failed, or null. Kept from the failed attempt until a
+             *     renewal succeeds, so the customer and staff can see why a subscription fell past due
+             *     or was canceled: a declined card (`card_declined`), no saved card to charge
+             *     (`payment_method_required`), a wallet that did not cover the renewal
+             *     (`insufficient_funds`), the gateway refusing or failing the charge (`gateway_error`,
+             *     `gateway_unavailable`).
+             */
+            last_renewal_failure: components["schemas"]["RenewalFailure"] | components["schemas"]["NullValue"];
             /** @description The metadata given on creation (for example `bank`). */
             metadata: {
                 [key: string]: unknown;
@@ -1980,6 +1998,55 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        RenewalFailure: {
+            /**
+             * Format: date-time
+             * @description When the renewal charge was attempted.
+             */
+            at: string;
+            /**
+             * @description A stable code: `card_declined`, `payment_method_required`, `insufficient_funds`,
+             *     `gateway_error`, `gateway_unavailable`.
+             * @example card_declined
+             */
+            code: string;
+            /**
+             * @description The reason in words, with the gateway's own message where it gave one.
+             * @example The card was declined: Deny by Bank [BNI] with code [05] and message [Do not honor].
+             */
+            message: string;
+        };
+        /**
+         * @description The card given for a trial, pre-authorised for the first period's amount so the gateway
+         *     saves it for the trial's end. No money moves: once the card is saved the authorisation
+         *     is canceled and the hold on the card released.
+         */
+        CardAuthorization: {
+            /** @description The pre-authorisation's order at the gateway (`CARD-` and 32 hex digits). */
+            order_id: string;
+            /**
+             * @description `saved`: the card is kept and the trial has started. `pending`: the customer must
+             *     pass 3-D Secure at `redirect_url`; the subscription stays `pending` (no access, no
+             *     trial yet) until the gateway reports the card saved, then becomes `trialing`; a
+             *     declined or failed authentication cancels it (`cancel_reason: card_declined`).
+             * @enum {string}
+             */
+            status: "saved" | "pending";
+            /**
+             * @description The amount held on the card meanwhile (the first period's price, PPN included).
+             * @example 150000.00
+             */
+            amount: string;
+            /** @example IDR */
+            currency: string;
+            /**
+             * Format: uri
+             * @description The 3-D Secure page, while `pending`.
+             */
+            redirect_url: string | null;
+            /** @example 48111111-1114 */
+            masked_card: string | null;
         };
         /**
          * @example {
@@ -2012,6 +2079,7 @@ export interface components {
          *           "pending_plan": null,
          *           "pending_change": null,
          *           "cycles_completed": 1,
+         *           "last_renewal_failure": null,
          *           "metadata": {
          *             "bank": "bni"
          *           },
@@ -2096,12 +2164,14 @@ export interface components {
          *         "pending_plan": null,
          *         "pending_change": null,
          *         "cycles_completed": 0,
+         *         "last_renewal_failure": null,
          *         "metadata": {
          *           "bank": "bni"
          *         },
          *         "created_at": "2026-01-15T03:10:00Z",
          *         "updated_at": "2026-01-15T03:10:00Z"
          *       },
+         *       "card_authorization": null,
          *       "payment": {
          *         "id": "c4e8a2b6-1d3f-4a5c-9e7b-2f4d6a8c0e1b",
          *         "order_id": "SUB-20260115-7F3K9Q2M",
@@ -2134,6 +2204,8 @@ export interface components {
             subscription: components["schemas"]["Subscription"];
             /** @description The first payment; null when the subscription starts with a trial. */
             payment: components["schemas"]["Payment"] | components["schemas"]["NullValue"];
+            /** @description A trial subscribed with `credit_card`, the card's pre-authorisation; null otherwise. */
+            card_authorization: components["schemas"]["CardAuthorization"] | components["schemas"]["NullValue"];
         };
         CancelSubscriptionRequest: {
             /**
@@ -2237,6 +2309,7 @@ export interface components {
          *         "pending_plan": null,
          *         "pending_change": null,
          *         "cycles_completed": 1,
+         *         "last_renewal_failure": null,
          *         "metadata": {
          *           "bank": "bni"
          *         },
@@ -3579,9 +3652,12 @@ export interface components {
             /** Format: date-time */
             occurred_at: string;
             actor: {
-                /** @enum {string} */
-                type: "staff" | "api_key" | "cli";
-                /** @description The staff user's id, the API key's id, or the CLI's operating-system user. */
+                /**
+                 * @description `system`: the service on its own schedule (the in-server billing run).
+                 * @enum {string}
+                 */
+                type: "staff" | "api_key" | "cli" | "system";
+                /** @description The staff user's id, the API key's id, the CLI's operating-system user, or `billing-scheduler`. */
                 id: string;
                 /** @description The staff user's username, the key's name, or the operating-system user. */
                 name: string;
@@ -3979,6 +4055,29 @@ export interface components {
                  *       "status": 422,
                  *       "detail": "This Idempotency-Key was used with a different request body.",
                  *       "code": "idempotency_key_reused"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `card_declined`: the card given for a trial was declined (by its bank or the fraud
+         *     check, or 3-D Secure failed); `detail` carries the gateway's reason and nothing was
+         *     created. Or `idempotency_key_reused`: the `Idempotency-Key` was already used with a
+         *     different request body.
+         */
+        SubscribeUnprocessable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/card-declined",
+                 *       "title": "Card declined",
+                 *       "status": 422,
+                 *       "detail": "The card was declined: Deny by Bank [BNI] with code [05] and message [Do not honor] (Do not honor).",
+                 *       "code": "card_declined"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["Problem"];
@@ -4774,7 +4873,7 @@ export interface operations {
             409: components["responses"]["InvalidState"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
+            422: components["responses"]["SubscribeUnprocessable"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
@@ -4902,6 +5001,7 @@ export interface operations {
                      *       "pending_plan": null,
                      *       "pending_change": null,
                      *       "cycles_completed": 1,
+                     *       "last_renewal_failure": null,
                      *       "metadata": {
                      *         "bank": "bni"
                      *       },
@@ -4982,6 +5082,7 @@ export interface operations {
                      *       "pending_plan": null,
                      *       "pending_change": null,
                      *       "cycles_completed": 1,
+                     *       "last_renewal_failure": null,
                      *       "metadata": {
                      *         "bank": "bni"
                      *       },
@@ -5061,6 +5162,7 @@ export interface operations {
                      *       "pending_plan": null,
                      *       "pending_change": null,
                      *       "cycles_completed": 1,
+                     *       "last_renewal_failure": null,
                      *       "metadata": {
                      *         "bank": "bni"
                      *       },

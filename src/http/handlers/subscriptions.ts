@@ -29,7 +29,20 @@ export const subscriptionHandlers: OperationHandlers = {
     });
     return {
       status: 201,
-      body: { subscription: serializeSubscription(created.subscription), payment: created.payment ? serializePayment(created.payment) : null },
+      body: {
+        subscription: serializeSubscription(created.subscription),
+        payment: created.payment ? serializePayment(created.payment) : null,
+        card_authorization: created.cardCheck
+          ? {
+              order_id: created.cardCheck.orderId,
+              status: created.cardCheck.status,
+              amount: created.cardCheck.amount,
+              currency: created.cardCheck.currency,
+              redirect_url: created.cardCheck.status === 'pending' ? created.cardCheck.redirectUrl : null,
+              masked_card: created.cardCheck.maskedCard,
+            }
+          : null,
+      },
     };
   },
 

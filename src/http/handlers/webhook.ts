@@ -2,6 +2,7 @@ import { ValidationError } from '../../domain/errors.js';
 import type { InvalidLogQuota } from '../../services/gateway-events/invalid-notification-quota.js';
 import type { DroppedNotification, NotificationOutcome } from '../../services/gateway-events/process-notification.js';
 import { receiveGatewayNotification } from '../../services/gateway-events/receive-gateway-notification.js';
+import { confirmTrialCardOfOrder } from '../../services/subscriptions/confirm-trial-card.js';
 import { clientIp } from '../auth/authenticate.js';
 import type { OperationHandlers, OperationResult, Schemas } from '../operations.js';
 
@@ -57,7 +58,18 @@ export function webhookHandlers(invalidQuota: InvalidLogQuota): OperationHandler
         // Not even the raw body could be committed: never acknowledge what was not saved.
         return ack(503, { status: 'failed', webhook_log_id: null });
       }
-      return outcome.log === null ? answerDropped(outcome) : answer(outcome);
+      if (outcome.log === null) return answerDropped(outcome);
+      // A trial card's pre-authorisation is no payment: the pipeline signs it off as not one of
+      // its orders, and its (correctly signed) news is the cue to ask the gateway about the card.
+      // The gateway retries a 503, so a gateway that cannot be asked now is asked again later.
+      if (outcome.result === 'ignored') {
+        try {
+          await confirmTrialCardOfOrder(services, outcome.log.orderId);
+        } catch {
+          return ack(503, { status: 'failed', webhook_log_id: outcome.log.id });
+        }
+      }
+      return answer(outcome);
     },
   };
 }

@@ -30,6 +30,12 @@ export function redactedCommandLine(argv: readonly string[]): string {
 }
 
 /**
+ * The service itself, for what it does on its own schedule (the in-server billing run): no
+ * person acted, and the trail says so.
+ */
+export const systemActor: Actor = { type: 'system', id: 'billing-scheduler', name: 'system', requestId: null };
+
+/**
  * The CLI's actor: the operating-system user who ran it (BILLING_OPERATOR may name the person
  * when several share one account, as on a bastion host).
  */

@@ -156,7 +156,7 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
     });
     input.lines.forEach((line, position) => {
       lines.push({
-        id: randomUUID(), invoice: invoiceId, position, description: line.description, kind: line.kind, quantity: line.quantity ?? 1,
+        id: randomUUID(), invoice: invoiceId, position, description: line.description, subject: line.subject ?? null, kind: line.kind, quantity: line.quantity ?? 1,
         unitAmount: money(line.unitAmount), amount: amounts[position], periodStart: line.periodStart ?? null, periodEnd: line.periodEnd ?? null,
       });
     });
@@ -190,7 +190,8 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
   await postWalletDebits(tctx, debits);
   await insertRows(em, Notification, notifications);
   await updateRows(em, Subscription, ['currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'], subscriptionUpdates, {
-    sql: 'cycles_completed = cycles_completed + 1, updated_at = ?',
+    // A renewal paid: the last renewal failure, if any, no longer stands.
+    sql: 'cycles_completed = cycles_completed + 1, last_renewal_failure = null, updated_at = ?',
     params: [now],
   });
   return steps;

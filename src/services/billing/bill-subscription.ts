@@ -2,7 +2,7 @@ import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { Payment } from '../../db/entities/payment.js';
 import type { Plan } from '../../db/entities/plan.js';
-import { Subscription } from '../../db/entities/subscription.js';
+import { Subscription, type RenewalFailure } from '../../db/entities/subscription.js';
 import { isPostgres } from '../../db/dialect.js';
 import { Invoice } from '../../db/entities/invoice.js';
 import { boundaryAfter, isoDate } from '../../domain/billing-calendar.js';
@@ -20,6 +20,7 @@ import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js'
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
 import { collectInvoice, followUp, latestAttempt, markPastDue, nothingAfter, renewalSubmitOptions, type AfterCommit, type Counts } from './collect-renewal.js';
 import { dunningSchedule, nextDunningStep, RESUBMIT_AFTER_MS, retriesDueBy } from './dunning-schedule.js';
+import { declinedCharge, failureOfGatewayError } from './record-renewal-failure.js';
 
 export type StepAction = DueAction['kind'] | 'locked_elsewhere' | 'already_invoiced';
 
@@ -50,6 +51,10 @@ export interface StepResult {
   amount?: string | null;
   /** Dry run: what the gateway's answer decides, which the dry run cannot know (null when nothing). */
   awaitsGateway?: string | null;
+  /** Why the step's renewal charge failed (kept on the subscription by the run); null when it did not. */
+  renewalFailure?: RenewalFailure | null;
+  /** The step's renewal charge was paid: an earlier failure no longer stands. */
+  renewalPaid?: boolean;
 }
 
 const POPULATE = ['plan', 'pendingPlan', 'user'] as const;
@@ -122,7 +127,7 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
   await ctx.em.flush();
   const collection = await collectInvoice(ctx, sub, invoice, input.dueAt);
   for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
-  return result(sub, 'renew', { counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice });
+  return result(sub, 'renew', { counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice, renewalFailure: collection.failure ?? null, renewalPaid: collection.paid ?? false });
 }
 
 /**
@@ -140,7 +145,7 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
     // dunning step is taken on it (no past_due, no retry counted, no cancellation): the charge
     // is only made again, and the schedule resumes once an attempt reaches the customer.
     const collection = await collectInvoice(ctx, sub, invoice, nextDunningStep(schedule, at, invoice.retryCount));
-    return result(sub, 'collect', { counts: collection.counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice });
+    return result(sub, 'collect', { counts: collection.counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice, renewalFailure: collection.failure ?? null, renewalPaid: collection.paid ?? false });
   }
   if (at.getTime() >= schedule.cancelAt.getTime()) {
     invoiceStates.apply(invoice, 'mark_uncollectible', at);
@@ -159,7 +164,7 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
     if (retry) counts.retried = 1;
     const collection = await collectInvoice(ctx, sub, invoice, invoice.nextRetryAt);
     for (const [k, v] of Object.entries(collection.counts)) counts[k as keyof Counts] = (counts[k as keyof Counts] ?? 0) + v;
-    return result(sub, 'collect', { counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice });
+    return result(sub, 'collect', { counts, invoiceNumber: invoice.number, outcome: collection.outcome, after: collection.after, invoice, renewalFailure: collection.failure ?? null, renewalPaid: collection.paid ?? false });
   }
   if (next === 'resubmit') {
     // Looked at again later should the gateway still not answer; a live answer makes that a no-op.
@@ -334,6 +339,8 @@ export async function finishStep(ctx: ServiceContext, step: StepResult): Promise
     // lost (the payment stays pending for sync), is the run's failure: the operator must know.
     if (declined) step.outcome = `gateway ${err.kind}: ${err.message}`;
     else step.error = `gateway ${err.kind}: ${err.message}`;
+    // An answer lost on the way back is no failure yet: the sync that follows tells.
+    if (!err.outcomeUnknown) step.renewalFailure = failureOfGatewayError(ctx.clock.now(), err);
     if (!err.outcomeUnknown && !declined) {
       // The gateway never took the charge: the next run makes a new attempt.
       await ctx.em.fork().transactional(async (em) => {
@@ -347,6 +354,8 @@ export async function finishStep(ctx: ServiceContext, step: StepResult): Promise
   if (payment.status === 'settled') bump('charged');
   else if (payment.status === 'pending') bump('pending');
   else bump('failed');
+  if (payment.status === 'settled') step.renewalPaid = true;
+  else if (payment.status === 'failed' && !step.renewalFailure) step.renewalFailure = await declinedCharge(ctx, payment.orderId, ctx.clock.now());
   if (payment.status === 'failed' && (declined || payment.gatewayStatus !== null) && (await pastDueAfterDecline(ctx, step.subscriptionId))) bump('past_due');
   const sub = await ctx.em.fork().findOneOrFail(Subscription, step.subscriptionId);
   if (sub.status === 'past_due' && step.status !== 'past_due' && !counts.past_due) bump('past_due');

@@ -1,6 +1,6 @@
 import type { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
-import type { Subscription } from '../../db/entities/subscription.js';
+import type { RenewalFailure, Subscription } from '../../db/entities/subscription.js';
 import { compare } from '../../domain/money.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { capExpiryMinutes } from '../../gateway/expiry-limits.js';
@@ -16,6 +16,7 @@ import { newSubscriptionOrderId } from '../payments/order-id.js';
 import type { SubmitPaymentOptions } from '../gateway-events/submit-payment.js';
 import { getOrCreateWallet } from '../wallet/wallet-ledger.js';
 import { RESUBMIT_AFTER_MS } from './dunning-schedule.js';
+import { noSavedCard, renewalFailure } from './record-renewal-failure.js';
 
 export type BillingCounter =
   | 'renewed'
@@ -48,6 +49,10 @@ export interface Collection {
   after: AfterCommit;
   /** A customer's payment that cannot be made (no saved card): an outcome of the run, not its failure. */
   outcome: string | null;
+  /** Why this attempt failed, to keep on the subscription; null when it did not fail (yet). */
+  failure?: RenewalFailure | null;
+  /** The renewal was paid at once (a wallet). */
+  paid?: boolean;
 }
 
 export const nothingAfter = (): AfterCommit => ({ cancelOrderIds: [], submit: null, resubmit: null });
@@ -119,15 +124,16 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
       markPastDue(ctx, sub, at);
       const counts: Counts = { failed: 1 };
       if (before !== 'past_due' && sub.status === 'past_due') counts.past_due = 1;
-      return { counts, after, outcome: null };
+      return { counts, after, outcome: null, failure: renewalFailure(at, 'insufficient_funds', `The wallet could not pay the renewal: ${short}.`) };
     }
     await openPayment(ctx, input);
-    return { counts: { charged: 1 }, after, outcome: null };
+    return { counts: { charged: 1 }, after, outcome: null, paid: true };
   }
 
   if (sub.paymentType === 'credit_card' && !sub.cardToken) {
     // Nothing can be charged without the customer; the invoice waits for dunning (or POST /payments/charge/).
-    return { counts: { failed: 1 }, after, outcome: 'no saved card to charge (the card was never saved for merchant-initiated renewals)' };
+    const failure = noSavedCard(at);
+    return { counts: { failed: 1 }, after, outcome: `${failure.code}: ${failure.message}`, failure };
   }
   const payment = await openPayment(ctx, input);
   // Looked at again after RESUBMIT_AFTER_MS in case this process dies before the gateway answers.

@@ -7,6 +7,8 @@ import { billSubscriptionStep, finishStep, lockedElsewhere, rehearseStep, type S
 import type { BillingCounter } from './collect-renewal.js';
 import { notifyExpiringCards } from './notify-expiring-cards.js';
 import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
+import { systemActor, type Actor } from '../audit/actor.js';
+import { clearRenewalFailure, recordRenewalFailure } from './record-renewal-failure.js';
 
 export interface BillingRunOptions {
   /** The run's time (default: the context's clock now). Everything due at or before it is done. */
@@ -34,6 +36,16 @@ export interface BillingRunOptions {
    * something due.
    */
   onProgress?: (progress: { processed: number; seen: number; total: number; report: BillingRunReport }) => void;
+  /** Who runs it, for the audit events of failed renewals: the CLI's operator, else the system. */
+  actor?: Actor;
+}
+
+/** A renewal charge that failed in this run, and why (also kept on the subscription). */
+export interface RenewalFailureLine {
+  subscription_id: string;
+  invoice_number: string | null;
+  code: string;
+  message: string;
 }
 
 export interface BillingRunAction {
@@ -59,6 +71,11 @@ export type BillingRunReport = {
   /** Charges sent to the gateway (in a dry run: that would be sent, their answers unknown). */
   gateway_charges: number;
   errors: { subscription_id: string; message: string }[];
+  /**
+   * Every renewal charge that failed, with its reason: the customer's (a declined card, no saved
+   * card, a short wallet) as well as the gateway's; only the latter are also `errors` (exit 1).
+   */
+  renewal_failures: RenewalFailureLine[];
   actions: BillingRunAction[];
 } & Record<BillingCounter, number>;
 
@@ -91,7 +108,7 @@ const SINGLE_PAGE = 200;
 
 function emptyReport(at: Date, dryRun: boolean): BillingRunReport {
   const counters = Object.fromEntries(COUNTERS.map((c) => [c, 0])) as Record<BillingCounter, number>;
-  return { at: at.toISOString(), dry_run: dryRun, subscriptions: 0, gateway_charges: 0, ...counters, errors: [], actions: [] };
+  return { at: at.toISOString(), dry_run: dryRun, subscriptions: 0, gateway_charges: 0, ...counters, errors: [], renewal_failures: [], actions: [] };
 }
 
 function record(report: BillingRunReport, step: StepResult): void {
@@ -108,6 +125,16 @@ function record(report: BillingRunReport, step: StepResult): void {
   });
   if (step.after.submit) report.gateway_charges += 1;
   if (step.error) report.errors.push({ subscription_id: step.subscriptionId, message: step.error });
+  if (step.renewalFailure) {
+    const { code, message } = step.renewalFailure;
+    report.renewal_failures.push({ subscription_id: step.subscriptionId, invoice_number: step.invoiceNumber, code, message });
+  }
+}
+
+/** What the step's charge left on the subscription: its failure (with an audit event), or none after a paid renewal. */
+async function keepRenewalOutcome(ctx: ServiceContext, step: StepResult, actor: Actor): Promise<void> {
+  if (step.renewalFailure) await recordRenewalFailure(ctx, step.subscriptionId, step.renewalFailure, actor);
+  else if (step.renewalPaid) await clearRenewalFailure(ctx, step.subscriptionId);
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -217,7 +244,10 @@ async function pass(runCtx: ServiceContext, at: Date, opts: BillingRunOptions, d
         if (!step) break;
         stepped = true;
         try {
-          if (!dryRun) await finishStep(runCtx, step);
+          if (!dryRun) {
+            await finishStep(runCtx, step);
+            await keepRenewalOutcome(runCtx, step, opts.actor ?? systemActor);
+          }
         } catch (err) {
           // The step committed; its gateway half failed and is picked up by a later run.
           step.error = messageOf(err);

@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { Payment } from '../../db/entities/payment.js';
 import type { Plan } from '../../db/entities/plan.js';
 import { Subscription, type PaymentType } from '../../db/entities/subscription.js';
 import { TrialGrant } from '../../db/entities/trial-grant.js';
 import { User } from '../../db/entities/user.js';
-import { addDays, cycleBoundary } from '../../domain/billing-calendar.js';
+import { cycleBoundary } from '../../domain/billing-calendar.js';
 import { DomainError, ValidationError } from '../../domain/errors.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { startSubscription, subscriptionStates } from '../../domain/states/subscription-states.js';
@@ -19,7 +20,10 @@ import { loadPayment } from '../payments/find-payment.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
 import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from '../subscription-rules/end-subscription.js';
+import { authorizeTrialCard, cardCheckOrderId, firstPeriodAmount, releaseCardAuthorization, type CardCheck } from './authorize-trial-card.js';
 import { loadSubscription } from './find-subscription.js';
+import { beginTrial } from './begin-trial.js';
+import { rememberSavedCard } from '../gateway-events/saved-card.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
 
 export interface CreateSubscriptionInput {
@@ -34,6 +38,8 @@ export interface CreatedSubscription {
   subscription: Subscription;
   /** The first payment; null when the subscription starts with a trial. */
   payment: Payment | null;
+  /** A trial subscribed with a card: the card's pre-authorisation (saved, or waiting for 3-D Secure). */
+  cardCheck: (CardCheck & { orderId: string; amount: string; currency: string }) | null;
 }
 
 function customerDetails(user: User, given: CreateSubscriptionInput['customerDetails']): Record<string, string> {
@@ -44,10 +50,10 @@ function customerDetails(user: User, given: CreateSubscriptionInput['customerDet
 }
 
 /**
- * NOTE: a trial is given once per user and plan, ever (DECISIONS §4): the grant is recorded
+ * NOTE: a trial is given once per user and plan, ever (docs/billing.md): the grant is recorded
  * when the trial starts, so later plan changes and cancellations cannot give it back.
  */
-async function trialAllowed(ctx: DataContext, user: User, plan: Plan): Promise<boolean> {
+export async function trialAllowed(ctx: DataContext, user: Pick<User, 'id'>, plan: Plan): Promise<boolean> {
   if (plan.trialPeriodDays <= 0) return false;
   return (await ctx.em.count(TrialGrant, { user: user.id, plan: plan.id })) === 0;
 }
@@ -74,6 +80,18 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
   const bank = input.paymentType === 'bank_transfer' ? ((metadata.bank as Bank | undefined) ?? 'bca') : null;
   if (bank) metadata.bank = bank;
 
+  // A card given for a trial is pre-authorised and saved before anything is written: a card
+  // that cannot be saved fails the subscribe and leaves nothing behind (docs/billing.md).
+  const subscriptionId = randomUUID();
+  let cardCheck: CreatedSubscription['cardCheck'] = null;
+  if (input.paymentType === 'credit_card' && (await trialAllowed(ctx, user, plan))) {
+    await refuseIfLiveSubscription(ctx, user);
+    const orderId = cardCheckOrderId(subscriptionId);
+    const amount = firstPeriodAmount(ctx, plan);
+    const check = await authorizeTrialCard(ctx, { orderId, amount, currency: plan.currency, token: input.token!, customer: customerDetails(user, input.customerDetails) });
+    cardCheck = { ...check, orderId, amount, currency: plan.currency };
+  }
+
   let created: { subscriptionId: string; paymentId: string | null; toCancel: string[] };
   try {
     created = await retryingTransaction(ctx.em, async (em) => {
@@ -93,7 +111,10 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
       }
 
       const trial = await trialAllowed(tctx, owner, plan);
+      // The card was pre-authorised for a trial that another request has since taken.
+      if (cardCheck && !trial) throw new DomainError('subscription_exists', `The trial of ${plan.name} has already been used.`);
       const sub = em.create(Subscription, {
+        id: subscriptionId,
         user: owner,
         plan,
         paymentType: input.paymentType,
@@ -102,15 +123,16 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
         customerDetails: customerDetails(owner, input.customerDetails),
         createdAt: at,
       } as Subscription);
+      if (cardCheck?.status === 'pending') {
+        // Waits for 3-D Secure: no trial and no access until the card is saved (confirm-trial-card.ts).
+        startSubscription(sub, 'pending');
+        await em.flush();
+        return { subscriptionId: sub.id, paymentId: null, toCancel };
+      }
       startSubscription(sub, trial ? 'trialing' : 'pending');
       if (trial) {
-        sub.trialEnd = addDays(at, plan.trialPeriodDays);
-        sub.currentPeriodStart = at;
-        sub.currentPeriodEnd = sub.trialEnd;
-        sub.nextBillingDate = sub.trialEnd;
-        // Paid periods are counted from the end of the trial.
-        sub.billingAnchor = sub.trialEnd;
-        em.create(TrialGrant, { user: owner, plan, createdAt: at } as TrialGrant);
+        beginTrial(tctx, sub, at);
+        if (cardCheck?.status === 'saved') rememberSavedCard(sub, cardCheck.card);
         await em.flush();
         notify(tctx, owner, 'subscription_activated', subscriptionData(sub));
         return { subscriptionId: sub.id, paymentId: null, toCancel };
@@ -147,11 +169,14 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
       return { subscriptionId: sub.id, paymentId: payment.id, toCancel };
     });
   } catch (err) {
+    if (cardCheck) await releaseCardAuthorization(ctx, cardCheck.orderId);
     if (isLiveUserViolation(err)) throw new DomainError('subscription_exists', 'You already have a live subscription.');
     throw err;
   }
 
   await cancelAtGateway(ctx, created.toCancel);
+  // The card is saved: the hold on it has served its purpose.
+  if (cardCheck?.status === 'saved') await releaseCardAuthorization(ctx, cardCheck.orderId);
   if (created.paymentId && input.paymentType !== 'wallet') {
     await submitPayment(ctx, created.paymentId, {
       bank: bank ?? undefined,
@@ -163,7 +188,20 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
   return {
     subscription: await loadSubscription(ctx.em, created.subscriptionId),
     payment: created.paymentId ? await loadPayment(ctx.em, created.paymentId) : null,
+    cardCheck,
   };
+}
+
+/**
+ * Checked before a card is pre-authorised, so that a customer who cannot subscribe gets no hold
+ * on the card; the transaction checks again under its lock.
+ */
+async function refuseIfLiveSubscription(ctx: ServiceContext, user: User): Promise<void> {
+  const em = ctx.em.fork();
+  const live = await em.findOne(Subscription, { liveUserId: user.id });
+  if (live && !(await wasNeverPaid({ em }, live))) {
+    throw new DomainError('subscription_exists', `You already have a ${live.status.replace(/_/g, ' ')} subscription (${live.id}); cancel it or change its plan.`);
+  }
 }
 
 /** The gateway refused the first payment: nothing stays live or payable (the voided invoice keeps its number). */

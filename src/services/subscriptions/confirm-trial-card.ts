@@ -1,0 +1,94 @@
+import { LockMode } from '@mikro-orm/core';
+import { Invoice } from '../../db/entities/invoice.js';
+import { Subscription } from '../../db/entities/subscription.js';
+import { DomainError } from '../../domain/errors.js';
+import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import { GatewayError } from '../../gateway/errors.js';
+import type { DataContext, ServiceContext } from '../context.js';
+import { rememberSavedCard, type SavedCard } from '../gateway-events/saved-card.js';
+import { notify } from '../notifications/notify.js';
+import { subscriptionData } from '../notifications/payloads.js';
+import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { cardCheckOrderId, readCardCheck, releaseCardAuthorization, subscriptionOfCardCheck, type CardCheck } from './authorize-trial-card.js';
+import { beginTrial } from './begin-trial.js';
+import { trialAllowed } from './create-subscription.js';
+
+export type TrialCardOutcome =
+  /** The card is saved and the trial started now. */
+  | 'trial_started'
+  /** The card was declined, 3-D Secure failed or expired: the subscription was canceled. */
+  | 'card_declined'
+  /** Still waiting for the customer's 3-D Secure step. */
+  | 'waiting'
+  /** Nothing to do: the subscription does not wait for a card (already started, canceled, replaced). */
+  | 'unchanged';
+
+/**
+ * A subscription waits for its trial card while it is `pending` with no invoice: only a trial
+ * subscribed with a card that went to 3-D Secure is in that state.
+ */
+async function awaitsTrialCard(ctx: DataContext, sub: Subscription): Promise<boolean> {
+  return sub.status === 'pending' && (await ctx.em.count(Invoice, { subscription: sub.id })) === 0;
+}
+
+/**
+ * Finishes a trial subscribed with a card after 3-D Secure, from the gateway's own word: the
+ * status of the card's pre-authorisation, asked now (a pushed notification only says when to
+ * ask; its saved token is not signed). Saved: the trial starts with the card kept for its end,
+ * and the authorisation is canceled. Declined, failed or expired: the waiting subscription is
+ * canceled (`card_declined`), nothing else was made. Safe to call any number of times.
+ */
+export async function confirmTrialCard(ctx: ServiceContext, subscriptionId: string): Promise<TrialCardOutcome> {
+  const orderId = cardCheckOrderId(subscriptionId);
+  let answer;
+  try {
+    answer = await ctx.gateway.status(orderId);
+  } catch (err) {
+    if (err instanceof GatewayError && err.kind === 'not_found') return 'unchanged';
+    throw err;
+  }
+  let check: CardCheck | null = null;
+  try {
+    check = readCardCheck(answer);
+  } catch (err) {
+    if (!(err instanceof DomainError)) throw err;
+  }
+  if (check?.status === 'pending') return 'waiting';
+  // Most news of a pre-authorisation comes after its trial started (the gateway's echo of our
+  // own cancel): looked at without a lock, so a billing run never finds the subscription held.
+  const peek = await ctx.em.fork().findOne(Subscription, { id: subscriptionId }, { fields: ['id', 'status'] });
+  const outcome = peek?.status !== 'pending' ? ('unchanged' as const) : await retryingTransaction(ctx.em, async (em) => {
+    const tctx = { ...ctx, em };
+    const sub = await em.findOne(Subscription, { id: subscriptionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['plan', 'user'] });
+    if (!sub || !(await awaitsTrialCard(tctx, sub))) return 'unchanged' as const;
+    if (check?.status === 'saved' && (await trialAllowed(tctx, sub.user, sub.plan))) {
+      startTrialWithCard(tctx, sub, check.card);
+      return 'trial_started' as const;
+    }
+    // Declined, or the user's trial of this plan was spent meanwhile: nothing was ever due.
+    subscriptionStates.apply(sub, 'cancel', ctx.clock.now());
+    sub.cancelReason = check ? 'trial_unavailable' : 'card_declined';
+    sub.nextBillingDate = null;
+    return 'card_declined' as const;
+  });
+  // Approved at the gateway (now, or long ago for a trial already running): release the hold.
+  if (answer.transactionStatus === 'authorize' || answer.transactionStatus === 'capture') await releaseCardAuthorization(ctx, orderId);
+  return outcome;
+}
+
+function startTrialWithCard(ctx: DataContext, sub: Subscription, card: SavedCard): void {
+  const at = ctx.clock.now();
+  subscriptionStates.apply(sub, 'start_trial', at);
+  beginTrial(ctx, sub, at);
+  rememberSavedCard(sub, card);
+  notify(ctx, sub.user, 'subscription_activated', subscriptionData(sub));
+}
+
+/**
+ * A gateway notification about a card pre-authorisation (the webhook hears it as an order that
+ * is none of the payments'): confirms the subscription it names. Null when the order is not one.
+ */
+export async function confirmTrialCardOfOrder(ctx: ServiceContext, orderId: string | null): Promise<TrialCardOutcome | null> {
+  const subscriptionId = orderId ? subscriptionOfCardCheck(orderId) : null;
+  return subscriptionId ? confirmTrialCard(ctx, subscriptionId) : null;
+}

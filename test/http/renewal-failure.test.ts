@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Subscription } from '../../src/db/entities/subscription.js';
+import { cliActor } from '../../src/services/audit/actor.js';
+import { DAY, startBilling, type BillingHarness } from '../helpers/billing.js';
+import { DATABASES } from '../helpers/database.js';
+import type { TestUser } from '../helpers/subscriptions.js';
+
+/*
+ * Issue 37, row 3: a renewal that failed left its reason only in the billing run's output. Now
+ * every failed renewal keeps `last_renewal_failure` on the subscription (customer and staff see
+ * it), is an audit event by the run's actor, and is listed in the run's summary; a paid renewal
+ * clears it.
+ */
+describe.each(DATABASES)('when a renewal fails (%s)', (kind) => {
+  let h: BillingHarness;
+  let staff: TestUser;
+  beforeAll(async () => {
+    h = await startBilling(kind);
+    staff = await h.server.createUser({ isStaff: true });
+  });
+  afterAll(async () => {
+    await h.stop();
+  });
+
+  const db = () => h.server.running.billing.orm.em.fork();
+  const customerView = async (user: TestUser, id: string) => (await h.server.api('GET', `/subscriptions/${id}/`, { auth: user })).body;
+  const staffView = async (id: string) => (await h.server.api('GET', `/admin/subscriptions/${id}/`, { auth: staff })).body;
+  const auditOf = async (id: string) => (await h.server.api('GET', `/admin/audit-events/?target=${id}`, { auth: staff })).body.results as Record<string, any>[];
+  const subscribeWithCard = async (user: TestUser, plan: string) => {
+    const res = await h.server.api('POST', '/subscriptions/', { auth: user, body: { plan_id: plan, payment_type: 'credit_card', token: 'sim-card-accept-renewal' } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.subscription.id as string;
+  };
+
+  it('a trial whose saved card was forgotten (as after a chargeback): payment_method_required, not a crash; kept for the customer and staff, audited, cleared by a paid renewal', async () => {
+    const user = await h.server.createUser();
+    const id = await subscribeWithCard(user, 'pro-trial');
+    await db().nativeUpdate(Subscription, { id }, { cardToken: null });
+    const trialEnd = (await h.sub(id)).trialEnd!;
+
+    h.clock.set(new Date(trialEnd.getTime() + 60_000));
+    const report = await h.run();
+    expect(report).toMatchObject({ renewed: 1, trial_ended: 1, failed: 1, charged: 0, errors: [] });
+    expect(report.renewal_failures).toEqual([{ subscription_id: id, invoice_number: expect.stringMatching(/^INV-/), code: 'payment_method_required', message: expect.stringContaining('No saved card') }]);
+
+    const failure = { at: h.clock.now().toISOString(), code: 'payment_method_required', message: expect.stringContaining('new payment method') };
+    expect(await customerView(user, id)).toMatchObject({ status: 'trialing', last_renewal_failure: failure });
+    expect(await staffView(id)).toMatchObject({ id, last_renewal_failure: failure });
+    const events = await auditOf(id);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      action: 'subscription.renewal_failed',
+      actor: { type: 'system', name: 'system' },
+      target: { type: 'subscription', id },
+      reason: expect.stringContaining('payment_method_required'),
+      changes: { last_renewal_failure: [null, { code: 'payment_method_required' }] },
+    });
+
+    // A card again (the customer gave a new one): the first dunning retry charges it and the failure is gone.
+    await db().nativeUpdate(Subscription, { id }, { cardToken: 'sim-card-accept-saved-again' });
+    h.clock.set(new Date(trialEnd.getTime() + 5 * DAY));
+    const retry = await h.run({ actor: cliActor() });
+    expect(retry).toMatchObject({ charged: 1, renewal_failures: [], errors: [] });
+    expect(await customerView(user, id)).toMatchObject({ status: 'active', last_renewal_failure: null });
+    expect(await auditOf(id)).toHaveLength(1);
+  });
+
+  it('a declined saved card: card_declined with the bank\'s words, past due; each dunning retry updates it and the canceled subscription keeps why', async () => {
+    const user = await h.server.createUser();
+    h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
+    const id = await subscribeWithCard(user, 'basic-monthly');
+    await db().nativeUpdate(Subscription, { id }, { cardToken: 'sim-card-deny-saved' });
+    const due = (await h.sub(id)).nextBillingDate!;
+
+    h.clock.set(new Date(due.getTime() + 60_000));
+    const first = await h.run({ actor: cliActor() });
+    expect(first).toMatchObject({ renewed: 1, failed: 1, errors: [] });
+    expect(first.renewal_failures).toEqual([expect.objectContaining({ subscription_id: id, code: 'card_declined', message: expect.stringContaining('Do not honor') })]);
+    const shown = await customerView(user, id);
+    expect(shown.last_renewal_failure).toMatchObject({ code: 'card_declined', at: h.clock.now().toISOString() });
+    expect(shown.last_renewal_failure.message).toContain('Deny by Bank');
+    const [event] = await auditOf(id);
+    expect(event).toMatchObject({ action: 'subscription.renewal_failed', actor: { type: 'cli' } });
+
+    // The first dunning retry (a day after the due date) fails the same way: the record is its.
+    h.clock.set(new Date(due.getTime() + 4 * DAY + 120_000));
+    expect(await h.run()).toMatchObject({ retried: 1, failed: 1, renewal_failures: [expect.objectContaining({ code: 'card_declined' })] });
+    // Far later dunning gives up; the reason stays.
+    h.clock.set(new Date(due.getTime() + 30 * DAY));
+    await h.run();
+    const ended = await customerView(user, id);
+    expect(ended).toMatchObject({ status: 'canceled', cancel_reason: 'dunning_exhausted', last_renewal_failure: { code: 'card_declined' } });
+    expect(new Date(ended.last_renewal_failure.at).getTime()).toBeGreaterThan(due.getTime() + 60_000);
+    const events = await auditOf(id);
+    expect(events.length).toBeGreaterThan(1);
+    expect(events.every((e) => e.action === 'subscription.renewal_failed')).toBe(true);
+  });
+
+  it('a wallet that does not cover the renewal: insufficient_funds', async () => {
+    h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
+    const user = await h.user();
+    await h.fund(user, '50000');
+    const sub = await h.subscribe(user, 'basic-monthly', 'wallet');
+    h.clock.set(new Date(sub.nextBillingDate!.getTime() + 60_000));
+    const report = await h.run();
+    expect(report.renewal_failures).toEqual([expect.objectContaining({ subscription_id: sub.id, code: 'insufficient_funds', message: expect.stringContaining('does not cover 50000.00') })]);
+    expect((await h.sub(sub.id)).lastRenewalFailure).toMatchObject({ code: 'insufficient_funds' });
+  });
+
+  it('the gateway refusing the charge (merchant side) is kept too, as gateway_error, and stays a run error', async () => {
+    h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
+    const user = await h.server.createUser();
+    const id = await subscribeWithCard(user, 'basic-monthly');
+    const faults = (body: unknown) => fetch(`${h.server.url}/_simulator/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await faults({ mode: 'refuse', operations: ['charge'], count: 1 })).status).toBe(200);
+    try {
+      h.clock.set(new Date((await h.sub(id)).nextBillingDate!.getTime() + 60_000));
+      const report = await h.run();
+      expect(report.renewal_failures).toEqual([expect.objectContaining({ subscription_id: id, code: 'gateway_error', message: expect.stringContaining('402 Payment channel is not activated') })]);
+      expect(report.errors).toEqual([expect.objectContaining({ subscription_id: id })]);
+      expect(await customerView(user, id)).toMatchObject({ status: 'active', last_renewal_failure: { code: 'gateway_error' } });
+    } finally {
+      await faults({ mode: 'none' });
+    }
+  });
+});
