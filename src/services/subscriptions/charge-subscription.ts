@@ -31,7 +31,7 @@ export interface ChargeSubscriptionInput {
  * subscription's payment type or the one asked for, or a new card. Earlier pending orders are
  * canceled at the gateway first (one it refuses to cancel may have been paid: its status is
  * applied, cancelEarlierOrders), then withdrawn here, so only the new one can be paid. NOTE: the customer is present, so a saved card is charged as a
- * customer-initiated transaction (MIDTRANS.md §2.8); only renewals are merchant-initiated.
+ * customer-initiated transaction (docs/gateway.md); only renewals are merchant-initiated.
  */
 export async function chargeSubscription(ctx: ServiceContext, user: User, input: ChargeSubscriptionInput): Promise<Payment> {
   const { subscriptionId, paymentType: askedType, token, bank } = input;
@@ -41,13 +41,10 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
   const current = await findOwnSubscription(ctx.em.fork(), user, subscriptionId);
   const paymentType: PaymentType = token !== undefined ? 'credit_card' : (askedType ?? current.paymentType);
   const cardToken = paymentType === 'credit_card' ? (token ?? current.cardToken) : null;
-  // Refused before any gateway call: nothing earlier is canceled for a charge that cannot be made.
-  subscriptionActions.assert(current, 'charge');
-  if (paymentType === 'credit_card' && !cardToken) {
-    throw new InvalidStateError('The subscription has no saved card to charge; pay with a new card (token) or another payment_type.');
-  }
   await resolveUnknownCharges(ctx, current.id);
-  await cancelEarlierOrders(ctx, current.id);
+  // Checked before the earlier orders are canceled: none is canceled for a charge that cannot be made.
+  await assertChargeable(ctx, user, subscriptionId, paymentType === 'credit_card' && token === undefined);
+  const canceledAtGateway = await cancelEarlierOrders(ctx, current.id);
 
   const { paymentId, toCancel } = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
@@ -56,9 +53,7 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
     subscriptionActions.assert(sub, 'charge');
     const invoice = await em.findOne(Invoice, { subscription: sub, status: 'open' }, { orderBy: [{ issueDate: 'asc' }, { createdAt: 'asc' }] });
     if (!invoice) throw new DomainError('nothing_due', 'The subscription has no open invoice to pay.');
-    if (paymentType === 'credit_card' && !(token ?? sub.cardToken)) {
-      throw new InvalidStateError('The subscription has no saved card to charge; pay with a new card (token) or another payment_type.');
-    }
+    if (paymentType === 'credit_card' && !(token ?? sub.cardToken)) throw noSavedCard();
     const cancel = await cancelInvoicePayments(em, { invoice }, at);
     const paymentId = randomUUID();
     // NOTE: paying a pending change's invoice another way (the wallet, a new card) pays that
@@ -79,7 +74,7 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
     return { paymentId: payment.id, toCancel: cancel };
   });
 
-  await cancelAtGateway(ctx, toCancel);
+  await cancelAtGateway(ctx, toCancel.filter((orderId) => !canceledAtGateway.has(orderId)));
   if (paymentType !== 'wallet') {
     await submitPayment(ctx, paymentId, {
       bank: bank ?? (current.bank as Bank | null) ?? undefined,
@@ -89,4 +84,15 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
     });
   }
   return loadPayment(ctx.em, paymentId);
+}
+
+const noSavedCard = () => new InvalidStateError('The subscription has no saved card to charge; pay with a new card (token) or another payment_type.');
+
+/** The checks the charge's transaction makes again, in its order, read once before any gateway call. */
+async function assertChargeable(ctx: ServiceContext, user: User, subscriptionId: string, needsSavedCard: boolean): Promise<void> {
+  const em = ctx.em.fork();
+  const sub = await findOwnSubscription(em, user, subscriptionId);
+  subscriptionActions.assert(sub, 'charge');
+  if ((await em.count(Invoice, { subscription: sub, status: 'open' })) === 0) throw new DomainError('nothing_due', 'The subscription has no open invoice to pay.');
+  if (needsSavedCard && !sub.cardToken) throw noSavedCard();
 }
