@@ -35,7 +35,7 @@ export class CreditNote {
   memo: string | null = null;
   currency!: string;
   amount!: string;
-  /** The PPN part of amount (src/domain/tax.ts, creditedTax). */
+  /** The PPN this note takes off its invoice's faktur (src/domain/tax.ts, creditNoteTax; docs/tax.md). */
   taxAmount!: string;
   /** The DPP this credit note takes off its invoice. */
   taxBase!: Opt<string>;

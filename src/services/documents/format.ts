@@ -27,7 +27,7 @@ const plainSpaces = (text: string): string => text.replace(/[\u00a0\u202f]/g, ' 
 
 /**
  * NOTE: the fraction digits are pinned rather than taken from ICU: ICU 78 writes IDR without
- * decimals, older ICU wrote ",00" (tax/CORETAX.md §5), and a document must read the same on
+ * decimals, older ICU wrote ",00" (docs/documents.md), and a document must read the same on
  * every Node.js.
  */
 export function documentFormat(settings: Pick<DocumentSettings, 'locale' | 'timeZone'>): DocumentFormat {

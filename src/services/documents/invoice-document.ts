@@ -52,7 +52,7 @@ function rateOf(format: DocumentFormat, rate: string): string {
 }
 
 /**
- * How to pay a due invoice, from its newest pending payment's payment_details (DECISIONS §5):
+ * How to pay a due invoice, from its newest pending payment's payment_details (docs/documents.md):
  * the bank and virtual account number, Mandiri's biller code and bill key, the QR code's
  * address, the app link or the card's verification page, with the amount and the time it
  * expires. Null when nothing is pending or the payment names no way to pay.

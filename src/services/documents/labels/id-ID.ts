@@ -2,7 +2,7 @@ import type { Labels } from './labels.js';
 
 /*
  * Bahasa Indonesia: BILLING_LOCALE=id-ID, the default. The invoice's words are those of
- * ../shared/tax/CORETAX.md §5 (Tagihan, Tanggal, Jatuh Tempo, Tagihan Kepada, Deskripsi, Jml,
+ * Indonesian invoice templates, docs/documents.md (Tagihan, Tanggal, Jatuh Tempo, Tagihan Kepada, Deskripsi, Jml,
  * Harga Satuan, DPP, DPP Nilai Lain (11/12), PPN 12%, Pembulatan, Lunas, Belum Dibayar, Nota
  * Kredit, Penjual, Pembeli, No. Faktur Pajak). NOTE: the document is a "Tagihan", never a bare
  * "Faktur", which reads as the Faktur Pajak that Coretax issues.

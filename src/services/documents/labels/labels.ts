@@ -6,7 +6,7 @@ import type { PaymentType } from '../../../db/entities/subscription.js';
 /*
  * Every word a customer reads on an invoice, a credit note, a receipt email or an in-app
  * notification, one catalogue per language (id-ID.ts, en-US.ts), keys named by document and
- * field (DECISIONS §11; Lago's config/locales). Both catalogues have this one shape, so a label
+ * field (docs/documents.md; Lago's config/locales). Both catalogues have this one shape, so a label
  * missing from either is a type error. A phrase that carries a value is a function of the
  * value, already formatted (amounts and dates come from format.ts).
  */
