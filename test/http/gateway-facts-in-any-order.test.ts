@@ -178,6 +178,27 @@ describe.each(DATABASES)('gateway facts in any order (%s)', (kind) => {
     expect(await books(user, payment, subscription.id)).toEqual(after);
   });
 
+  it('row 12: a deny first applied as a plain failure (it carried no settlement_time) never hides the reversal: the late settlement, then payments sync, end reversed', async () => {
+    const { user, payment, subscription } = await pendingBy({ payment_type: 'bank_transfer', metadata: { bank: 'permata' } });
+    await holdNotifications(stage.server, payment.order_id);
+    await simulate(stage.server, payment.order_id, 'settle');
+    await simulate(stage.server, payment.order_id, 'deny');
+    // The gateway's own notifications are lost; a deny without evidence of the settlement arrives, then the settlement.
+    await releaseNotifications(stage.server, { order_id: payment.order_id, drop: true });
+    const key = stage.server.config.gateway.serverKey;
+    const bare = { order_id: payment.order_id, gross_amount: '50000.00', payment_type: 'bank_transfer', permata_va_number: '8562000000000001', fraud_status: 'accept' };
+    expect((await stage.server.api('POST', '/webhook/notification/', { body: signedNotification(key, { ...bare, transaction_status: 'deny' }) })).status).toBe(200);
+    expect((await paymentOf(user, payment.id)).status).toBe('failed');
+    const settled = signedNotification(key, { ...bare, transaction_status: 'settlement', settlement_time: '2026-01-15 10:15:00' });
+    expect((await stage.server.api('POST', '/webhook/notification/', { body: settled })).status).toBe(200);
+    expect((await paymentOf(user, payment.id)).status).toBe('settled');
+
+    const found = await sync();
+    expect(found.code, found.stderr).toBe(0);
+    expect(found.json.results.find((r: { order_id: string }) => r.order_id === payment.order_id)).toMatchObject({ gateway_status: 'deny', status_before: 'settled', status_after: 'reversed', result: 'processed' });
+    expect(await books(user, payment, subscription.id)).toMatchObject({ payment: { status: 'reversed' }, invoice: 'open', subscription: 'past_due', access: 404, wallet: '0.00' });
+  });
+
   it('row 15: a settlement lost, its reversal delivered: the payment is reversed, not failed', async () => {
     const { user, payment, subscription } = await pendingBy({ payment_type: 'echannel' });
     await simulate(stage.server, payment.order_id, 'settle?notify=false');

@@ -86,7 +86,7 @@ export function eventFromTransaction(tx: GatewayTransaction): GatewayEvent {
 }
 
 /**
- * The deduplication key (docs/architecture.md, "The webhook"): `(order_id, transaction_status)`,
+ * The deduplication key (docs/gateway.md, "Facts out of order"): `(order_id, transaction_status)`,
  * refined with the fraud status for captures (a challenged capture later accepted is a second
  * capture), with the cumulative refund amount for refunds and chargebacks (each partial one
  * raises it), and, for a `deny` or `cancel`, with whether money had arrived before it. NOTE: a
