@@ -19,6 +19,7 @@ import type { RequestRecord } from '../../../src/simulator/core.js';
 import type { SimTransaction } from '../../../src/simulator/types.js';
 import { ledgerIssues, verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
 import { ppnOf } from '../../../src/domain/tax.js';
+import { creditsTax } from '../../../src/services/credit-notes/issue-credit-note.js';
 import type { PlanSeed } from '../../../src/services/plans/seed-plans.js';
 import type { DatabaseKind } from '../database.js';
 import { startTestServer, type Credentials, type HttpResult, type TestServer } from '../server.js';
@@ -410,8 +411,9 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
 /**
  * Rule 10: for every taxed invoice, its DPP less the DPP its credit notes took off, and its PPN
  * less theirs, agree as Coretax computes PPN from DPP (ppnOf): an amended faktur then matches
- * Coretax to the rupiah. Each note keeps amount = tax_base + tax_amount + tax_rounding, its
- * rounding at most one rupiah.
+ * Coretax to the rupiah. Each note that gives back supply keeps amount = tax_base + tax_amount
+ * + tax_rounding, its rounding at most one rupiah; the others (chargebacks, unusable
+ * settlements) take nothing off the faktur.
  */
 async function fakturProblems(em: EntityManager, userId: string): Promise<string[]> {
   const problems: string[] = [];
@@ -419,8 +421,9 @@ async function fakturProblems(em: EntityManager, userId: string): Promise<string
   if (invoices.length === 0) return problems;
   const notes = await em.find(CreditNote, { invoice: { $in: invoices.map((i) => i.id) } });
   for (const invoice of invoices) {
-    // A chargeback is a dispute, not a price change: its note amends no faktur.
-    const own = notes.filter((n) => n.invoice.id === invoice.id && n.reason !== 'chargeback');
+    // Only credits that give back supply amend the faktur: a chargeback is a dispute, and a
+    // settlement nobody could use paid for no supply (creditsTax, docs/tax.md).
+    const own = notes.filter((n) => n.invoice.id === invoice.id && creditsTax(n.reason));
     const base = subtract(invoice.taxBase, sum(own.map((n) => n.taxBase)));
     const ppn = subtract(invoice.taxAmount, sum(own.map((n) => n.taxAmount)));
     const expected = compare(base, ZERO) > 0 ? ppnOf(base, invoice.currency).taxAmount : ZERO;
@@ -430,11 +433,11 @@ async function fakturProblems(em: EntityManager, userId: string): Promise<string
     for (const n of notes.filter((x) => x.invoice.id === invoice.id)) {
       const parts = add(add(n.taxBase, n.taxAmount), n.taxRounding);
       const tooRound = compare(n.taxRounding, '1.00') > 0 || compare(n.taxRounding, '-1.00') < 0;
-      if (n.reason !== 'chargeback' && (compare(parts, n.amount) !== 0 || tooRound)) {
+      if (creditsTax(n.reason) && (compare(parts, n.amount) !== 0 || tooRound)) {
         problems.push(`credit note ${n.number} of ${n.amount}: DPP ${n.taxBase} + PPN ${n.taxAmount} + rounding ${n.taxRounding} = ${parts}`);
       }
-      if (n.reason === 'chargeback' && (compare(n.taxAmount, ZERO) !== 0 || n.taxAction !== 'none')) {
-        problems.push(`chargeback credit note ${n.number} changes PPN (${n.taxAmount}, ${n.taxAction}): a dispute gives no PPN relief`);
+      if (!creditsTax(n.reason) && (compare(n.taxAmount, ZERO) !== 0 || compare(n.taxBase, ZERO) !== 0 || n.taxAction !== 'none')) {
+        problems.push(`${n.reason} credit note ${n.number} changes the faktur (DPP ${n.taxBase}, PPN ${n.taxAmount}, ${n.taxAction}): it gives back no supply`);
       }
     }
   }
