@@ -258,6 +258,9 @@ describe.each(DATABASES)('the batched billing run (%s)', (kind) => {
       ...r,
       actions: r.actions.map((a) => ({ ...a, subscription_id: labels.get(a.subscription_id), invoice_number: a.invoice_number && 'numbered' })).sort((a, b) => a.subscription_id!.localeCompare(b.subscription_id!)),
       errors: r.errors.map((e) => ({ ...e, subscription_id: labels.get(e.subscription_id) })),
+      renewal_failures: r.renewal_failures
+        .map((f) => ({ ...f, subscription_id: labels.get(f.subscription_id), invoice_number: f.invoice_number && 'numbered' }))
+        .sort((a, b) => a.subscription_id!.localeCompare(b.subscription_id!)),
     });
     expect(named(many, labelsMany)).toEqual(named(one, labelsOne));
     expect(many.renewed).toBeGreaterThan(40);
