@@ -39,10 +39,15 @@ export function withSettledHere(payload: Record<string, unknown>, paidAt: Date):
 
 /** Whether the message proves that the order's money had arrived before this status. */
 export function provesSettlement(event: GatewayEvent): boolean {
-  const raw = event.raw;
   // Our own record, added by a sync to the status answer of a payment we hold as paid (never
   // believed from a pushed notification): the settlement was applied here, whatever the answer omits.
-  if (event.verified && typeof raw[SETTLED_HERE] === 'string') return true;
+  if (event.verified && typeof event.raw[SETTLED_HERE] === 'string') return true;
+  return gatewaySaysSettled(event);
+}
+
+/** Whether the gateway's own fields say the order's money had arrived (settlement_time, a paid payment_amounts entry). */
+export function gatewaySaysSettled(event: GatewayEvent): boolean {
+  const raw = event.raw;
   if (typeof raw['settlement_time'] === 'string' && raw['settlement_time'] !== '') return true;
   // A BCA/BNI/BRI/CIMB virtual account lists what was paid into it.
   const paid = raw['payment_amounts'];

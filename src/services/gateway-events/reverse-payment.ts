@@ -15,7 +15,7 @@ import { acceptRefund } from '../refunds/accept-refund.js';
 import { REVERSAL_REFERENCE, TOPUP_CHARGEBACK_REFERENCE } from '../wallet/take-back-references.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import type { GatewayEvent } from './gateway-event.js';
-import { isProvenReversal } from './natural-order.js';
+import { gatewaySaysSettled, isProvenReversal } from './natural-order.js';
 
 /*
  * Money the gateway takes back after a settlement (docs/gateway.md): a
@@ -38,7 +38,9 @@ export type TakeBack = 'reverse' | 'charge_back';
  * so for a card: our cancel of a capture voids it, and the money goes back to the card.
  */
 export function isReversal(event: GatewayEvent, status: string, withdrawn: { cancelRequestedAt: Date | null; paymentType: string } | null = null): boolean {
-  if (event.transactionStatus === 'cancel' && withdrawn?.cancelRequestedAt && withdrawn.paymentType !== 'credit_card' && !isProvenReversal(event)) return false;
+  // Unless the gateway itself says the money had arrived before its cancel (our own record of a
+  // settlement here does not: the cancel it confirms came first there).
+  if (event.transactionStatus === 'cancel' && withdrawn?.cancelRequestedAt && withdrawn.paymentType !== 'credit_card' && !gatewaySaysSettled(event)) return false;
   if (event.transactionStatus !== 'deny' && event.transactionStatus !== 'cancel') return false;
   if (HELD.includes(status)) return true;
   // Money the message itself proves had arrived (natural-order.ts): a reversal heard before its

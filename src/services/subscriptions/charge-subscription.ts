@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
-import type { PaymentType } from '../../db/entities/subscription.js';
+import type { PaymentType, Subscription } from '../../db/entities/subscription.js';
+import type { EntityManager } from '@mikro-orm/core';
 import type { User } from '../../db/entities/user.js';
 import { DomainError, InvalidStateError, ValidationError } from '../../domain/errors.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
@@ -9,7 +10,7 @@ import type { Bank } from '../../gateway/types.js';
 import type { ServiceContext } from '../context.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { findOwnSubscription } from './find-subscription.js';
-import { cancelEarlierOrders, resolveUnknownCharges } from './resolve-unknown-charges.js';
+import { cancelOrAskGateway, resolveUnknownCharges } from './resolve-unknown-charges.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
 import { loadPayment } from '../payments/find-payment.js';
 import { openPayment } from '../gateway-events/open-payment.js';
@@ -28,9 +29,9 @@ export interface ChargeSubscriptionInput {
 
 /**
  * `POST /payments/charge/`: a new payment of the subscription's oldest open invoice, with the
- * subscription's payment type or the one asked for, or a new card. Earlier pending orders are
- * canceled at the gateway first (one it refuses to cancel may have been paid: its status is
- * applied, cancelEarlierOrders), then withdrawn here, so only the new one can be paid. NOTE: the customer is present, so a saved card is charged as a
+ * subscription's payment type or the one asked for, or a new card. Earlier pending orders of
+ * that invoice are withdrawn and canceled at the gateway first (one it refuses to cancel may
+ * have been paid: its status is applied, cancelOrAskGateway), so only the new one can be paid. NOTE: the customer is present, so a saved card is charged as a
  * customer-initiated transaction (docs/gateway.md); only renewals are merchant-initiated.
  */
 export async function chargeSubscription(ctx: ServiceContext, user: User, input: ChargeSubscriptionInput): Promise<Payment> {
@@ -44,14 +45,21 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
   await resolveUnknownCharges(ctx, current.id);
   // Checked before the earlier orders are canceled: none is canceled for a charge that cannot be made.
   await assertChargeable(ctx, user, subscriptionId, paymentType === 'credit_card' && token === undefined);
-  const canceledAtGateway = await cancelEarlierOrders(ctx, current.id);
+  // Earlier orders are withdrawn and canceled at the gateway before the new charge exists: one
+  // the gateway refuses to cancel may have been paid, and its status decides (cancelOrAskGateway).
+  const withdrawn = await retryingTransaction(ctx.em, async (em) => {
+    const sub = await findOwnSubscription(em, user, subscriptionId, { lock: true });
+    const invoice = await oldestOpenInvoice(em, sub);
+    return invoice ? cancelInvoicePayments(em, { invoice }, ctx.clock.now()) : [];
+  });
+  await cancelOrAskGateway(ctx, withdrawn);
 
   const { paymentId, toCancel } = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
     const at = ctx.clock.now();
     const sub = await findOwnSubscription(em, user, subscriptionId, { lock: true });
     subscriptionActions.assert(sub, 'charge');
-    const invoice = await em.findOne(Invoice, { subscription: sub, status: 'open' }, { orderBy: [{ issueDate: 'asc' }, { createdAt: 'asc' }] });
+    const invoice = await oldestOpenInvoice(em, sub);
     if (!invoice) throw new DomainError('nothing_due', 'The subscription has no open invoice to pay.');
     if (paymentType === 'credit_card' && !(token ?? sub.cardToken)) throw noSavedCard();
     const cancel = await cancelInvoicePayments(em, { invoice }, at);
@@ -74,7 +82,7 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
     return { paymentId: payment.id, toCancel: cancel };
   });
 
-  await cancelAtGateway(ctx, toCancel.filter((orderId) => !canceledAtGateway.has(orderId)));
+  await cancelAtGateway(ctx, toCancel);
   if (paymentType !== 'wallet') {
     await submitPayment(ctx, paymentId, {
       bank: bank ?? (current.bank as Bank | null) ?? undefined,
@@ -95,4 +103,8 @@ async function assertChargeable(ctx: ServiceContext, user: User, subscriptionId:
   subscriptionActions.assert(sub, 'charge');
   if ((await em.count(Invoice, { subscription: sub, status: 'open' })) === 0) throw new DomainError('nothing_due', 'The subscription has no open invoice to pay.');
   if (needsSavedCard && !sub.cardToken) throw noSavedCard();
+}
+
+function oldestOpenInvoice(em: EntityManager, sub: Subscription): Promise<Invoice | null> {
+  return em.findOne(Invoice, { subscription: sub, status: 'open' }, { orderBy: [{ issueDate: 'asc' }, { createdAt: 'asc' }] });
 }

@@ -1,5 +1,6 @@
 import { Payment } from '../../db/entities/payment.js';
 import { GatewayError } from '../../gateway/errors.js';
+import type { GatewayTransaction } from '../../gateway/types.js';
 import type { ServiceContext } from '../context.js';
 import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
 
@@ -26,45 +27,44 @@ export async function resolveUnknownCharges(ctx: ServiceContext, subscriptionId:
 }
 
 /**
- * NOTE: an earlier order of an open invoice may have been paid with its notification still
- * unheard. Before the customer is charged again, each such order is canceled at the gateway;
- * the gateway refuses to cancel what has settled, and then its status is asked and applied like
- * a notification: a paid order pays the invoice, and the new charge finds nothing due (409
- * `nothing_due`) instead of charging twice (docs/gateway.md, "Facts out of order"). An order the
- * gateway does not know was never made. When neither the cancel nor the status can be had,
- * nothing is charged (the gateway's error). Returns the orders the gateway canceled: the charge
- * withdraws them here without asking the gateway again.
+ * NOTE: an order we withdrew may have been paid with its notification still unheard. Each one
+ * is canceled at the gateway before the customer is charged again; the gateway refuses to
+ * cancel what has settled, and then its status is asked and applied like a notification: a paid
+ * order pays the invoice (a settlement after our withdrawal still buys what it paid for), and
+ * the new charge finds nothing due (409 `nothing_due`) instead of charging twice
+ * (docs/gateway.md, "Facts out of order"). An order the gateway does not know was never made.
+ * When neither the cancel nor the status can be had, the order is flagged for `payments sync`,
+ * as any cancel whose answer was lost.
  */
-export async function cancelEarlierOrders(ctx: ServiceContext, subscriptionId: string): Promise<Set<string>> {
-  const earlier = await ctx.em.fork().find(
-    Payment,
-    { subscription: subscriptionId, status: 'pending', paymentType: { $ne: 'wallet' }, invoice: { status: 'open' } },
-    { orderBy: { createdAt: 'asc' } },
-  );
-  const canceled = new Set<string>();
-  for (const payment of earlier) {
+export async function cancelOrAskGateway(ctx: ServiceContext, orderIds: string[]): Promise<void> {
+  for (const orderId of orderIds) {
+    let answer;
     try {
-      const answer = await ctx.gateway.cancel(payment.orderId);
-      if (answer.transactionStatus === 'cancel') {
-        // Withdrawn by the charge that follows (no failure of the customer's): only the gateway's word is kept.
-        await ctx.em.fork().nativeUpdate(Payment, { id: payment.id, status: 'pending' }, { gatewayStatus: 'cancel' });
-        canceled.add(payment.orderId);
-        continue;
-      }
-      await applyStatusAnswer(ctx, payment.id, answer);
-      continue;
+      answer = await ctx.gateway.cancel(orderId);
     } catch (err) {
       if (!(err instanceof GatewayError)) throw err;
       if (err.kind === 'not_found') continue;
+      answer = await askStatus(ctx, orderId);
+      if (answer === undefined) continue;
     }
-    let status;
-    try {
-      status = await ctx.gateway.status(payment.orderId);
-    } catch (err) {
-      if (err instanceof GatewayError && err.kind === 'not_found') continue;
-      throw err;
+    const payment = await ctx.em.fork().findOne(Payment, { orderId }, { fields: ['id'] });
+    if (!payment) continue;
+    if (answer.transactionStatus === 'cancel') {
+      // What the gateway now says of the order we withdrew: canceled there too.
+      await ctx.em.fork().nativeUpdate(Payment, { id: payment.id }, { gatewayStatus: answer.transactionStatus });
+    } else {
+      await applyStatusAnswer(ctx, payment.id, answer);
     }
-    await applyStatusAnswer(ctx, payment.id, status);
   }
-  return canceled;
+}
+
+/** The order's status, or undefined when the gateway does not know it or cannot answer (then flagged for payments sync). */
+async function askStatus(ctx: ServiceContext, orderId: string): Promise<GatewayTransaction | undefined> {
+  try {
+    return await ctx.gateway.status(orderId);
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err;
+    if (err.kind !== 'not_found') await ctx.em.fork().nativeUpdate(Payment, { orderId }, { outcomeUnknown: true });
+    return undefined;
+  }
 }
