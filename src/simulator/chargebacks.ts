@@ -9,7 +9,7 @@ export function chargedBackAmount(tx: SimTransaction): number {
 
 export const isChargedBack = (tx: SimTransaction): boolean => tx.transaction_status === 'chargeback' || tx.transaction_status === 'partial_chargeback';
 
-/** Statuses a card dispute can start from (MIDTRANS.md §7.3): money the merchant still holds some of. */
+/** Statuses a card dispute can start from: money the merchant still holds some of. */
 const DISPUTABLE = ['settlement', 'partial_refund', 'partial_chargeback'];
 
 /**

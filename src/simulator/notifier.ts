@@ -2,15 +2,15 @@ import type { Body } from './payload.js';
 import { NotificationHold, type HeldNotification, type ReleaseRequest } from './held-notifications.js';
 import type { DeliveryOutcome } from './types.js';
 
-/** Midtrans' sender gives up after 15 s (MIDTRANS.md §7.1). */
+/** Midtrans' sender gives up after 15 s. */
 const SEND_TIMEOUT_MS = 15_000;
 const MAX_REDIRECTS = 5;
 const LOG_LIMIT = 1000;
 const MINUTE = 60_000;
-/** Midtrans retries about 2, 10, 30, 90 and 210 minutes after each failure (MIDTRANS.md §7.8). */
+/** Midtrans retries about 2, 10, 30, 90 and 210 minutes after each failure. */
 export const MIDTRANS_RETRY_DELAYS_MS = [2 * MINUTE, 10 * MINUTE, 30 * MINUTE, 90 * MINUTE, 210 * MINUTE];
 
-/** Retries Midtrans allows after a given answer (MIDTRANS.md §7.8); null = a network failure. */
+/** Retries Midtrans allows after a given answer (docs/gateway.md); null = a network failure. */
 function retriesAfter(httpStatus: number | null): number {
   if (httpStatus === null) return 5;
   if (httpStatus >= 200 && httpStatus < 300) return 0;

@@ -11,7 +11,7 @@ import { takeBackWalletCredits } from './reverse-payment.js';
 
 /**
  * Refund notifications. NOTE: the gateway's cumulative `refund_amount` is the truth for what it
- * refunded (DECISIONS §5, revised 2026-11-23). Refunds it lists with a refund_key (ours, from
+ * refunded (docs/gateway.md). Refunds it lists with a refund_key (ours, from
  * refundPayment, or a dashboard refund that carries one) are recorded once by that key; refunds
  * without a key cannot be told apart from one notification to the next, so they are never
  * added one by one: the part of the cumulative amount that no keyed refund explains is held by

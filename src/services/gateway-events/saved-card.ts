@@ -10,7 +10,7 @@ import { retryingTransaction } from '../shared/retrying-transaction.js';
 import { isSuccess, type GatewayEvent } from './gateway-event.js';
 
 /*
- * A card saved for merchant-initiated renewals (MIDTRANS.md §2.8): `saved_token_id` and
+ * A card saved for merchant-initiated renewals (docs/gateway.md): `saved_token_id` and
  * `saved_token_id_expired_at` come with ANY successful card event: the charge answer (no 3-D
  * Secure), the capture notification after 3-D Secure, a status answer, a sync. The notification
  * signature covers only order_id, status_code and gross_amount, so a token read from a pushed

@@ -22,7 +22,7 @@ export interface PaymentSyncResult {
 /**
  * Asks the gateway for the status of each of the subscription's pending payments, and of those
  * settled within RECONCILE_LOOKBACK_DAYS (a reversal, refund or chargeback whose notification was
- * lost, DECISIONS §9), and applies the answers like webhook notifications (logged with
+ * lost; docs/gateway.md), and applies the answers like webhook notifications (logged with
  * `source: sync`; a settled one the gateway still holds as we recorded it is `unchanged` and
  * records nothing). Works for any subscription; callers scope it to a user.
  */
