@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.js';
-import { add, subtract } from '../../src/domain/money.js';
+import { add, compare, subtract } from '../../src/domain/money.js';
 import { ppnOf } from '../../src/domain/tax.js';
 import { DATABASES } from '../helpers/database.js';
 import { pdfText } from '../helpers/pdf.js';
@@ -127,6 +128,42 @@ describe.each(DATABASES)('tax round two on %s', (kind) => {
     for (const n of notes) expect(add(n.tax_base, n.tax_amount, n.tax_rounding)).toBe(n.amount);
     expect(add(...notes.map((n) => n.tax_base))).toBe('150000.00');
     expect(add(...notes.map((n) => n.tax_amount))).toBe('16500.00');
+  });
+
+  it('property: a refund of any amount on an exclusive or inclusive invoice of any price leaves a faktur whose PPN is what Coretax recomputes from its DPP; refunding the rest takes off exactly the invoice\'s DPP and PPN (row 6)', { timeout: 180_000 }, async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1_000, max: 5_000_000 }),
+        fc.constantFrom('exclusive' as const, 'inclusive' as const),
+        fc.integer({ min: 1, max: 999 }),
+        async (price, behavior, perMille) => {
+          const slug = `p-${behavior}-${price}`;
+          await server.seedPlans([{ slug, name: `Plan ${price}`, price, currency: 'IDR', interval: 1, interval_unit: 'month', tax_behavior: behavior }]);
+          user = await server.createUser();
+          const created = await subscribe(server, user, { plan_id: slug, payment_type: 'qris' });
+          expect(created.status, created.text).toBe(201);
+          await simulate(server, created.body.payment.order_id, 'settle');
+          const paid = await invoice(created.body.payment.invoice_id);
+          const amount = Math.max(1, Math.floor((Number(paid.total_amount) * perMille) / 1000));
+          const refund = await server.api('POST', `/payments/${created.body.payment.id}/refund/`, { auth: user, body: { amount, reason: 'property' } });
+          expect(refund.status, refund.text).toBe(200);
+          const [note] = await creditNotes();
+          expect(add(note.tax_base, note.tax_amount, note.tax_rounding)).toBe(note.amount);
+          expect(compare(note.tax_rounding, '-1.00') >= 0 && compare(note.tax_rounding, '1.00') <= 0, note.tax_rounding).toBe(true);
+          // The amended faktur: DPP after, and the PPN Coretax recomputes from it.
+          const dppAfter = subtract(paid.tax_base, note.tax_base);
+          expect(ppnOf(dppAfter, 'IDR').taxAmount).toBe(subtract(paid.tax_amount, note.tax_amount));
+          const rest = await server.api('POST', `/payments/${created.body.payment.id}/refund/`, { auth: user, body: { reason: 'the rest' } });
+          expect(rest.status, rest.text).toBe(200);
+          const notes = await creditNotes();
+          expect(notes).toHaveLength(2);
+          for (const n of notes) expect(add(n.tax_base, n.tax_amount, n.tax_rounding)).toBe(n.amount);
+          expect(add(...notes.map((n) => n.tax_base))).toBe(paid.tax_base);
+          expect(add(...notes.map((n) => n.tax_amount))).toBe(paid.tax_amount);
+        },
+      ),
+      { numRuns: 8 },
+    );
   });
 
   it('a partial chargeback of a taxed card payment issues a credit note that takes no DPP or PPN off; a full chargeback issues none (row 2)', async () => {
