@@ -52,6 +52,10 @@ export async function cancelOrAskGateway(ctx: ServiceContext, orderIds: string[]
     if (answer.transactionStatus === 'cancel') {
       // What the gateway now says of the order we withdrew: canceled there too.
       await ctx.em.fork().nativeUpdate(Payment, { id: payment.id }, { gatewayStatus: answer.transactionStatus });
+    } else if (answer.transactionStatus === 'pending') {
+      // The cancel failed and the order is still payable there: flagged, `payments sync` (and
+      // each billing pass) cancels it, as any withdrawn order whose cancel did not go through.
+      await ctx.em.fork().nativeUpdate(Payment, { id: payment.id }, { gatewayStatus: 'pending', outcomeUnknown: true });
     } else {
       await applyStatusAnswer(ctx, payment.id, answer);
     }
