@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { TrialGrant } from '../../src/db/entities/trial-grant.js';
+import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { DAY, startBilling, type BillingHarness } from '../helpers/billing.js';
 import { DATABASES } from '../helpers/database.js';
 import { storedCounts, type TestUser } from '../helpers/subscriptions.js';
@@ -163,6 +164,11 @@ describe.each(DATABASES)('a card given for a trial, with 3-D Secure (%s)', (kind
     expect(sub.trialEnd!.getTime()).toBe(h.clock.now().getTime() + 14 * DAY);
     await vi.waitFor(() => expect(tx.transaction_status).toBe('cancel'), { timeout: 10_000, interval: 50 });
     expect((await h.server.api('GET', '/subscriptions/active/', { auth: user })).body).toMatchObject({ id, status: 'trialing' });
+    // The notification is logged as no payment's, saying what it led to.
+    await vi.waitFor(async () => {
+      const log = await h.server.running.billing.orm.em.fork().findOneOrFail(WebhookLog, { orderId: res.body.card_authorization.order_id, transactionStatus: 'authorize' });
+      expect(log).toMatchObject({ status: 'ignored', error: expect.stringContaining(`Card pre-authorisation of subscription ${id}`) });
+    }, { timeout: 10_000, interval: 50 });
   });
 
   it('a failed 3-D Secure cancels the waiting subscription (card_declined); the trial stays available', async () => {

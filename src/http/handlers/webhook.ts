@@ -2,7 +2,7 @@ import { ValidationError } from '../../domain/errors.js';
 import type { InvalidLogQuota } from '../../services/gateway-events/invalid-notification-quota.js';
 import type { DroppedNotification, NotificationOutcome } from '../../services/gateway-events/process-notification.js';
 import { receiveGatewayNotification } from '../../services/gateway-events/receive-gateway-notification.js';
-import { confirmTrialCardOfOrder } from '../../services/subscriptions/confirm-trial-card.js';
+import { confirmTrialCardOfNotification } from '../../services/subscriptions/confirm-trial-card.js';
 import { clientIp } from '../auth/authenticate.js';
 import type { OperationHandlers, OperationResult, Schemas } from '../operations.js';
 
@@ -64,7 +64,7 @@ export function webhookHandlers(invalidQuota: InvalidLogQuota): OperationHandler
       // The gateway retries a 503, so a gateway that cannot be asked now is asked again later.
       if (outcome.result === 'ignored') {
         try {
-          await confirmTrialCardOfOrder(services, outcome.log.orderId);
+          await confirmTrialCardOfNotification(services, outcome.log);
         } catch {
           return ack(503, { status: 'failed', webhook_log_id: outcome.log.id });
         }

@@ -1,6 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import { Invoice } from '../../db/entities/invoice.js';
 import { Subscription } from '../../db/entities/subscription.js';
+import { WebhookLog } from '../../db/entities/webhook-log.js';
 import { DomainError } from '../../domain/errors.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { GatewayError } from '../../gateway/errors.js';
@@ -85,10 +86,14 @@ function startTrialWithCard(ctx: DataContext, sub: Subscription, card: SavedCard
 }
 
 /**
- * A gateway notification about a card pre-authorisation (the webhook hears it as an order that
- * is none of the payments'): confirms the subscription it names. Null when the order is not one.
+ * A gateway notification about a card pre-authorisation (the webhook pipeline logs it `ignored`,
+ * as an order that is none of the payments'): confirms the subscription it names, and says on
+ * the log what became of it. Null when the order is not one.
  */
-export async function confirmTrialCardOfOrder(ctx: ServiceContext, orderId: string | null): Promise<TrialCardOutcome | null> {
-  const subscriptionId = orderId ? subscriptionOfCardCheck(orderId) : null;
-  return subscriptionId ? confirmTrialCard(ctx, subscriptionId) : null;
+export async function confirmTrialCardOfNotification(ctx: ServiceContext, log: Pick<WebhookLog, 'id' | 'orderId'>): Promise<TrialCardOutcome | null> {
+  const subscriptionId = log.orderId ? subscriptionOfCardCheck(log.orderId) : null;
+  if (!subscriptionId) return null;
+  const outcome = await confirmTrialCard(ctx, subscriptionId);
+  await ctx.em.fork().nativeUpdate(WebhookLog, { id: log.id }, { error: `Card pre-authorisation of subscription ${subscriptionId} for its trial; the gateway's status of it, asked now: ${outcome}.` });
+  return outcome;
 }
