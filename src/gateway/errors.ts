@@ -75,7 +75,7 @@ export function isMerchantSideFailure(failureReason: string | null): boolean {
 
 /**
  * Whether a refused charge is the merchant's failure (a wrong server key, the gateway down or
- * overloaded) rather than the customer's (a declined card, bad card data): DECISIONS §9, such a
+ * overloaded) rather than the customer's (a declined card, bad card data): docs/billing.md, such a
  * failure counts no dunning attempt and moves no subscription. Null for the customer's.
  */
 export function merchantSideFailure(e: GatewayError): MerchantSideFailure | null {

@@ -3,7 +3,7 @@ import type { GatewayPaymentType } from './types.js';
 const DAY_MINUTES = 24 * 60;
 
 /**
- * The longest `custom_expiry` Midtrans accepts per payment method (MIDTRANS.md §2.1): a charge
+ * The longest `custom_expiry` Midtrans accepts per payment method (its documented maximums): a charge
  * asking for more is rejected with a validation error. Bank transfer VA and Mandiri bill 180
  * days; GoPay and dynamic QRIS 7 days; ShopeePay 5 days. Cards have no custom_expiry (3-D Secure
  * pages expire on their own), so none is sent.

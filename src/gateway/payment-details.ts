@@ -38,7 +38,7 @@ function compact(details: PaymentDetails): PaymentDetails {
 
 /**
  * The customer-facing payment instructions of a charge or status answer, in the shapes the
- * API publishes as payment_details (DECISIONS.md §5).
+ * API publishes as payment_details (openapi.yaml, PaymentDetails).
  */
 export function extractPaymentDetails(body: Body): PaymentDetails {
   const expiry = readExpiryTime(body);

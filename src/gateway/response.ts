@@ -64,7 +64,7 @@ export type Redact = (s: string) => string;
 
 /**
  * Decides success from the body's status_code, because Midtrans answers many business errors
- * with HTTP 200 (MIDTRANS.md §1.6). Returns the body of a usable answer or throws.
+ * with HTTP 200 (docs/gateway.md). Returns the body of a usable answer or throws.
  */
 export function interpretAnswer(op: GatewayOperation, answer: RawAnswer, redact: Redact): Body {
   const { httpStatus } = answer;
@@ -88,7 +88,7 @@ export function interpretAnswer(op: GatewayOperation, answer: RawAnswer, redact:
   if (httpStatus >= 400) {
     const bodyCode = code !== null && Number(code) >= 400 ? Number(code) : null;
     // NOTE: a 5xx, from a proxy in front of the gateway or from Midtrans itself (its "Sorry, Our
-    // system is recovering" body), may come after the card was charged (DECISIONS §9, charge
+    // system is recovering" body), may come after the card was charged (docs/gateway.md, charge
     // outcome unknown): only a 4xx-class code is a refusal.
     const unknown = STATE_CHANGING.has(op) && (httpStatus >= 500 || (bodyCode !== null && bodyCode >= 500));
     const effective = bodyCode ?? httpStatus;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 /**
- * Midtrans's card tokenization, as the simulator plays it (gateway/MIDTRANS.md §2.8): the
+ * Midtrans's card tokenization, as the simulator plays it (docs/gateway.md): the
  * browser sends the card to `GET /v2/token` with the Client Key and gets a one-time `token_id`
  * to charge with; the merchant's server never sees the card. Any Luhn-valid number with a
  * future expiry and a 3- or 4-digit CVV is tokenized; the charge then asks for 3-D Secure.

@@ -4,7 +4,7 @@ import { SIM_BANKS, type SimBank, type SimPaymentType } from './types.js';
 const ORDER_ID = /^[A-Za-z0-9_~.-]+$/;
 const UNIT_SECONDS = { second: 1, minute: 60, hour: 3600, day: 86_400 } as const;
 const DAY = 86_400;
-/** Longest custom_expiry per method (MIDTRANS.md §2.1). */
+/** Longest custom_expiry per method, as Midtrans documents it. */
 const MAX_EXPIRY_SECONDS: Record<SimPaymentType, number> = {
   bank_transfer: 180 * DAY,
   echannel: 180 * DAY,

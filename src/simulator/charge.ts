@@ -4,7 +4,7 @@ import type { SimBank, SimCard, SimPaymentType, SimTransaction } from './types.j
 
 export const MERCHANT_ID = 'G000000001';
 const MINUTE = 60_000;
-/** Default pending lifetimes (MIDTRANS.md §2.1); card = the 3-D Secure page's validity. */
+/** Default pending lifetimes, as Midtrans documents them; card = the 3-D Secure page's validity. */
 const DEFAULT_EXPIRY_MS: Record<SimPaymentType, number> = {
   bank_transfer: 24 * 60 * MINUTE,
   echannel: 24 * 60 * MINUTE,
@@ -14,7 +14,7 @@ const DEFAULT_EXPIRY_MS: Record<SimPaymentType, number> = {
   credit_card: 10 * MINUTE,
 };
 
-/** Company prefix + customer part; customer-part lengths as in MIDTRANS.md §2.3. */
+/** Company prefix + customer part; customer-part lengths as Midtrans documents them per bank. */
 const VA_LAYOUT: Record<SimBank, { prefix: string; digits: number }> = {
   bca: { prefix: '12345', digits: 6 },
   bni: { prefix: '9880', digits: 12 },

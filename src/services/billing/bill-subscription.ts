@@ -37,7 +37,7 @@ export interface StepResult {
   /**
    * NOTE: what happened to the customer's payment when it did not go through (declined, no saved
    * card, the gateway's answer lost): a business outcome shown in the table, not a failure of
-   * the run (DECISIONS.md §7).
+   * the run (docs/billing.md).
    */
   outcome?: string | null;
   after: AfterCommit;
@@ -141,7 +141,7 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
   const schedule = dunningSchedule(invoice.createdAt, ctx.config);
   const latest = await latestAttempt(ctx, invoice);
   if (latest?.status === 'failed' && isMerchantSideFailure(latest.failureReason)) {
-    // DECISIONS §9: a wrong server key or a gateway outage is not the customer's failure. No
+    // docs/billing.md, Dunning: a wrong server key or a gateway outage is not the customer's failure. No
     // dunning step is taken on it (no past_due, no retry counted, no cancellation): the charge
     // is only made again, and the schedule resumes once an attempt reaches the customer.
     const collection = await collectInvoice(ctx, sub, invoice, nextDunningStep(schedule, at, invoice.retryCount));

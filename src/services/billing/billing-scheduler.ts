@@ -31,7 +31,7 @@ interface SchedulerDeps {
 type Tick = { outcome: PassOutcome; report: BillingRunReport | null };
 
 /**
- * The in-server billing pass every BILLING_SCHEDULER_INTERVAL seconds (DECISIONS §10). One pass
+ * The in-server billing pass every BILLING_SCHEDULER_INTERVAL seconds (docs/billing.md). One pass
  * at a time: in this process a pass still running when the timer fires again is not doubled,
  * and across processes on PostgreSQL the pass runs under an advisory lock, skipped (and counted
  * as `skipped`) when another process holds it; SQLite is served by one process. A pass that

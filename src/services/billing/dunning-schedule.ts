@@ -13,7 +13,7 @@ export const TRIAL_NOTICE_DAYS = 3;
  */
 export const RESUBMIT_AFTER_MS = 10 * 60 * 1000;
 
-/** When each step of collecting a renewal invoice falls due (DECISIONS §4). */
+/** When each step of collecting a renewal invoice falls due (docs/billing.md, Dunning). */
 export interface DunningSchedule {
   /** Unpaid at this instant, the subscription becomes `past_due`. */
   dueAt: Date;

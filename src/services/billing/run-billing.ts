@@ -140,7 +140,7 @@ async function keepRenewalOutcome(ctx: ServiceContext, step: StepResult, actor: 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
- * One billing pass (DECISIONS §4, `billing-admin billing run`, the in-server scheduler): every
+ * One billing pass (docs/billing.md, `billing-admin billing run`, the in-server scheduler): every
  * subscription with something due at `at` is brought up to date, one transaction per step,
  * each subscription as far as it goes (a run far in the future catches up on every missed
  * cycle and dunning step). A failure of one subscription is reported and does not stop the others.
