@@ -182,6 +182,17 @@ describe.each(DATABASES)('a card given for a trial, with 3-D Secure (%s)', (kind
     expect((await storedCounts(h.server, user)).invoices).toBe(0);
   });
 
+  it('a 3-D Secure page left unanswered expires at the gateway: the waiting subscription is canceled, nothing else was made', async () => {
+    const user = await h.server.createUser();
+    const res = await subscribe(user);
+    const id = res.body.subscription.id;
+    // The page is valid ten minutes (on the gateway's own clock); then the gateway expires the order and says so.
+    await h.server.running.billing.simulator!.act(res.body.card_authorization.order_id, 'expire');
+    await vi.waitFor(async () => expect((await stored(id)).status).toBe('canceled'), { timeout: 10_000, interval: 50 });
+    expect((await stored(id)).cancelReason).toBe('card_declined');
+    expect(await storedCounts(h.server, user)).toMatchObject({ invoices: 0, payments: 0 });
+  });
+
   it('GET /subscriptions/{id}/sync/ finishes it too (the notification never came)', async () => {
     const user = await h.server.createUser();
     const res = await subscribe(user);
