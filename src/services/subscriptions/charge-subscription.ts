@@ -8,11 +8,12 @@ import { DomainError, InvalidStateError, ValidationError } from '../../domain/er
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { Bank } from '../../gateway/types.js';
 import type { ServiceContext } from '../context.js';
-import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { findOwnSubscription } from './find-subscription.js';
 import { cancelOrAskGateway, resolveUnknownCharges } from './resolve-unknown-charges.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
 import { loadPayment } from '../payments/find-payment.js';
+import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
+import { paymentStates } from '../../domain/states/payment-states.js';
 import { openPayment } from '../gateway-events/open-payment.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
 import { retryingTransaction } from '../shared/retrying-transaction.js';
@@ -43,16 +44,6 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
   const paymentType: PaymentType = token !== undefined ? 'credit_card' : (askedType ?? current.paymentType);
   const cardToken = paymentType === 'credit_card' ? (token ?? current.cardToken) : null;
   await resolveUnknownCharges(ctx, current.id);
-  // Checked before the earlier orders are canceled: none is canceled for a charge that cannot be made.
-  await assertChargeable(ctx, user, subscriptionId, paymentType === 'credit_card' && token === undefined);
-  // Earlier orders are withdrawn and canceled at the gateway before the new charge exists: one
-  // the gateway refuses to cancel may have been paid, and its status decides (cancelOrAskGateway).
-  const withdrawn = await retryingTransaction(ctx.em, async (em) => {
-    const sub = await findOwnSubscription(em, user, subscriptionId, { lock: true });
-    const invoice = await oldestOpenInvoice(em, sub);
-    return invoice ? cancelInvoicePayments(em, { invoice }, ctx.clock.now()) : [];
-  });
-  await cancelOrAskGateway(ctx, withdrawn);
 
   const { paymentId, toCancel } = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
@@ -82,7 +73,13 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
     return { paymentId: payment.id, toCancel: cancel };
   });
 
-  await cancelAtGateway(ctx, toCancel);
+  // The earlier orders are canceled at the gateway before the new one is sent: one the gateway
+  // refuses to cancel may have been paid, and its status decides (cancelOrAskGateway). When it
+  // paid the invoice, the new payment is withdrawn unsent: nothing is charged twice.
+  await cancelOrAskGateway(ctx, toCancel);
+  if (paymentType !== 'wallet' && toCancel.length > 0 && (await withdrawIfPaidMeanwhile(ctx, paymentId))) {
+    throw new DomainError('nothing_due', 'An earlier payment of this invoice was paid at the gateway; nothing is due.');
+  }
   if (paymentType !== 'wallet') {
     await submitPayment(ctx, paymentId, {
       bank: bank ?? (current.bank as Bank | null) ?? undefined,
@@ -94,15 +91,16 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
   return loadPayment(ctx.em, paymentId);
 }
 
-const noSavedCard = () => new InvalidStateError('The subscription has no saved card to charge; pay with a new card (token) or another payment_type.');
+const noSavedCard = (): InvalidStateError => new InvalidStateError('The subscription has no saved card to charge; pay with a new card (token) or another payment_type.');
 
-/** The checks the charge's transaction makes again, in its order, read once before any gateway call. */
-async function assertChargeable(ctx: ServiceContext, user: User, subscriptionId: string, needsSavedCard: boolean): Promise<void> {
-  const em = ctx.em.fork();
-  const sub = await findOwnSubscription(em, user, subscriptionId);
-  subscriptionActions.assert(sub, 'charge');
-  if ((await em.count(Invoice, { subscription: sub, status: 'open' })) === 0) throw new DomainError('nothing_due', 'The subscription has no open invoice to pay.');
-  if (needsSavedCard && !sub.cardToken) throw noSavedCard();
+/** Withdraws the new, unsent payment when its invoice is no longer open (an earlier order paid it); whether it did. */
+async function withdrawIfPaidMeanwhile(ctx: ServiceContext, paymentId: string): Promise<boolean> {
+  return retryingTransaction(ctx.em, async (em) => {
+    const payment = await lockSubscriptionThenPayment(em, { id: paymentId }, { payment: ['invoice'] });
+    if (!payment || payment.invoice?.status === 'open') return false;
+    paymentStates.applyIfAllowed(payment, 'withdraw', ctx.clock.now());
+    return true;
+  });
 }
 
 function oldestOpenInvoice(em: EntityManager, sub: Subscription): Promise<Invoice | null> {
