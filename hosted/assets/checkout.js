@@ -31,9 +31,11 @@
       fetch(statusUrl, { credentials: 'same-origin', headers: { Accept: 'application/json' } })
         .then(function (res) { return res.ok ? res.json() : null; })
         .then(function (status) {
-          if (status && status.state !== 'pending') {
-            // Paid: on to the shop; failed or expired: back to the choice, which says so.
-            window.location.assign(status.state === 'paid' || status.state === 'trialing' ? status.next : window.location.pathname);
+          // card_check: a trial's card still waits for the bank's 3-D Secure step.
+          if (status && status.state !== 'pending' && status.state !== 'card_check') {
+            // Paid or trial started: on to the shop; failed, declined or expired: back to the
+            // choice, which says so (next to the card form for a declined card).
+            window.location.assign(status.state === 'paid' || status.state === 'trialing' ? status.next : window.location.pathname + window.location.search);
             return;
           }
           setTimeout(poll, 2000);

@@ -1,9 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostedSession } from '../../src/db/entities/hosted-session.js';
+import { Payment } from '../../src/db/entities/payment.js';
+import { Subscription } from '../../src/db/entities/subscription.js';
+import { taxInvoice } from '../../src/domain/tax.js';
+import { pageFormat } from '../../src/http/hosted/language.js';
 import { createApiKey, revokeApiKey } from '../../src/services/api-keys/manage-api-keys.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
 import { dbOf } from '../helpers/subscriptions.js';
+import { completeThreeDs } from '../helpers/three-ds.js';
 
 const SHOP = 'https://shop.example.com';
 const cliActor = { type: 'cli' as const, id: 'tester', name: 'tester', requestId: null };
@@ -114,5 +119,87 @@ describe.each(DATABASES)('hosted-page links over the API (%s)', (kind) => {
     expect((await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: temp.key })).status).toBe(201);
     await revokeApiKey(ctx, cliActor, temp.apiKey.id);
     expect((await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: temp.key })).status).toBe(401);
+  });
+});
+
+/**
+ * A trial plan bought on the checkout page with a card, over plain HTTP (the browser tests drive
+ * the same pages in Chromium): the terms said up front with PPN where the plan adds it, a
+ * declined card said on the page (422), and a card that needs 3-D Secure followed until the
+ * trial starts by the page's own status polling.
+ */
+describe.each(DATABASES)('hosted checkout of a trial plan with a card (%s)', (kind) => {
+  let server: TestServer;
+  const SELLER = { BILLING_PKP: 'true', BILLING_TAX_ID: '0012345678091000', BILLING_SELLER_NITKU: '0012345678091000000000' };
+  const TAXED_TRIAL = { slug: 'taxed-trial', name: 'Taxed trial', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month' as const, trial_period_days: 7, tax_behavior: 'exclusive' as const };
+
+  beforeAll(async () => {
+    server = await startTestServer(kind, { env: SELLER });
+    await server.seedPlans([...STANDARD_PLANS, TAXED_TRIAL]);
+  });
+  afterAll(() => server?.stop());
+
+  /** Opens a new checkout link for a new user: the page's path, its cookie and its CSRF token. */
+  async function openTrialCheckout(planId: string) {
+    const user = await server.createUser();
+    const made = await server.api('POST', '/checkout-sessions/', { auth: user, body: { plan_id: planId, success_url: `${server.url}/shop/thanks`, cancel_url: `${server.url}/shop` } });
+    expect(made.status).toBe(201);
+    const path = new URL(made.body.url).pathname;
+    const first = await server.request('GET', path);
+    expect(first.status).toBe(200);
+    const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(first.text)![1]!;
+    const post = (fields: Record<string, string>) =>
+      server.request('POST', path, { headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, rawBody: new URLSearchParams({ csrf_token: csrf, ...fields }).toString() });
+    const get = (suffix = '', lang?: 'en') => server.request('GET', `${path}${suffix}${lang ? '?lang=en' : ''}`, { headers: { cookie } });
+    return { user, path, first, post, get };
+  }
+
+  it('says Rp 0 today and the first charge with its PPN and date, in Bahasa Indonesia and English', async () => {
+    const { first, get } = await openTrialCheckout('taxed-trial');
+    const total = taxInvoice('150000.00', 'exclusive', 'IDR', true).total;
+    expect(Number(total)).toBeGreaterThan(150000);
+    const end = new Date(Date.now() + 7 * 86_400_000);
+    const id = pageFormat('id', server.config.documents.timeZone);
+    const en = pageFormat('en', server.config.documents.timeZone);
+    const text = (html: string) => html.replace(/\s+/g, ' ');
+    expect(text(first.text)).toContain('Rp 0 hari ini');
+    expect(text(first.text)).toMatch(new RegExp(`Tagihan pertama sebesar ${id.money(total, 'IDR').replace('.', '\\.')} \\(sudah termasuk PPN [\\d.,]+%\\) jatuh pada ${id.date(end)}`));
+    const english = await get('', 'en');
+    expect(text(english.text)).toContain('Rp 0 today');
+    expect(text(english.text)).toMatch(new RegExp(`The first charge, ${en.money(total, 'IDR').replace('.', '\\.')} \\(PPN [\\d.,]+% included\\), is on ${en.date(end)}`));
+  });
+
+  it('a declined card answers the page with the bank\'s reason next to the card form (422), nothing made; the trial is still there', async () => {
+    const { user, post } = await openTrialCheckout('pro-trial');
+    const res = await post({ payment_type: 'credit_card', token: 'sim-card-deny-hosted' });
+    expect(res.status).toBe(422);
+    expect(res.text).toMatch(/<p class="error" role="alert" id="card-error"\s+data-refused="[^"]*">Kartu ditolak: Deny by Bank \[BNI\] with code \[05\] and message \[Do not honor\][^<]*\. Coba kartu lain\.<\/p>/);
+    expect(res.text).toContain('Rp 0 hari ini');
+    expect(await dbOf(server).count(Subscription, { user: user.id })).toBe(0);
+  });
+
+  it('a card that needs 3-D Secure: the bank\'s page in the frame, the status says card_check, then trialing once the bank says yes', async () => {
+    const { user, post, get } = await openTrialCheckout('pro-trial');
+    const res = await post({ payment_type: 'credit_card', token: 'tok-3ds-481111-1114-hosted' });
+    expect(res.status).toBe(200);
+    const frame = /<iframe class="three-ds" src="([^"]+)"/.exec(res.text)?.[1];
+    expect(frame).toMatch(/\/3ds\//);
+    expect(res.text).toContain('data-state="card_check"');
+    expect((await get('status')).body).toEqual({ state: 'card_check', next: null });
+    // A reload while waiting: the bank's page cannot be shown again, so the card form is.
+    const reload = await get();
+    expect(reload.text).toContain('id="checkout-form"');
+    expect(await dbOf(server).count(Payment, { user: user.id })).toBe(0);
+    // authorize, or already cancel: the gateway's notification may start the trial (and release the hold) first.
+    expect(['authorize', 'cancel']).toContain(await completeThreeDs(frame!.replace(/&amp;/g, '&')));
+    let status = (await get('status')).body;
+    for (let i = 0; i < 40 && status.state === 'card_check'; i += 1) {
+      await new Promise((r) => setTimeout(r, 250));
+      status = (await get('status')).body;
+    }
+    expect(status).toEqual({ state: 'trialing', next: `${server.url}/shop/thanks` });
+    const done = await get();
+    expect(done.text).toMatch(/Kartu Anda disimpan; tagihan pertama sebesar Rp 150\.000 jatuh pada/);
   });
 });

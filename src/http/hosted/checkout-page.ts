@@ -2,7 +2,8 @@ import type { Context } from 'koa';
 import type { PaymentType } from '../../db/entities/subscription.js';
 import { taxInvoice } from '../../domain/tax.js';
 import { BANKS, GATEWAY_PAYMENT_TYPES, type GatewayPaymentType } from '../../gateway/types.js';
-import { checkoutChoose, checkoutProgress, type CheckoutProgress } from '../../services/hosted/checkout.js';
+import { checkoutChoose, checkoutProgress, followCheckout, trialOffer, type CheckoutProgress, type TrialOffer } from '../../services/hosted/checkout.js';
+import { classifyFailure } from '../../services/shared/classify-failure.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
 
 /** The payment types this checkout offers: the one the client chose, else all; card only with a way to tokenize it. */
@@ -18,18 +19,20 @@ interface ItemSummary {
   every: string | null;
   trial: string | null;
   rows: { label: string; value: string; total?: boolean }[];
+  /** A trial: what is paid today (nothing) and when the first charge comes, and how much. */
+  trialTerms: string[];
   /** What the pay button says. */
   submitLabel: string;
 }
 
-function itemSummary(page: PageRequest): ItemSummary {
+function itemSummary(page: PageRequest, offer: TrialOffer | null): ItemSummary {
   const { t, format, session } = page;
   const config = page.deps.config;
   const plan = session.plan;
   if (!plan) {
     const amount = format.money(session.topupAmount!, config.walletCurrency);
     return {
-      heading: t('checkout.topup'), name: t('checkout.topup_amount'), every: null, trial: null,
+      heading: t('checkout.topup'), name: t('checkout.topup_amount'), every: null, trial: null, trialTerms: [],
       rows: [{ label: t('checkout.total'), value: amount, total: true }], submitLabel: t('checkout.pay', { amount }),
     };
   }
@@ -43,12 +46,26 @@ function itemSummary(page: PageRequest): ItemSummary {
     rows.push({ label: t('checkout.tax_included', { rate }), value: format.money(tax.taxAmount, plan.currency) });
   }
   const total = format.money(tax.total, plan.currency);
-  rows.push({ label: t('checkout.total'), value: total, total: true });
   const every = plan.interval === 1 ? t(`checkout.every1.${plan.intervalUnit}`) : t(`checkout.every.${plan.intervalUnit}`, { n: plan.interval });
+  if (!offer) {
+    rows.push({ label: t('checkout.total'), value: total, total: true });
+    return { heading: t('checkout.plan'), name: plan.name, every, rows, trial: null, trialTerms: [], submitLabel: t('checkout.pay', { amount: total }) };
+  }
+  // A trial: the plan's price is what each period costs from the trial's end; today costs nothing.
+  const firstCharge = format.money(offer.firstCharge, offer.currency);
+  const date = format.date(offer.endsAt);
+  rows.push({ label: t('checkout.period_total'), value: total });
+  rows.push({ label: t('checkout.today'), value: format.money('0', plan.currency), total: true });
+  const trialTerms = [
+    t('checkout.trial_today'),
+    tax.taxBehavior === 'exclusive' || tax.taxBehavior === 'inclusive'
+      ? t('checkout.trial_first_charge_tax', { amount: firstCharge, date, rate })
+      : t('checkout.trial_first_charge', { amount: firstCharge, date }),
+  ];
   return {
-    heading: t('checkout.plan'), name: plan.name, every, rows,
-    trial: plan.trialPeriodDays > 0 ? t('checkout.trial', { n: plan.trialPeriodDays }) : null,
-    submitLabel: t('checkout.pay', { amount: total }),
+    heading: t('checkout.plan'), name: plan.name, every, rows, trialTerms,
+    trial: t('checkout.trial', { n: offer.days }),
+    submitLabel: t('checkout.start_trial_today', { amount: format.money('0', plan.currency) }),
   };
 }
 
@@ -63,15 +80,39 @@ function cardScript(deps: PageDeps): { src: string; clientKey: string; environme
   return { src: `${new URL(gateway.baseUrl).origin}/v2/assets/js/midtrans-new-3ds.min.js`, clientKey: hosted.clientKey, environment };
 }
 
-function renderCheckout(page: PageRequest, progress: CheckoutProgress, error: string | null, status = 200): void {
+interface RenderOptions {
+  error?: string | null;
+  status?: number;
+  /** A trial card's 3-D Secure page, shown in the same frame a card charge uses. */
+  threeDsUrl?: string | null;
+  /** Shown next to the card form, the card method chosen. */
+  cardError?: string | null;
+}
+
+async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opts: RenderOptions = {}): Promise<void> {
   const { t, session, format } = page;
-  const item = itemSummary(page);
+  const status = opts.status ?? 200;
+  // The trial the customer would get by choosing now: none once the user has had this plan's.
+  const offer = session.plan && (progress.state === 'choose' || progress.state === 'failed' || progress.state === 'card_check')
+    ? await trialOffer(page.services, session.user, session.plan)
+    : null;
+  const item = itemSummary(page, offer);
   const card = cardScript(page.deps);
-  const methods = offeredTypes(page, card !== null).map((value, i, all) => ({ value, label: t(`method.${value}`), checked: all.length === 1 || i === 0 }));
-  const chooses = progress.state === 'choose' || progress.state === 'failed';
+  const cardError = opts.cardError ?? (progress.failure === 'card_declined' ? t('card.declined') : null);
+  const offered = offeredTypes(page, card !== null);
+  const preferred = cardError && offered.includes('credit_card') ? 'credit_card' : offered[0];
+  const methods = offered.map((value, _i, all) => ({ value, label: t(`method.${value}`), checked: all.length === 1 || value === preferred }));
+  // Waiting for a trial card's 3-D Secure without its page (a reload): the card can be given again.
+  const cardCheck = progress.state === 'card_check';
+  const chooses = progress.state === 'choose' || progress.state === 'failed' || (cardCheck && !opts.threeDsUrl);
   const scripts = ['/hosted-assets/checkout.js'];
   if (chooses && card && methods.some((m) => m.value === 'credit_card')) scripts.unshift(card.src);
-  const trialStarts = !!session.plan && session.plan.trialPeriodDays > 0;
+  const trialStarted = progress.state === 'trialing' && progress.trialEnd && session.plan
+    ? t('pay.trial_first_charge', {
+      date: format.date(progress.trialEnd),
+      amount: format.money(trialFirstCharge(page) ?? '0', session.plan.currency),
+    })
+    : null;
   page.send(
     'checkout',
     {
@@ -80,16 +121,20 @@ function renderCheckout(page: PageRequest, progress: CheckoutProgress, error: st
       clientKey: card?.clientKey,
       gatewayEnvironment: card?.environment,
       item,
-      error,
+      error: opts.error ?? null,
+      cardError,
       state: progress.state,
+      chooses,
+      threeDsUrl: opts.threeDsUrl ?? null,
+      trialStarted,
       methods,
       banks: BANKS,
       csrf: page.csrf,
       formAction: withLang(page, page.path),
       statusUrl: withLang(page, `${page.path}status`),
-      submitLabel: trialStarts ? `${item.submitLabel} · ${t('checkout.start_trial')}` : item.submitLabel,
+      submitLabel: item.submitLabel,
       paymentType: progress.paymentType,
-      details: progress.details,
+      details: cardCheck && opts.threeDsUrl ? { redirect_url: opts.threeDsUrl } : progress.details,
       due: progress.amount && progress.currency ? format.money(progress.amount, progress.currency) : null,
       expiresAt: progress.expiresAt?.toISOString() ?? null,
       expiresAtText: progress.expiresAt ? format.dateTime(progress.expiresAt) : null,
@@ -100,17 +145,24 @@ function renderCheckout(page: PageRequest, progress: CheckoutProgress, error: st
   );
 }
 
+/** The first period's amount (PPN included where the plan adds it): what the trial's end charges. */
+function trialFirstCharge(page: PageRequest): string | null {
+  const plan = page.session.plan;
+  if (!plan) return null;
+  return taxInvoice(plan.price, plan.taxBehavior, plan.currency, page.deps.config.tax.pkp).total;
+}
+
 export async function showCheckout(ctx: Context, deps: PageDeps, token: string): Promise<void> {
   const page = await openPage(ctx, deps, 'checkout', token);
   if (!page) return;
-  renderCheckout(page, await checkoutProgress(page.services, page.session), null);
+  await renderCheckout(page, await checkoutProgress(page.services, page.session));
 }
 
 /** Polled by the page: `{state, next}`, `next` being where a paid checkout goes. */
 export async function checkoutStatus(ctx: Context, deps: PageDeps, token: string): Promise<void> {
   const page = await openPage(ctx, deps, 'checkout', token);
   if (!page) return;
-  const progress = await checkoutProgress(page.services, page.session);
+  const progress = await followCheckout(page.services, page.session);
   ctx.set('Cache-Control', 'no-store');
   ctx.body = { state: progress.state, next: progress.state === 'paid' || progress.state === 'trialing' ? page.session.successUrl : null };
 }
@@ -121,27 +173,43 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
   if (!page) return;
   const form = await readForm(ctx);
   const progress = await checkoutProgress(page.services, page.session);
-  if (!formIsGenuine(page, form)) return renderCheckout(page, progress, page.t('error.csrf_failed'), 403);
-  // A second submit (a double click, a back button) never makes a second charge.
-  if (progress.state !== 'choose' && progress.state !== 'failed') {
+  if (!formIsGenuine(page, form)) return renderCheckout(page, progress, { error: page.t('error.csrf_failed'), status: 403 });
+  // A second submit (a double click, a back button) never makes a second charge. A trial card
+  // still waiting for 3-D Secure may be replaced by another card: nothing was charged.
+  if (progress.state !== 'choose' && progress.state !== 'failed' && progress.state !== 'card_check') {
     ctx.status = 303;
     return ctx.redirect(withLang(page, page.path));
   }
   const card = cardScript(deps);
   const paymentType = form.payment_type as PaymentType;
   if (!(offeredTypes(page, card !== null) as string[]).includes(paymentType)) {
-    return renderCheckout(page, progress, page.t('error.validation_error', { detail: 'payment_type' }), 400);
+    return renderCheckout(page, progress, { error: page.t('error.validation_error', { detail: 'payment_type' }), status: 400 });
   }
+  let threeDsUrl: string | null;
   try {
-    await checkoutChoose(page.services, page.session, {
+    ({ threeDsUrl } = await checkoutChoose(page.services, page.session, {
       paymentType: paymentType as GatewayPaymentType,
       bank: paymentType === 'bank_transfer' ? form.bank : undefined,
       token: paymentType === 'credit_card' ? form.token : undefined,
-    });
+    }));
   } catch (err) {
-    const message = failureMessage(page.t, err);
-    return renderCheckout(page, await checkoutProgress(page.services, page.session), message, 400);
+    const after = await checkoutProgress(page.services, page.session);
+    const failure = classifyFailure(err);
+    // The bank refused the card (422 card_declined): said next to the card form, another card may be tried.
+    if (failure?.code === 'card_declined') {
+      return renderCheckout(page, after, { cardError: page.t('card.declined_reason', { reason: declineReason(failure.message) }), status: 422 });
+    }
+    return renderCheckout(page, after, { error: failureMessage(page.t, err), status: 400 });
   }
+  // The gateway's 3-D Secure page is known from its charge answer only: shown in this response
+  // rather than after a redirect. A reload later shows the waiting state and the card form.
+  if (threeDsUrl) return renderCheckout(page, await checkoutProgress(page.services, page.session), { threeDsUrl });
   ctx.status = 303;
   ctx.redirect(withLang(page, page.path));
+}
+
+/** The bank's words in a card_declined message ("The card was declined: REASON."), else all of it. */
+function declineReason(message: string): string {
+  const m = /declined:\s*(.+?)\.?$/s.exec(message);
+  return m ? m[1]! : message;
 }

@@ -112,6 +112,8 @@ export function failureMessage(t: Translate, err: unknown): string {
     case 'nothing_due':
     case 'refund_refused':
       return t('error.invalid_state', { detail: failure.message });
+    case 'card_declined':
+      return t('card.declined_reason', { reason: failure.message.replace(/^The card was declined:\s*/, '').replace(/\.$/, '') });
     case 'gateway_error':
     case 'gateway_unavailable':
       return t('error.gateway');
