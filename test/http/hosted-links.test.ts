@@ -202,4 +202,20 @@ describe.each(DATABASES)('hosted checkout of a trial plan with a card (%s)', (ki
     const done = await get();
     expect(done.text).toMatch(/Kartu Anda disimpan; tagihan pertama sebesar Rp 150\.000 jatuh pada/);
   });
+
+  it('while a trial card waits for 3-D Secure another card may be given (the waiting one is replaced); a trial without a card says its first bill', async () => {
+    const { user, post } = await openTrialCheckout('pro-trial');
+    expect((await post({ payment_type: 'credit_card', token: 'tok-3ds-481111-1114-first' })).text).toContain('class="three-ds"');
+    const second = await post({ payment_type: 'credit_card', token: 'tok-3ds-481111-1114-second' });
+    expect(second.status).toBe(200);
+    expect(second.text).toContain('class="three-ds"');
+    const subs = await dbOf(server).find(Subscription, { user: user.id }, { orderBy: { createdAt: 'asc' } });
+    expect(subs.map((s) => [s.status, s.cancelReason])).toEqual([['canceled', 'replaced'], ['pending', null]]);
+
+    const byTransfer = await openTrialCheckout('pro-trial');
+    const chosen = await byTransfer.post({ payment_type: 'bank_transfer', bank: 'bca' });
+    expect(chosen.status).toBe(303);
+    const page = await byTransfer.get('', 'en');
+    expect(page.text).toMatch(/The first bill, Rp 150\.000, comes on [^<]+, when the free trial ends\./);
+  });
 });

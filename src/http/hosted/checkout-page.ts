@@ -3,6 +3,7 @@ import type { PaymentType } from '../../db/entities/subscription.js';
 import { taxInvoice } from '../../domain/tax.js';
 import { BANKS, GATEWAY_PAYMENT_TYPES, type GatewayPaymentType } from '../../gateway/types.js';
 import { checkoutChoose, checkoutProgress, followCheckout, trialOffer, type CheckoutProgress, type TrialOffer } from '../../services/hosted/checkout.js';
+import { firstPeriodAmount } from '../../services/subscriptions/authorize-trial-card.js';
 import { classifyFailure } from '../../services/shared/classify-failure.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
 
@@ -108,9 +109,9 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
   const scripts = ['/hosted-assets/checkout.js'];
   if (chooses && card && methods.some((m) => m.value === 'credit_card')) scripts.unshift(card.src);
   const trialStarted = progress.state === 'trialing' && progress.trialEnd && session.plan
-    ? t('pay.trial_first_charge', {
+    ? t(progress.cardSaved ? 'pay.trial_first_charge' : 'pay.trial_first_bill', {
       date: format.date(progress.trialEnd),
-      amount: format.money(trialFirstCharge(page) ?? '0', session.plan.currency),
+      amount: format.money(firstPeriodAmount(page.services, session.plan), session.plan.currency),
     })
     : null;
   page.send(
@@ -143,13 +144,6 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
     },
     status,
   );
-}
-
-/** The first period's amount (PPN included where the plan adds it): what the trial's end charges. */
-function trialFirstCharge(page: PageRequest): string | null {
-  const plan = page.session.plan;
-  if (!plan) return null;
-  return taxInvoice(plan.price, plan.taxBehavior, plan.currency, page.deps.config.tax.pkp).total;
 }
 
 export async function showCheckout(ctx: Context, deps: PageDeps, token: string): Promise<void> {

@@ -32,11 +32,13 @@ export interface CheckoutProgress {
   expiresAt: Date | null;
   /** Failed: the reason the page gives next to the form. */
   failure: CheckoutFailure | null;
-  /** Trialing: when the trial ends, which is when the saved card is first charged. */
+  /** Trialing: when the trial ends, which is when the first charge comes. */
   trialEnd: Date | null;
+  /** Trialing: a card is saved for that charge (else the first bill is paid as the customer chooses then). */
+  cardSaved: boolean;
 }
 
-const nothingYet: CheckoutProgress = { state: 'choose', paymentType: null, details: {}, amount: null, currency: null, expiresAt: null, failure: null, trialEnd: null };
+const nothingYet: CheckoutProgress = { state: 'choose', paymentType: null, details: {}, amount: null, currency: null, expiresAt: null, failure: null, trialEnd: null, cardSaved: false };
 
 function chargeProgress(state: CheckoutState, charge: { paymentType: PaymentType; paymentDetails: Record<string, unknown>; expiresAt: Date | null; currency: string }, amount: string): CheckoutProgress {
   return { ...nothingYet, state, paymentType: charge.paymentType, details: charge.paymentDetails, amount, currency: charge.currency, expiresAt: charge.expiresAt };
@@ -56,7 +58,7 @@ export async function checkoutProgress(ctx: Pick<ServiceContext, 'em'>, session:
   }
   if (session.subscription) {
     const subscription = await ctx.em.findOneOrFail(Subscription, session.subscription.id, { refresh: true });
-    if (subscription.status === 'trialing') return { ...nothingYet, state: 'trialing', trialEnd: subscription.trialEnd };
+    if (subscription.status === 'trialing') return { ...nothingYet, state: 'trialing', trialEnd: subscription.trialEnd, cardSaved: subscription.cardToken !== null };
     if (subscription.status === 'active') return { ...nothingYet, state: 'paid' };
     const payment = await ctx.em.findOne(Payment, { subscription: subscription.id }, { orderBy: { createdAt: 'desc' }, refresh: true });
     if (payment?.status === 'settled') return { ...nothingYet, state: 'paid' };

@@ -76,6 +76,7 @@ export const en: Messages = {
   'pay.paid': 'Payment received. Thank you!',
   'pay.trialing': 'Your free trial has started.',
   'pay.trial_first_charge': 'Your card is saved; the first charge, {amount}, is on {date}.',
+  'pay.trial_first_bill': 'The first bill, {amount}, comes on {date}, when the free trial ends.',
   'pay.continue': 'Continue to the shop',
   'pay.failed': 'The payment did not go through or has expired.',
   'pay.again': 'Choose another way to pay',

@@ -78,6 +78,7 @@ export const id = {
   'pay.paid': 'Pembayaran diterima. Terima kasih!',
   'pay.trialing': 'Masa uji coba Anda sudah dimulai.',
   'pay.trial_first_charge': 'Kartu Anda disimpan; tagihan pertama sebesar {amount} jatuh pada {date}.',
+  'pay.trial_first_bill': 'Tagihan pertama sebesar {amount} terbit pada {date}, saat masa uji coba berakhir.',
   'pay.continue': 'Lanjut ke toko',
   'pay.failed': 'Pembayaran tidak berhasil atau sudah kedaluwarsa.',
   'pay.again': 'Pilih cara bayar lain',
