@@ -16,4 +16,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261126174542',
   'Migration20261126234113',
   'Migration20261127223538',
+  'Migration20261127235129',
 ];

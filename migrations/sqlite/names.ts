@@ -16,4 +16,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261126174541',
   'Migration20261126234113',
   'Migration20261127223537',
+  'Migration20261127235129',
 ];

@@ -44,6 +44,8 @@ export class Invoice {
   /** YYYY-MM-DD */
   dueDate!: string;
   paidAt: Date | null = null;
+  /** When it was marked uncollectible (dunning gave up), by the service's clock: the write-off's date. */
+  uncollectibleAt: Date | null = null;
   subtotal!: string;
   totalAmount!: string;
   amountRefunded!: string;
@@ -108,6 +110,7 @@ export const InvoiceSchema = new EntitySchema<Invoice>({
     issueDate: { type: 'string', length: 10 },
     dueDate: { type: 'string', length: 10 },
     paidAt: { type: 'Date', nullable: true },
+    uncollectibleAt: { type: 'Date', nullable: true },
     subtotal: moneyProperty,
     totalAmount: moneyProperty,
     amountRefunded: zeroMoneyProperty,

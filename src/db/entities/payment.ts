@@ -47,6 +47,13 @@ export class Payment {
    */
   cancelRequestedAt: Date | null = null;
   paidAt: Date | null = null;
+  /**
+   * When the first chargeback (partial or full) of this payment was applied, by the service's
+   * clock; `updated_at` moves with every later change, so tax corrections date the chargeback by this.
+   */
+  chargedBackAt: Date | null = null;
+  /** When the gateway reversed this settled payment (`deny`/`cancel` after settlement), by the service's clock. */
+  reversedAt: Date | null = null;
   expiresAt: Date | null = null;
   createdAt!: Date;
   updatedAt!: Opt<Date>;
@@ -102,6 +109,8 @@ export const PaymentSchema = new EntitySchema<Payment>({
     failureReason: { type: 'string', length: 50, nullable: true },
     cancelRequestedAt: { type: 'Date', nullable: true },
     paidAt: { type: 'Date', nullable: true },
+    chargedBackAt: { type: 'Date', nullable: true },
+    reversedAt: { type: 'Date', nullable: true },
     expiresAt: { type: 'Date', nullable: true },
     createdAt: createdAtProperty,
     updatedAt: updatedAtProperty,

@@ -63,6 +63,8 @@ async function applyPaymentChargebackStep(ctx: DataContext, payment: Payment, ev
   if (taken.all) return takeBackPayment(ctx, payment, event, at, 'charge_back');
 
   payment.chargebackAmount = taken.total;
+  // The first chargeback's date by our clock (docs/tax.md, tax corrections).
+  payment.chargedBackAt ??= at;
   // The time that money paid for is no longer paid: a later plan change must not credit it.
   await withdrawFunds(ctx, payment, taken.more, at);
   const changes = [`partial chargeback of ${taken.more}, ${taken.total} in all (${heldOfPayment(payment)} left)`];

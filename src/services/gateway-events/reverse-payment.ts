@@ -91,9 +91,13 @@ export async function takeBackPayment(ctx: DataContext, payment: Payment, event:
   const what = `${event.transactionStatus} after settlement`;
   const changes: string[] = [];
   if (move === 'reverse') {
+    // Dated by our clock for tax corrections (docs/tax.md): updated_at moves with later changes.
+    payment.reversedAt = at;
     changes.push(`payment reversed by the gateway (${what})`);
     notify(ctx, payment.user, 'payment_reversed', { ...paymentSummaryData(payment), gateway_status: event.transactionStatus });
   } else {
+    // The first chargeback's date, kept when a partial one came earlier (docs/tax.md, tax corrections).
+    payment.chargedBackAt ??= at;
     payment.chargebackAmount = add(payment.chargebackAmount, held);
     changes.push(`payment charged back: ${held} taken by the card's issuer, ${payment.chargebackAmount} in all`);
     notify(ctx, payment.user, 'payment_charged_back', { ...paymentSummaryData(payment), chargeback_amount: payment.chargebackAmount, fully_charged_back: true });
