@@ -9,6 +9,7 @@ import { pageFormat } from '../../src/http/hosted/language.js';
 import { DATABASES } from '../helpers/database.js';
 import type { Credentials, TestServer } from '../helpers/server.js';
 import { dbOf, simulate } from '../helpers/subscriptions.js';
+import { completeThreeDs } from '../helpers/three-ds.js';
 
 type Lang = PageLanguage;
 
@@ -177,6 +178,28 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       expect(sub?.status).toBe('trialing');
       expect(sub?.cardToken).toEqual(expect.any(String));
       expect(await dbOf(server).count(Payment, { user: user.id })).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a trial card\'s page reloaded while the bank\'s check waits: the waiting note and the card form, and the page still moves on once the bank says yes', async () => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'pro-trial' });
+    const { context, page } = await browse('en');
+    try {
+      await page.goto(url);
+      await fillCard(page);
+      await page.click('#pay');
+      const frameUrl = await page.locator('iframe.three-ds').getAttribute('src');
+      await page.goto(url);
+      expect(await page.locator('#payment[data-state="card_check"]').textContent()).toContain('Waiting for your bank to check the card');
+      expect(await page.locator('#checkout-form').isVisible()).toBe(true);
+      await expectAccessible(page);
+      // The customer finishes the bank's check elsewhere (its page was left open in another tab).
+      await completeThreeDs(frameUrl!);
+      await page.waitForURL(`${server.url}/shop/thanks`, { timeout: 20_000 });
+      expect((await subscriptionOf(user.id))?.status).toBe('trialing');
     } finally {
       await context.close();
     }
