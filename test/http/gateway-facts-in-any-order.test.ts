@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Refund } from '../../src/db/entities/payment.js';
+import { Payment, Refund } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { runCli } from '../helpers/cli.js';
 import { signedNotification } from '../helpers/factories.js';
@@ -282,6 +282,65 @@ describe.each(DATABASES)('gateway facts in any order (%s)', (kind) => {
     expect(await books(user, payment, subscription.id)).toEqual(natural);
     expect((await sync()).json.results.find((r: { order_id: string; result: string }) => r.order_id === payment.order_id && r.result === 'processed')).toBeUndefined();
     expect(await books(user, payment, subscription.id)).toEqual(natural);
+  });
+
+  /*
+   * A refund made at the gateway before a dispute is listed in the chargeback's refunds[], before
+   * the dispute's own entries: when the refund's notification was lost, the chargeback's message
+   * (pushed, or a status answer to payments sync) records it as a refund, and its late
+   * notification then changes nothing.
+   */
+  describe('a refund whose notification was lost, then a partial chargeback', () => {
+    const refund = { action: 'refund', body: { amount: 500 } };
+    const dispute = { action: 'partial_chargeback', body: { amount: 495, reason: 'Cardholder disputes the transaction' } };
+    let natural: Awaited<ReturnType<typeof books>>;
+    beforeAll(async () => {
+      const twin = await paidByCard();
+      await replay(twin.payment.order_id, [refund, dispute], 'oldest_first');
+      natural = await books(twin.user, twin.payment, twin.subscription.id);
+      expect(natural).toMatchObject({
+        payment: { status: 'partially_refunded', refunded_amount: '500.00', chargeback_amount: '495.00' },
+        invoice: 'paid',
+        subscription: 'active',
+        access: 200,
+      });
+      expect(natural.creditNotes.map(([reason, amount]) => amount).sort()).toEqual(['495.00', '500.00']);
+      expect(natural.notices.filter((n) => n === 'payment_refunded')).toHaveLength(1);
+      expect(natural.notices.filter((n) => n === 'payment_charged_back')).toHaveLength(1);
+    });
+
+    it("the chargeback's notification lost too: payments sync records the refund and the chargeback; the refund's late notification changes nothing", async () => {
+      const { user, payment, subscription } = await paidByCard();
+      await holdNotifications(stage.server, payment.order_id);
+      await simulate(stage.server, payment.order_id, refund.action, refund.body);
+      await simulate(stage.server, payment.order_id, `${dispute.action}?notify=false`, dispute.body);
+      const first = await sync();
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.json.results.find((r: { order_id: string }) => r.order_id === payment.order_id)).toMatchObject({ gateway_status: 'partial_chargeback', result: 'processed' });
+      expect(await books(user, payment, subscription.id)).toEqual(natural);
+      expect(await stage.em().count(Refund, { payment: payment.id })).toBe(1);
+
+      const late = await releaseNotifications(stage.server, { order_id: payment.order_id });
+      expect(late.map((r) => [r.transaction_status, r.outcomes.map((o) => o.http_status)])).toEqual([['partial_refund', [200]]]);
+      expect(await books(user, payment, subscription.id)).toEqual(natural);
+      // The gateway's status stays the chargeback's: the refund it reported came before it.
+      expect((await stage.em().findOneOrFail(Payment, payment.id)).gatewayStatus).toBe('partial_chargeback');
+      expect((await sync()).json.results.find((r: { order_id: string; result: string }) => r.order_id === payment.order_id && r.result === 'processed')).toBeUndefined();
+      expect(await books(user, payment, subscription.id)).toEqual(natural);
+    });
+
+    it("the chargeback's notification delivered: it records the refund before the chargeback, once; payments sync then finds nothing missing", async () => {
+      const { user, payment, subscription } = await paidByCard();
+      await holdNotifications(stage.server, payment.order_id);
+      await simulate(stage.server, payment.order_id, refund.action, refund.body);
+      const lost = await releaseNotifications(stage.server, { order_id: payment.order_id, drop: true });
+      expect(lost.map((r) => r.transaction_status)).toEqual(['partial_refund']);
+      await simulate(stage.server, payment.order_id, dispute.action, dispute.body);
+      expect(await books(user, payment, subscription.id)).toEqual(natural);
+      expect(await stage.em().count(Refund, { payment: payment.id })).toBe(1);
+      expect((await sync()).json.results.find((r: { order_id: string; result: string }) => r.order_id === payment.order_id && r.result === 'processed')).toBeUndefined();
+      expect(await books(user, payment, subscription.id)).toEqual(natural);
+    });
   });
 
   it("row 16: paying again while the first order's settlement is unheard and the gateway refuses to cancel it: its status is applied, nothing charged twice", async () => {

@@ -14,6 +14,7 @@ import { onPaymentFailed, onPaymentSettled } from './apply-to-subscription.js';
 import { assertAmount, type EventOutcome } from './event-outcome.js';
 import { isChargeback, isFailure, isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 import { isReversal, reversePayment } from './reverse-payment.js';
+import { refundsBeforeDispute } from './natural-order.js';
 import { saveCardFromVerifiedEvent } from './saved-card.js';
 
 const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'fail', cancel: 'cancel', expire: 'expire' };
@@ -38,11 +39,13 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
   if (isSuccess(event) && payment.paymentType === 'credit_card' && payment.gatewayStatus === 'cancel') {
     return { changes: ['capture already voided at the gateway (canceled): nothing paid'] };
   }
+  // A refund made before a dispute may be heard after the chargeback: the gateway's status is the chargeback's.
+  const laterRefund = event.transactionStatus.endsWith('refund') && !(payment.gatewayStatus ?? '').endsWith('chargeback');
   const ourCancelConfirmed = event.transactionStatus === 'cancel' && payment.status === 'canceled';
   const reversal = isFailure(event) && isReversal(event, payment.status, payment);
   // A settlement heard after the reversal that followed it is older news: the gateway holds the reversal.
   const stale = isSuccess(event) && (payment.status === 'reversed' || payment.status === 'charged_back');
-  if (!stale && (payment.status === 'pending' || isSuccess(event) || event.transactionStatus.endsWith('refund') || chargeback || ourCancelConfirmed || reversal)) {
+  if (!stale && (payment.status === 'pending' || isSuccess(event) || laterRefund || chargeback || ourCancelConfirmed || reversal)) {
     payment.gatewayStatus = event.transactionStatus;
     if (event.fraudStatus) payment.fraudStatus = event.fraudStatus;
   }
@@ -53,8 +56,14 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
   } else if (isChargeback(event)) {
     // NOTE: a chargeback takes back money that arrived: a payment still pending here (its
     // settlement's notification lost) settles first, as the facts happened.
-    // Its refunds[] entries are the dispute's (natural-order.ts): no refund is recorded from it.
+    // The dispute's own refunds[] entries are the chargeback's, never refunds; the entries
+    // before them are refunds made before the dispute (natural-order.ts), recorded first as a
+    // refund message records them, so a refund whose notification was lost is not lost too.
     if (paymentStates.can(payment, 'settle')) changes.push(...(await settle(ctx, payment, event, at)));
+    const refundsFirst = refundsBeforeDispute(event);
+    if (refundsFirst && (payment.status === 'settled' || payment.status === 'partially_refunded')) {
+      changes.push(...(await recordGatewayRefunds(ctx, payment, refundsFirst)));
+    }
     changes.push(...(await applyPaymentChargeback(ctx, payment, event, at)));
   } else if (event.transactionStatus === 'capture') {
     changes.push(`capture held with fraud status ${event.fraudStatus ?? 'none'}`);
@@ -73,7 +82,7 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
     const move = FAILURE_EVENTS[event.transactionStatus];
     if (paymentStates.applyIfAllowed(payment, move, at)) {
       changes.push(`payment ${payment.status}`);
-      changes.push(...(await onPaymentFailed(ctx, payment, at)));
+      changes.push(...(await onPaymentFailed(ctx, payment, at, event)));
     }
   } else if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
     // NOTE: a refund, too, gives back money that arrived: a payment still pending here (its

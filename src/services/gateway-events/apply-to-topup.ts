@@ -9,6 +9,7 @@ import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { applyTopupChargeback } from './apply-chargeback.js';
 import { assertAmount, type EventOutcome } from './event-outcome.js';
 import { isChargeback, isSuccess, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
+import { refundsBeforeDispute } from './natural-order.js';
 import { refundTopupAtGateway, takeBackTopupRefunds } from './refund-topup-at-gateway.js';
 import { isReversal, takeBackTopup } from './reverse-payment.js';
 
@@ -29,8 +30,12 @@ export async function applyToTopup(ctx: DataContext, event: GatewayEvent): Promi
   if (isChargeback(event)) {
     // NOTE: a chargeback takes back money that arrived: a top-up still pending here (its
     // settlement's notification lost) is credited first, as the facts happened.
+    // Refunds listed before the dispute's own entries are refunds (natural-order.ts): taken
+    // from the wallet first, as their own notification would have.
     const credited = topupStates.can(topup, 'succeed') ? await succeed(ctx, topup, event, at) : [];
-    return { changes: [...credited, ...(await applyTopupChargeback(ctx, topup, event, at))] };
+    const refundsFirst = refundsBeforeDispute(event);
+    const refunded = refundsFirst && topup.status === 'success' ? await refundTopupAtGateway(ctx, topup, refundsFirst) : [];
+    return { changes: [...credited, ...refunded, ...(await applyTopupChargeback(ctx, topup, event, at))] };
   }
   if (isReversal(event, topup.status)) {
     // NOTE: a reversal the message proves (settlement_time) may be heard before its settlement,

@@ -18,7 +18,9 @@ import type { GatewayEvent, GatewayEntry } from './gateway-event.js';
  *   - money had arrived before any refund or chargeback status (those settle first, too).
  *   - a chargeback notification lists every step of the dispute in `refunds[]`: the partial
  *     chargebacks that came before the one it announces are applied first, each with its
- *     credit note and its notice, so newest-first delivery ends as natural order does.
+ *     credit note and its notice, so newest-first delivery ends as natural order does. The
+ *     entries listed before the dispute's are refunds made before it (their own notifications
+ *     perhaps lost): they are recorded first, as a refund message would record them.
  *
  * This module only reads: it says what a message proves. apply-to-payment.ts and
  * apply-to-topup.ts apply it; dedupKey names the fact so that a key is never taken by a
@@ -74,18 +76,20 @@ function inOrder(entries: readonly GatewayEntry[]): GatewayEntry[] {
 }
 
 /**
- * The running totals charged back, step by step, that a chargeback message proves, the last
- * being the total it reports (`refund_amount`). Every `refunds[]` entry of a chargeback message
- * is the dispute's, whatever its `reason` or id says; but refunds made before the dispute may be
- * listed too, and they always come first (a disputed payment takes no more refunds). So the
- * dispute's steps are the latest entries that add up to the reported total; when none do (a
- * payload that lists nothing, or something else), the reported total is one step.
+ * What a chargeback message proves: the running totals charged back, step by step, the last
+ * being the total it reports (`refund_amount`), and the refunds made before the dispute. Every
+ * `refunds[]` entry that belongs to the dispute is the dispute's, whatever its `reason` or id
+ * says, so a chargeback is never also counted as a refund; but refunds made before the dispute
+ * are listed too, and they always come first (a disputed payment takes no more refunds). So the
+ * dispute's steps are the latest entries that add up to the reported total, and the entries
+ * before them are refunds; when no latest entries add up to it (a payload that lists nothing, or
+ * something else), the reported total is one step and no refund is read from the message.
  */
-export function chargebackSteps(event: GatewayEvent): Money[] {
+export function readDispute(event: GatewayEvent): { steps: Money[]; refundsBefore: GatewayEntry[] } {
   const reported = event.refundAmount !== null && isDecimalText(event.refundAmount) ? money(event.refundAmount) : null;
   const entries = inOrder(event.refunds);
   const total = reported ?? (entries.length > 0 ? add(...entries.map((e) => money(e.amount))) : null);
-  if (total === null || !isPositive(total)) return [];
+  if (total === null || !isPositive(total)) return { steps: [], refundsBefore: [] };
   let sum = money(0);
   for (let i = entries.length - 1; i >= 0; i--) {
     sum = add(sum, money(entries[i]!.amount));
@@ -98,8 +102,25 @@ export function chargebackSteps(event: GatewayEvent): Money[] {
         running = add(running, money(e.amount));
         steps.push(running);
       }
-      return steps;
+      return { steps, refundsBefore: entries.slice(0, i) };
     }
   }
-  return [total];
+  return { steps: [total], refundsBefore: [] };
+}
+
+/** The running totals charged back, step by step, that a chargeback message proves (readDispute). */
+export function chargebackSteps(event: GatewayEvent): Money[] {
+  return readDispute(event).steps;
+}
+
+/**
+ * The refunds made before the dispute that a chargeback message lists, as the refund message
+ * that would have told them: cumulative (`refund_amount` is their total, so a late refund
+ * notification with the same total is a repeat) and with each entry's refund_key, so they are
+ * recorded by the same code as any refund message. Null when the message lists none.
+ */
+export function refundsBeforeDispute(event: GatewayEvent): GatewayEvent | null {
+  const before = readDispute(event).refundsBefore;
+  if (before.length === 0) return null;
+  return { ...event, transactionStatus: 'partial_refund', refundAmount: add(...before.map((e) => money(e.amount))), refunds: before };
 }
