@@ -109,8 +109,8 @@ export function registerTaxCommands(program: Command): void {
 
   tax
     .command('corrections')
-    .description('list what happened in a month (BILLING_TIMEZONE) to exported fakturs: credit notes to correct in Coretax, chargebacks and write-offs where PPN stands, with DPP, DPP Nilai Lain and PPN before and after')
-    .requiredOption('--month <YYYY-MM>', 'the month the credit notes, chargebacks and write-offs happened in')
+    .description('list what happened in a month (BILLING_TIMEZONE) to exported fakturs: credit notes to correct in Coretax, chargebacks, reversals and write-offs where PPN stands, with DPP, DPP Nilai Lain and PPN before and after')
+    .requiredOption('--month <YYYY-MM>', 'the month the credit notes, chargebacks, reversals and write-offs happened in')
     .action(async (opts: { month: string }, cmd: Command) => {
       const month = monthOption(opts.month);
       const corrections = await withServices((s) => listTaxCorrections(s, month));

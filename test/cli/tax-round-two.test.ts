@@ -63,12 +63,13 @@ describe.each(DATABASES)('billing-admin tax, round two, on %s', (kind) => {
     expect(res.status, res.text).toBe(200);
   };
 
-  async function buy(label: string, profile: object | null, plan: string, at: string, pay: 'wallet' | 'qris' | 'card' = 'wallet') {
+  async function buy(label: string, profile: object | null, plan: string, at: string, pay: 'wallet' | 'qris' | 'card' | 'bank_transfer' = 'wallet') {
     clock.set(new Date(at));
     const user = await server.createUser();
     if (profile) expect((await server.api('PUT', '/tax-profile/', { auth: user, body: profile })).status).toBe(200);
     if (pay === 'wallet') await fundWallet(server, user, '500000');
-    const created = await subscribe(server, user, pay === 'card' ? { plan_id: plan, payment_type: 'credit_card', token: 'sim-card-accept-1' } : { plan_id: plan, payment_type: pay });
+    const how = { card: { payment_type: 'credit_card', token: 'sim-card-accept-1' }, bank_transfer: { payment_type: 'bank_transfer', metadata: { bank: 'permata' } } };
+    const created = await subscribe(server, user, { plan_id: plan, ...(pay === 'card' || pay === 'bank_transfer' ? how[pay] : { payment_type: pay }) });
     expect(created.status, created.text).toBe(201);
     if (pay !== 'wallet') await simulate(server, created.body.payment.order_id, 'settle');
     const body = (await server.api('GET', `/invoices/${created.body.payment.invoice_id}/`, { auth: user })).body;
@@ -180,22 +181,65 @@ describe.each(DATABASES)('billing-admin tax, round two, on %s', (kind) => {
     const full = value('150000.00', '137500.00', '16500.00');
     const september = await tax(['corrections', '--month', '2026-09', '--json']);
     expect(september.code, september.stderr).toBe(0);
+    const ofCharged = expect.objectContaining({ kind: 'chargeback', invoice_number: bought.charged.number, credit_note_number: null, issued_on: '2026-09-03', amount: '166500.00', tax_amount: '0.00', tax_action: 'none', before: full, after: full, instruction: expect.stringMatching(/^PPN stands: a chargeback/) });
+    const writeOff = expect.objectContaining({ kind: 'write_off', invoice_number: bought.charged.number, credit_note_number: null, issued_on: '2026-09-03', tax_action: 'none', before: full, after: full, instruction: expect.stringMatching(/^PPN stands: an invoice written off/) });
     expect(september.json).toEqual([
       expect.objectContaining({
         kind: 'credit_note', invoice_number: bought.refunded.number, amount: '5000.00', tax_amount: '496.00', tax_action: 'amendment',
         before: full, after: value('145495.00', '133370.42', '16004.00'), instruction: expect.stringContaining('PPN 16500.00 to 16004.00'),
       }),
       expect.objectContaining({ kind: 'chargeback', invoice_number: bought.disputed.number, credit_note_number: expect.stringMatching(/^CN-/), amount: '50000.00', tax_amount: '0.00', tax_action: 'none', before: full, after: full, instruction: expect.stringMatching(/^PPN stands/) }),
+      ofCharged,
+      writeOff,
     ]);
-    // A full chargeback and a write-off change no credit note: they are known by the payment's and the invoice's last change, in the wall clock's month.
+    // A full chargeback and a write-off are dated by the service's clock when they were applied,
+    // not by the rows' last change: a later change (on the wall clock) moves neither.
+    const later = em();
+    const written = await later.findOneOrFail(Invoice, { number: bought.charged.number });
+    written.nextRetryAt = new Date();
+    await later.flush();
+    const again = await tax(['corrections', '--month', '2026-09', '--json']);
+    expect(again.json).toEqual(september.json);
     const wallMonth = localDate(new Date(), 'Asia/Jakarta').slice(0, 7);
     const now = await tax(['corrections', '--month', wallMonth, '--json']);
-    const ofCharged = (now.json as { invoice_number: string }[]).filter((r) => r.invoice_number === bought.charged.number);
-    expect(ofCharged).toEqual([
-      expect.objectContaining({ kind: 'chargeback', credit_note_number: null, amount: '166500.00', tax_amount: '0.00', tax_action: 'none', before: full, after: full, instruction: expect.stringMatching(/^PPN stands: a chargeback/) }),
-      expect.objectContaining({ kind: 'write_off', credit_note_number: null, tax_action: 'none', before: full, after: full, instruction: expect.stringMatching(/^PPN stands: an invoice written off/) }),
-    ]);
+    expect((now.json as { invoice_number: string }[]).filter((r) => r.invoice_number === bought.charged.number)).toEqual([]);
     const human = await tax(['corrections', '--month', '2026-09']);
     expect(human.stdout).toContain(`(${bought.refunded.number}): DPP 150000.00 -> 145495.00, DPP Nilai Lain 137500.00 -> 133370.42, PPN 16500.00 -> 16004.00`);
+  });
+
+  it('after the export: a reversal by the gateway (deny after settlement) is listed on its own date with action none, PPN stands; paying the reopened invoice again makes no second faktur', { timeout: 120_000 }, async () => {
+    await buy('reversed', BUSINESS, 'pro-tax', '2026-10-05T03:00:00.000Z', 'bank_transfer');
+    const exported = await tax(['export', '--month', '2026-10', '--out', 'october.xml', '--json']);
+    expect(exported.json).toMatchObject({ invoices: 1 });
+    await onTestClock();
+
+    clock.set(new Date('2026-11-30T18:30:00.000Z')); // 1 December in Jakarta
+    const denied = await simulate(server, bought.reversed.orderId, 'deny');
+    expect(denied.body.notification.http_status).toBe(200);
+    expect((await stored('reversed')).status).toBe('open');
+
+    const full = { tax_base: '150000.00', other_tax_base: '137500.00', tax_amount: '16500.00' };
+    expect((await tax(['corrections', '--month', '2026-11', '--json'])).json).toEqual([]);
+    const december = await tax(['corrections', '--month', '2026-12', '--json']);
+    expect(december.code, december.stderr).toBe(0);
+    expect(december.json).toEqual([
+      expect.objectContaining({
+        kind: 'reversal', invoice_number: bought.reversed.number, credit_note_number: null, issued_on: '2026-12-01', amount: '166500.00', tax_amount: '0.00', tax_action: 'none',
+        before: full, after: full, instruction: expect.stringMatching(/^PPN stands: the gateway took payment back.*its next payment is paid on this faktur, not a new one/),
+      }),
+    ]);
+    const human = await tax(['corrections', '--month', '2026-12']);
+    expect(human.stdout).toContain('reversal');
+
+    // The invoice is paid again in December: its faktur was made in October, so December's export holds none.
+    clock.set(new Date('2026-12-02T03:00:00.000Z'));
+    const { user } = bought.reversed;
+    const subscriptionId = (await server.api('GET', `/invoices/${bought.reversed.id}/`, { auth: user })).body.subscription_id;
+    const repaid = await server.api('POST', '/payments/charge/', { auth: user, body: { subscription_id: subscriptionId, payment_type: 'qris' } });
+    expect(repaid.status, repaid.text).toBe(201);
+    await simulate(server, repaid.body.payment.order_id, 'settle');
+    expect((await stored('reversed')).status).toBe('paid');
+    const decemberExport = await tax(['export', '--month', '2026-12', '--out', 'december.xml', '--json']);
+    expect(decemberExport.json).toMatchObject({ invoices: 0 });
   });
 });

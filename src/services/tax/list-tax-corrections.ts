@@ -9,15 +9,15 @@ import { creditNotesOf, standingValue } from './faktur-standing.js';
 import { isInMonth, localDate, searchWindow, type TaxMonth } from './tax-month.js';
 
 /**
- * What happened to a faktur: a credit note that takes DPP off (`credit_note`), a chargeback or a
- * write-off (PPN stands), or an invoice credited in full before its first export, which no
- * faktur will ever hold (`not_exported`).
+ * What happened to a faktur: a credit note that takes DPP off (`credit_note`), a chargeback, a
+ * reversal by the gateway or a write-off (PPN stands), or an invoice credited in full before its
+ * first export, which no faktur will ever hold (`not_exported`).
  */
-export type TaxCorrectionKind = 'credit_note' | 'chargeback' | 'write_off' | 'not_exported';
+export type TaxCorrectionKind = 'credit_note' | 'chargeback' | 'reversal' | 'write_off' | 'not_exported';
 
 export interface TaxCorrection {
   kind: TaxCorrectionKind;
-  /** The credit note, null for a full chargeback or a write-off (which issue none). */
+  /** The credit note, null for a full chargeback, a reversal or a write-off (which issue none). */
   creditNoteNumber: string | null;
   /** YYYY-MM-DD in BILLING_TIMEZONE. */
   issuedOn: string;
@@ -25,7 +25,7 @@ export interface TaxCorrection {
   invoiceNumber: string;
   /** The invoice's Faktur Pajak number, null until `billing-admin tax record`. */
   taxInvoiceNumber: string | null;
-  /** The money credited, charged back or written off. */
+  /** The money credited, charged back, reversed or written off. */
   amount: Money;
   /** The PPN taken off the faktur ("0.00" when PPN stands). */
   taxAmount: Money;
@@ -40,8 +40,9 @@ export interface TaxCorrection {
 /**
  * What happened in `month` (BILLING_TIMEZONE) to fakturs already exported, oldest first, each with
  * what to do in Coretax, which takes corrections in its own screens, never by import (docs/tax.md,
- * "tax corrections"): credit notes that take DPP off; chargebacks and write-offs, where PPN
- * stands. A faktur never exported needs no correction: its export holds the value after its
+ * "tax corrections"): credit notes that take DPP off; chargebacks, reversals and write-offs,
+ * where PPN stands, each dated by the instant the service applied it (charged_back_at,
+ * reversed_at, uncollectible_at: updated_at would move with any later change of the row). A faktur never exported needs no correction: its export holds the value after its
  * credits; one credited in full before it is listed as never to be exported.
  */
 export async function listTaxCorrections(ctx: DataContext, month: TaxMonth): Promise<TaxCorrection[]> {
@@ -55,13 +56,17 @@ export async function listTaxCorrections(ctx: DataContext, month: TaxMonth): Pro
   const notes = (
     await ctx.em.find(CreditNote, { issuedAt: { $gte: from, $lt: to }, invoice: taxable }, { populate: ['invoice'], orderBy: [{ issuedAt: 'asc' }, { number: 'asc' }] })
   ).filter((n) => inMonth(n.issuedAt));
+  const exportedInvoice = { ...taxable, taxExportedAt: { $ne: null } };
   const chargedBack = (
-    await ctx.em.find(Payment, { status: 'charged_back', updatedAt: { $gte: from, $lt: to }, invoice: { ...taxable, taxExportedAt: { $ne: null } } }, { populate: ['invoice'] })
-  ).filter((p) => inMonth(p.updatedAt!) && exportedBy(p.invoice!, p.updatedAt!));
+    await ctx.em.find(Payment, { status: 'charged_back', chargedBackAt: { $gte: from, $lt: to }, invoice: exportedInvoice }, { populate: ['invoice'] })
+  ).filter((p) => inMonth(p.chargedBackAt!) && exportedBy(p.invoice!, p.chargedBackAt!));
+  const reversed = (
+    await ctx.em.find(Payment, { status: 'reversed', reversedAt: { $gte: from, $lt: to }, invoice: exportedInvoice }, { populate: ['invoice'] })
+  ).filter((p) => inMonth(p.reversedAt!) && exportedBy(p.invoice!, p.reversedAt!));
   const writtenOff = (
-    await ctx.em.find(Invoice, { ...taxable, status: 'uncollectible', updatedAt: { $gte: from, $lt: to }, taxExportedAt: { $ne: null } })
-  ).filter((i) => inMonth(i.updatedAt) && exportedBy(i, i.updatedAt));
-  const allNotes = await creditNotesOf(ctx.em, [...notes.map((n) => n.invoice), ...chargedBack.map((p) => p.invoice!), ...writtenOff]);
+    await ctx.em.find(Invoice, { ...exportedInvoice, status: 'uncollectible', uncollectibleAt: { $gte: from, $lt: to } })
+  ).filter((i) => inMonth(i.uncollectibleAt!) && exportedBy(i, i.uncollectibleAt!));
+  const allNotes = await creditNotesOf(ctx.em, [...notes.map((n) => n.invoice), ...chargedBack.map((p) => p.invoice!), ...reversed.map((p) => p.invoice!), ...writtenOff]);
   /** The faktur's value once the notes of its invoice issued up to `at` are taken off. */
   const valueAt = (invoice: Invoice, at: Date) => standingValue(invoice, (allNotes.get(invoice.id) ?? []).filter((n) => n.issuedAt <= at));
 
@@ -85,16 +90,25 @@ export async function listTaxCorrections(ctx: DataContext, month: TaxMonth): Pro
     if (takesDpp) row('credit_note', invoice, note.issuedAt, { ...fields, taxAmount: note.taxAmount, taxAction: note.taxAction });
     else if (note.reason === 'chargeback') row('chargeback', invoice, note.issuedAt, { ...fields, taxAmount: '0.00', taxAction: 'none' });
   }
+  // NOTE: a full chargeback is dated by the payment's first chargeback: when a partial one came
+  // first, that is the partial one's instant (docs/tax.md, "tax corrections").
   for (const payment of chargedBack) {
-    const value = valueAt(payment.invoice!, payment.updatedAt!);
+    const value = valueAt(payment.invoice!, payment.chargedBackAt!);
     const amount = isPositive(payment.chargebackAmount) ? payment.chargebackAmount : payment.grossAmount;
-    row('chargeback', payment.invoice!, payment.updatedAt!, { creditNoteNumber: null, amount, taxAmount: '0.00', taxAction: 'none', before: value, after: value });
+    row('chargeback', payment.invoice!, payment.chargedBackAt!, { creditNoteNumber: null, amount, taxAmount: '0.00', taxAction: 'none', before: value, after: value });
+  }
+  // The gateway took the whole payment back: the supply was made and its faktur stands.
+  for (const payment of reversed) {
+    const value = valueAt(payment.invoice!, payment.reversedAt!);
+    row('reversal', payment.invoice!, payment.reversedAt!, { creditNoteNumber: null, amount: payment.grossAmount, taxAmount: '0.00', taxAction: 'none', before: value, after: value });
   }
   for (const invoice of writtenOff) {
-    const value = valueAt(invoice, invoice.updatedAt);
-    row('write_off', invoice, invoice.updatedAt, { creditNoteNumber: null, amount: invoice.totalAmount, taxAmount: '0.00', taxAction: 'none', before: value, after: value });
+    const value = valueAt(invoice, invoice.uncollectibleAt!);
+    row('write_off', invoice, invoice.uncollectibleAt!, { creditNoteNumber: null, amount: invoice.totalAmount, taxAmount: '0.00', taxAction: 'none', before: value, after: value });
   }
-  rows.sort((a, b) => a.at.getTime() - b.at.getTime() || (a.creditNoteNumber ?? '').localeCompare(b.creditNoteNumber ?? ''));
+  // At one instant: credit notes by number, then chargebacks, reversals and write-offs in that order (the sort is stable).
+  const noteless = (r: TaxCorrection) => (r.creditNoteNumber === null ? 1 : 0);
+  rows.sort((a, b) => a.at.getTime() - b.at.getTime() || noteless(a) - noteless(b) || (a.creditNoteNumber ?? '').localeCompare(b.creditNoteNumber ?? ''));
   for (const r of rows) r.instruction = instructionFor(r);
   return rows;
 }
@@ -108,6 +122,8 @@ function instructionFor(r: TaxCorrection): string {
       return `Credited in full before its first export: no faktur was made for ${r.invoiceNumber} and none will be; nothing to do in Coretax.`;
     case 'chargeback':
       return `PPN stands: a chargeback is a dispute, not a price change, and takes no PPN off; ${faktur} keeps ${valueText(r.before)}. Nothing to do in Coretax.`;
+    case 'reversal':
+      return `PPN stands: the gateway took payment back for ${r.invoiceNumber} (a deny or cancel after settlement), but the service was supplied and ${faktur} keeps ${valueText(r.before)}. Nothing to do in Coretax: the invoice is owed again, and its next payment is paid on this faktur, not a new one; if it is never paid, it is written off, and PPN still stands.`;
     case 'write_off':
       return `PPN stands: an invoice written off as uncollectible takes no PPN off; ${faktur} keeps ${valueText(r.before)}. Nothing to do in Coretax.`;
     case 'credit_note':
