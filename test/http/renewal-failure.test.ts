@@ -144,4 +144,103 @@ describe.each(DATABASES)('when a renewal fails (%s)', (kind) => {
       await faults({ mode: 'none' });
     }
   });
+
+  /*
+   * The renewal's invoice paid otherwise, and a renewal payment that fails later: the failure
+   * follows what the gateway reports, not only the billing pass's own charge.
+   */
+  const act = async (orderId: string, action: string) => {
+    const res = await h.server.request('POST', `/_simulator/v2/${orderId}/${action}`, {});
+    expect(res.status, res.text).toBe(200);
+  };
+  const renewalPayment = async (id: string) => {
+    const payments = await h.payments(id);
+    const renewal = payments.filter((p) => p.invoice?.billingReason === 'subscription_cycle').at(-1);
+    expect(renewal).toBeDefined();
+    return renewal!;
+  };
+  const subscribeByTransfer = async (user: TestUser) => {
+    const res = await h.server.api('POST', '/subscriptions/', { auth: user, body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer', metadata: { bank: 'bca' } } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await act(res.body.payment.order_id, 'settle');
+    expect(await customerView(user, res.body.subscription.id)).toMatchObject({ status: 'active' });
+    return res.body.subscription.id as string;
+  };
+
+  it('a declined renewal the customer then pays by hand (POST /payments/charge/, settled): the failure is cleared with the renewal paid', async () => {
+    h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
+    const user = await h.server.createUser();
+    const id = await subscribeWithCard(user, 'basic-monthly');
+    await db().nativeUpdate(Subscription, { id }, { cardToken: 'sim-card-deny-saved' });
+    h.clock.set(new Date((await h.sub(id)).nextBillingDate!.getTime() + 60_000));
+    expect(failuresOf(await h.run(), id)).toEqual([expect.objectContaining({ code: 'card_declined' })]);
+    expect(await customerView(user, id)).toMatchObject({ status: 'past_due', last_renewal_failure: { code: 'card_declined' } });
+
+    const paid = await h.server.api('POST', '/payments/charge/', { auth: user, body: { subscription_id: id, payment_type: 'qris' } });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(201);
+    // Pending is not paid: the failure still stands until the money arrives.
+    expect(await customerView(user, id)).toMatchObject({ status: 'past_due', last_renewal_failure: { code: 'card_declined' } });
+    await act(paid.body.payment.order_id, 'settle');
+    expect(await customerView(user, id)).toMatchObject({ status: 'active', last_renewal_failure: null });
+    expect((await staffView(id)).last_renewal_failure).toBeNull();
+    expect((await auditOf(id)).map((e) => e.action)).toEqual(['subscription.renewal_failed']);
+  });
+
+  it('a renewal by bank transfer left pending by the pass that expires unpaid: payment_expired, audited by the service, past due; paid later, cleared', async () => {
+    h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
+    const user = await h.server.createUser();
+    const id = await subscribeByTransfer(user);
+    h.clock.set(new Date((await h.sub(id)).nextBillingDate!.getTime() + 60_000));
+    const report = await h.run();
+    expect(failuresOf(report, id)).toEqual([]);
+    const renewal = await renewalPayment(id);
+    expect(renewal.status).toBe('pending');
+    expect((await customerView(user, id)).last_renewal_failure).toBeNull();
+
+    await act(renewal.orderId, 'expire');
+    const shown = await customerView(user, id);
+    expect(shown).toMatchObject({ status: 'past_due', last_renewal_failure: { code: 'payment_expired', at: h.clock.now().toISOString() } });
+    expect(shown.last_renewal_failure.message).toContain(renewal.orderId);
+    expect(await staffView(id)).toMatchObject({ last_renewal_failure: { code: 'payment_expired' } });
+    const events = await auditOf(id);
+    expect(events).toEqual([
+      expect.objectContaining({
+        action: 'subscription.renewal_failed',
+        actor: expect.objectContaining({ type: 'system' }),
+        reason: expect.stringContaining('payment_expired'),
+        changes: { last_renewal_failure: [null, expect.objectContaining({ code: 'payment_expired' })] },
+      }),
+    ]);
+    // The same notification again (a redelivery) records nothing more.
+    await act(renewal.orderId, 'expire').catch(() => undefined);
+    expect(await auditOf(id)).toHaveLength(1);
+
+    const paid = await h.server.api('POST', '/payments/charge/', { auth: user, body: { subscription_id: id, payment_type: 'bank_transfer', metadata: { bank: 'bca' } } });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(201);
+    await act(paid.body.payment.order_id, 'settle');
+    expect(await customerView(user, id)).toMatchObject({ status: 'active', last_renewal_failure: null });
+  });
+
+  it('a pending renewal payment the gateway denies: card_declined, with the gateway\'s words', async () => {
+    h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
+    const user = await h.server.createUser();
+    const id = await subscribeByTransfer(user);
+    h.clock.set(new Date((await h.sub(id)).nextBillingDate!.getTime() + 60_000));
+    await h.run();
+    const renewal = await renewalPayment(id);
+    expect(renewal.status).toBe('pending');
+    await act(renewal.orderId, 'deny');
+    expect(await customerView(user, id)).toMatchObject({ status: 'past_due', last_renewal_failure: { code: 'card_declined', message: expect.stringContaining('declined') } });
+    expect((await auditOf(id)).map((e) => e.action)).toEqual(['subscription.renewal_failed']);
+  });
+
+  it('a first payment that expires is no renewal: no renewal failure kept', async () => {
+    h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
+    const user = await h.server.createUser();
+    const res = await h.server.api('POST', '/subscriptions/', { auth: user, body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer', metadata: { bank: 'bca' } } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await act(res.body.payment.order_id, 'expire');
+    expect((await customerView(user, res.body.subscription.id)).last_renewal_failure).toBeNull();
+    expect(await auditOf(res.body.subscription.id)).toEqual([]);
+  });
 });

@@ -33,6 +33,9 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
   // NOTE: a stale notification (a late pending, expire or challenge after the money arrived, a
   // partial chargeback after the full one) must not overwrite what the gateway reported since;
   // settlements and refunds always count.
+  // Whether the gateway had told us the order was waiting (a 3-D Secure page, a bank transfer):
+  // its failure now is a later one, not the charge's own answer.
+  const failsLater = payment.gatewayStatus === 'pending';
   const chargeback = isChargeback(event) && payment.status !== 'charged_back';
   // NOTE: a card capture we withdrew and canceled at the gateway is void there (capture ->
   // cancel): its charge answer, read after the cancel, is older news and buys nothing.
@@ -82,7 +85,7 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
     const move = FAILURE_EVENTS[event.transactionStatus];
     if (paymentStates.applyIfAllowed(payment, move, at)) {
       changes.push(`payment ${payment.status}`);
-      changes.push(...(await onPaymentFailed(ctx, payment, at, event)));
+      changes.push(...(await onPaymentFailed(ctx, payment, at, failsLater ? event : null)));
     }
   } else if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
     // NOTE: a refund, too, gives back money that arrived: a payment still pending here (its

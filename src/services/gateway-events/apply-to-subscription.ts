@@ -9,6 +9,8 @@ import { paymentData, subscriptionData } from '../notifications/payloads.js';
 import { creditUnusableSettlement } from '../payments/credit-unusable-settlement.js';
 import { fundPeriod } from '../subscription-rules/period-funds.js';
 import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscription-rules/plan-change.js';
+import { failureOfLatePaymentStatus, gatewayReportActor, keepRenewalFailure } from '../billing/record-renewal-failure.js';
+import type { GatewayEvent } from './gateway-event.js';
 import { firstPeriodOf, movesPeriodForward, whatSettlementBuys } from './settlement-purchase.js';
 
 /*
@@ -86,7 +88,11 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
   if (purchase.kind === 'plan_change') return [...changes, ...(await applyPaidPlanChange(ctx, payment))];
   if (purchase.kind === 'passed_period') return [...changes, ...(await creditPassedPeriod(ctx, payment, sub, purchase.period, at))];
 
-  const { period, advances, move } = purchase;
+  const { period, advances, move, paysRenewal } = purchase;
+  if (paysRenewal && sub.lastRenewalFailure) {
+    sub.lastRenewalFailure = null;
+    changes.push('last renewal failure cleared: the renewal is paid');
+  }
   if (period && advances) {
     if (period.anchors) {
       sub.billingAnchor = period.start;
@@ -113,8 +119,14 @@ export async function onPaymentSettled(ctx: DataContext, payment: Payment, at: D
   return changes;
 }
 
-/** A payment failed: the subscription falls past due, unless a later payment supersedes it. */
-export async function onPaymentFailed(ctx: DataContext, payment: Payment, at: Date): Promise<string[]> {
+/**
+ * A payment failed: the subscription falls past due, unless a later payment supersedes it.
+ * `laterFailure`: the gateway's word on a payment it had reported pending (3-D Secure, a bank
+ * transfer), null for a charge's own answer (the billing pass keeps that failure itself). A
+ * renewal's payment that fails so is that renewal failing: its reason is kept as the pass keeps
+ * a failed charge's.
+ */
+export async function onPaymentFailed(ctx: DataContext, payment: Payment, at: Date, laterFailure: GatewayEvent | null): Promise<string[]> {
   notify(ctx, payment.user, 'payment_failed', { ...paymentData(payment), gateway_status: payment.gatewayStatus });
   const sub = payment.subscription;
   if (!sub) return [];
@@ -129,8 +141,15 @@ export async function onPaymentFailed(ctx: DataContext, payment: Payment, at: Da
     status: { $in: ['pending', 'settled', 'partially_refunded', 'refunded'] },
   });
   if (newer > 0) return ['subscription unchanged: a newer payment exists'];
+  const changes: string[] = [];
+  const failure =
+    laterFailure && payment.invoice?.billingReason === 'subscription_cycle' ? failureOfLatePaymentStatus(at, laterFailure.transactionStatus, payment.orderId, laterFailure.raw) : null;
+  if (failure) {
+    await keepRenewalFailure(ctx.em, sub, failure, gatewayReportActor);
+    changes.push(`renewal failure kept: ${failure.code}`);
+  }
   const wasStatus = sub.status;
-  if (!subscriptionStates.applyIfAllowed(sub, 'mark_past_due', at)) return [`subscription stays ${sub.status}`];
+  if (!subscriptionStates.applyIfAllowed(sub, 'mark_past_due', at)) return [...changes, `subscription stays ${sub.status}`];
   if (wasStatus !== 'past_due') notify(ctx, sub.user, 'subscription_past_due', subscriptionData(sub));
-  return [`subscription ${wasStatus} -> past_due`];
+  return [...changes, `subscription ${wasStatus} -> past_due`];
 }

@@ -198,7 +198,8 @@ export async function settlePlainPayment(ctx: DataContext, event: GatewayEvent):
     Subscription,
     ['status', 'liveUserId', 'cancelReason', 'billingAnchor', 'currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'],
     [[sub.id, renewed.status, renewed.liveUserId, renewed.cancelReason, period.anchors ? period.start : sub.billingAnchor, period.start, period.end, period.end]],
-    { sql: `cycles_completed = cycles_completed + 1, ${updatedNow.sql}`, params: updatedNow.params },
+    // A paid renewal: its last failure no longer stands (whatSettlementBuys, paysRenewal).
+    { sql: `cycles_completed = cycles_completed + 1, ${purchase.paysRenewal ? 'last_renewal_failure = null, ' : ''}${updatedNow.sql}`, params: updatedNow.params },
   );
   await insertRows(em, PeriodFund, [
     { id: randomUUID(), subscription: sub.id, payment: payment.id, amount: payment.grossAmount, periodStart: period.start, periodEnd: period.end, createdAt: at } as RequiredEntityData<PeriodFund>,

@@ -24,9 +24,11 @@ export type SettlementPurchase =
   | { kind: 'passed_period'; period: BoughtPeriod }
   /**
    * Service: `period` (null: the period the subscription is in, from now), which becomes the
-   * subscription's when `advances`; `move` is what happens to the subscription's status.
+   * subscription's when `advances`; `move` is what happens to the subscription's status;
+   * `paysRenewal`: it pays a renewal's invoice, whoever paid it (the billing pass's charge, or the
+   * customer by hand after the pass's charge failed), so the last renewal failure no longer stands.
    */
-  | { kind: 'service'; period: BoughtPeriod | null; advances: boolean; move: 'activate' | 'renew' | null };
+  | { kind: 'service'; period: BoughtPeriod | null; advances: boolean; move: 'activate' | 'renew' | null; paysRenewal: boolean };
 
 export interface SettlementFacts {
   subscription: (Pick<Subscription, 'status' | 'currentPeriodEnd'> & { plan: Pick<Plan, 'interval' | 'intervalUnit'> }) | null;
@@ -43,7 +45,7 @@ export function whatSettlementBuys({ subscription: sub, invoice, payment }: Sett
   const period = periodBought(invoice, sub.plan, at);
   if (period && hasPassed(period, payment, at)) return { kind: 'passed_period', period };
   const move = sub.status !== 'active' ? 'activate' : invoice?.billingReason === 'subscription_cycle' ? 'renew' : null;
-  return { kind: 'service', period, advances: period !== null && movesPeriodForward(sub, period), move };
+  return { kind: 'service', period, advances: period !== null && movesPeriodForward(sub, period), move, paysRenewal: invoice?.billingReason === 'subscription_cycle' };
 }
 
 /** A service period a payment buys; `anchors`: a first payment's, which starts the billing calendar. */
