@@ -117,7 +117,7 @@ export function registerTaxCommands(program: Command): void {
       const rows = corrections.map(correctionJson);
       output(globalOptions(cmd), rows, () =>
         rows.length === 0
-          ? `No exported faktur was credited, charged back or written off in ${month.label}: nothing to correct in Coretax.`
+          ? `No exported faktur was credited, charged back, reversed or written off in ${month.label}: nothing to correct in Coretax.`
           : [
               table(rows, ['kind', 'credit_note_number', 'issued_on', 'invoice_number', 'tax_invoice_number', 'amount', 'tax_amount', 'tax_action']),
               '',

@@ -249,7 +249,7 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     expect(table.stdout).toMatch(/kind\s+credit_note_number\s+issued_on\s+invoice_number\s+tax_invoice_number\s+amount\s+tax_amount\s+tax_action/);
     expect(table.stdout).toContain(`${listed.json[0].credit_note_number} (${bought.refunded.number}): DPP 150000.00 -> 100000.00, DPP Nilai Lain 137500.00 -> 91666.67, PPN 16500.00 -> 11000.00`);
     expect(table.stdout).toContain('  Ask the buyer to make a Nota Pembatalan');
-    expect((await tax(['corrections', '--month', '2026-03'])).stdout).toContain('No exported faktur was credited, charged back or written off in 2026-03');
+    expect((await tax(['corrections', '--month', '2026-03'])).stdout).toContain('No exported faktur was credited, charged back, reversed or written off in 2026-03');
   });
 
   it('tax record stores the number Coretax assigned, once; a malformed, different or reused number, an unknown or an untaxed invoice is refused with one line', { timeout: 120_000 }, async () => {

@@ -3,6 +3,7 @@ import { CreditNote, CreditNoteLine, type CreditNoteReason } from '../../db/enti
 import { Invoice, type LineSubject } from '../../db/entities/invoice.js';
 import { Payment, Refund } from '../../db/entities/payment.js';
 import type { WalletTransaction } from '../../db/entities/wallet.js';
+import { isoDate } from '../../domain/billing-calendar.js';
 import { add, compare, isPositive, minimum, subtract, ZERO, type Money } from '../../domain/money.js';
 import { succeededTotal } from '../../domain/refund-sum.js';
 import { creditNoteTax as splitCreditTax, taxActionFor, type TaxAction } from '../../domain/tax.js';
@@ -33,7 +34,10 @@ export interface CreditNoteInput {
   refund?: Refund | null;
   walletTransaction?: WalletTransaction | null;
   memo?: string | null;
-  /** One line per part; by default one line of the whole amount. */
+  /**
+   * One line per part; by default one line of the whole amount. A line without a subject takes
+   * the one its reason and the invoice tell (lineSubjectFor), so its words follow the document's language.
+   */
   lines: { description: string; amount: Money; subject?: LineSubject | null }[];
 }
 
@@ -87,9 +91,30 @@ export async function issueCreditNote(ctx: DataContext, input: CreditNoteInput):
     issuedAt: at,
     createdAt: at,
   } as CreditNote);
-  input.lines.forEach((line, position) => ctx.em.create(CreditNoteLine, { creditNote: note, position, description: line.description, subject: line.subject ?? null, amount: line.amount } as CreditNoteLine));
+  input.lines.forEach((line, position) =>
+    ctx.em.create(CreditNoteLine, { creditNote: note, position, description: line.description, subject: line.subject ?? lineSubjectFor(input, invoice), amount: line.amount } as CreditNoteLine),
+  );
   await ctx.em.flush();
   return note;
+}
+
+/**
+ * What a line is when its caller named no subject, from the facts this module has (the reason,
+ * the payment's order id, the memo that says why a settlement could not be used, the invoice's
+ * number and period): a settlement nobody could use, or one that came after its period had
+ * passed. Null when they do not tell (the stored English description is shown then).
+ */
+function lineSubjectFor(input: CreditNoteInput, invoice: Invoice): LineSubject | null {
+  const order = input.payment.orderId;
+  switch (input.reason) {
+    case 'period_passed':
+      if (invoice.periodStart && invoice.periodEnd) return { type: 'period_passed', order, invoice: invoice.number, start: isoDate(invoice.periodStart), end: isoDate(invoice.periodEnd) };
+      return { type: 'unusable_settlement', order, invoice: invoice.number, why: 'period_passed' };
+    case 'unusable_settlement':
+      return { type: 'unusable_settlement', order, invoice: invoice.number, why: input.memo ?? null };
+    default:
+      return null;
+  }
 }
 
 /**
@@ -224,7 +249,7 @@ export async function issueWalletCreditNotes(
   ctx: DataContext,
   entry: WalletTransaction,
   reason: Exclude<CreditNoteReason, 'refund' | 'chargeback'>,
-  parts: { payment: Payment; amount: Money; description: string }[],
+  parts: { payment: Payment; amount: Money; description: string; subject?: LineSubject }[],
   memo: string | null = null,
 ): Promise<CreditNote[]> {
   const notes: CreditNote[] = [];
@@ -235,7 +260,7 @@ export async function issueWalletCreditNotes(
       amount: part.amount,
       walletTransaction: entry,
       memo,
-      lines: [{ description: part.description, amount: part.amount }],
+      lines: [{ description: part.description, amount: part.amount, subject: part.subject }],
     });
     if (note) notes.push(note);
   }

@@ -42,8 +42,10 @@ export function lineWordsFor(settings: LocaleSettings): LineWords {
           const [start, end] = [text('start'), text('end')];
           return plan && start && end ? words.period(plan, format.day(start), format.day(end)) : description;
         }
-        case 'unused_time':
-          return plan ? words.unusedTime(plan) : description;
+        case 'unused_time': {
+          const to = text('to');
+          return plan ? (to ? words.unusedTimeMoved(plan, to) : words.unusedTime(plan)) : description;
+        }
         case 'remaining_time':
           return plan ? words.remainingTime(plan) : description;
         case 'new_period':
@@ -55,6 +57,14 @@ export function lineWordsFor(settings: LocaleSettings): LineWords {
         case 'chargeback': {
           const [order, invoice, total] = [text('order'), text('invoice'), text('total')];
           return order && invoice && total ? words.chargeback(order, invoice, format.money(total, currency)) : description;
+        }
+        case 'unusable_settlement': {
+          const [order, invoice, why] = [text('order'), text('invoice'), text('why')];
+          return order && invoice ? words.unusableSettlement(order, invoice, why === null ? null : (words.unusableWhy[why] ?? why)) : description;
+        }
+        case 'period_passed': {
+          const [order, invoice, start, end] = [text('order'), text('invoice'), text('start'), text('end')];
+          return order && invoice && start && end ? words.periodPassed(order, invoice, format.day(start), format.day(end)) : description;
         }
         default:
           return description;

@@ -48,7 +48,9 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
       referenceId: `plan-change:${sub.id}:${randomUUID()}`,
       description,
     });
-    await issueWalletCreditNotes(ctx, entry, 'proration_credit', parts.map((p) => ({ payment: p.payment, amount: p.unused, description })));
+    // The subject lets the credit note render these words in its document's language.
+    const subject = { type: 'unused_time', plan: oldPlan.name, to: plan.name };
+    await issueWalletCreditNotes(ctx, entry, 'proration_credit', parts.map((p) => ({ payment: p.payment, amount: p.unused, description, subject })));
   }
   sub.plan = plan;
   sub.pendingPlan = null;

@@ -14,6 +14,8 @@ export interface LineLabels {
   period: (plan: string, start: string, end: string) => string;
   /** A plan change's credit for the old plan's unused time. */
   unusedTime: (plan: string) => string;
+  /** The same credit given to the wallet (its credit note): the plan moved to is named. */
+  unusedTimeMoved: (plan: string, to: string) => string;
   /** A plan change's charge for the new plan's remaining time. */
   remainingTime: (plan: string) => string;
   /** A plan change that starts a new period. */
@@ -21,4 +23,10 @@ export interface LineLabels {
   refund: (refund: string, order: string, invoice: string) => string;
   /** `total`: all that was charged back on the payment, formatted. */
   chargeback: (order: string, invoice: string, total: string) => string;
+  /** A settlement nobody could use, credited to the wallet; `why` from unusableWhy, or null. */
+  unusableSettlement: (order: string, invoice: string, why: string | null) => string;
+  /** A renewal's payment that settled after its period had passed, credited to the wallet; the days formatted. */
+  periodPassed: (order: string, invoice: string, start: string, end: string) => string;
+  /** Why a settlement could not be used, by its code (an unknown code is shown as it is). */
+  unusableWhy: Record<string, string>;
 }
