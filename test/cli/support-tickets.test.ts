@@ -171,15 +171,19 @@ describe.each(DATABASES)('docs/support.md, run on a seeded database (%s)', { tim
     const at = (iso: string) => clock.set(new Date(iso));
 
     // 1. alice pays her first invoice's virtual account; the gateway's notification of it is late,
-    // so she pays the same invoice again with GoPay. Our cancel of the first order comes too
-    // late (the gateway has it settled); its notification arrives the next day.
+    // so she pays the same invoice again with GoPay. The service asks the gateway before it makes
+    // a second charge, but the gateway cannot be reached for the cancel nor for the status (a
+    // 500 on both), so the second order is made; the first one's notification arrives the next day.
     const first = await subscribe(server, users.alice, { plan_id: 'basic-monthly', payment_type: 'bank_transfer' });
     expect(first.status, first.text).toBe(201);
     const paidAtBank = await server.request('POST', `/_simulator/v2/${first.body.payment.order_id}/settle?notify=false`, { body: {} });
     expect(paidAtBank.status, paidAtBank.text).toBe(200);
     at('2026-10-06T04:00:00.000Z');
+    const unreachable = await server.request('POST', '/_simulator/faults', { body: { mode: 'http_500', operations: ['cancel', 'status'] } });
+    expect(unreachable.status, unreachable.text).toBe(200);
     const again = await server.api('POST', '/payments/charge/', { auth: users.alice, body: { subscription_id: first.body.subscription.id, payment_type: 'gopay' } });
     expect(again.status, again.text).toBe(201);
+    expect((await server.request('POST', '/_simulator/faults', { body: { mode: 'none' } })).status).toBe(200);
     await simulate(server, again.body.payment.order_id, 'settle');
     at('2026-10-07T02:00:00.000Z');
     const atBank = server.running.billing.simulator!.transaction(first.body.payment.order_id)!;
