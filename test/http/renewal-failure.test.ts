@@ -186,6 +186,20 @@ describe.each(DATABASES)('when a renewal fails (%s)', (kind) => {
     expect((await auditOf(id)).map((e) => e.action)).toEqual(['subscription.renewal_failed']);
   });
 
+  it('a declined renewal the customer pays by hand with a new card (its capture saves the card): cleared as well', async () => {
+    h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
+    const user = await h.server.createUser();
+    const id = await subscribeWithCard(user, 'basic-monthly');
+    await db().nativeUpdate(Subscription, { id }, { cardToken: 'sim-card-deny-saved' });
+    h.clock.set(new Date((await h.sub(id)).nextBillingDate!.getTime() + 60_000));
+    expect(failuresOf(await h.run(), id)).toEqual([expect.objectContaining({ code: 'card_declined' })]);
+
+    const paid = await h.server.api('POST', '/payments/charge/', { auth: user, body: { subscription_id: id, payment_type: 'credit_card', token: 'sim-card-accept-by-hand' } });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(201);
+    expect(await customerView(user, id)).toMatchObject({ status: 'active', last_renewal_failure: null });
+    expect((await auditOf(id)).map((e) => e.action)).toEqual(['subscription.renewal_failed']);
+  });
+
   it('a renewal by bank transfer left pending by the pass that expires unpaid: payment_expired, audited by the service, past due; paid later, cleared', async () => {
     h.clock.set(new Date('2027-01-31T10:00:00.000Z'));
     const user = await h.server.createUser();
