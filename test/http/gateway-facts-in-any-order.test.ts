@@ -341,6 +341,20 @@ describe.each(DATABASES)('gateway facts in any order (%s)', (kind) => {
       expect((await sync()).json.results.find((r: { order_id: string; result: string }) => r.order_id === payment.order_id && r.result === 'processed')).toBeUndefined();
       expect(await books(user, payment, subscription.id)).toEqual(natural);
     });
+
+    it('a top-up by card, the same: payments sync takes the refund and the chargeback from the wallet, each once', async () => {
+      const user: TestUser = await stage.server.createUser();
+      const topup = await postTopup(stage.server, user, { amount: 100000, payment_type: 'credit_card', token: 'sim-card-accept-1' });
+      expect(topup.status, topup.text).toBe(201);
+      await simulate(stage.server, topup.body.order_id, 'settle');
+      expect(await walletBalance(stage.server, user)).toBe('100000.00');
+      await simulate(stage.server, topup.body.order_id, `${refund.action}?notify=false`, refund.body);
+      await simulate(stage.server, topup.body.order_id, `${dispute.action}?notify=false`, dispute.body);
+      expect((await sync()).code).toBe(0);
+      expect(await walletBalance(stage.server, user)).toBe('99005.00');
+      expect((await sync()).json.results.find((r: { order_id: string; result: string }) => r.order_id === topup.body.order_id && r.result === 'processed')).toBeUndefined();
+      expect(await walletBalance(stage.server, user)).toBe('99005.00');
+    });
   });
 
   it("row 16: paying again while the first order's settlement is unheard and the gateway refuses to cancel it: its status is applied, nothing charged twice", async () => {
