@@ -20,7 +20,7 @@ import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js'
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
 import { collectInvoice, followUp, latestAttempt, markPastDue, nothingAfter, renewalSubmitOptions, type AfterCommit, type Counts } from './collect-renewal.js';
 import { dunningSchedule, nextDunningStep, RESUBMIT_AFTER_MS, retriesDueBy } from './dunning-schedule.js';
-import { declinedCharge, failureOfGatewayError } from './record-renewal-failure.js';
+import { declinedCharge, failureOfGatewayError } from '../subscription-rules/record-renewal-failure.js';
 
 export type StepAction = DueAction['kind'] | 'locked_elsewhere' | 'already_invoiced';
 

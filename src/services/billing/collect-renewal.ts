@@ -16,7 +16,7 @@ import { newSubscriptionOrderId } from '../payments/order-id.js';
 import type { SubmitPaymentOptions } from '../gateway-events/submit-payment.js';
 import { getOrCreateWallet } from '../wallet/wallet-ledger.js';
 import { RESUBMIT_AFTER_MS } from './dunning-schedule.js';
-import { noSavedCard, renewalFailure } from './record-renewal-failure.js';
+import { noSavedCard, renewalFailure } from '../subscription-rules/record-renewal-failure.js';
 
 export type BillingCounter =
   | 'renewed'

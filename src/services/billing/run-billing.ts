@@ -8,7 +8,7 @@ import type { BillingCounter } from './collect-renewal.js';
 import { notifyExpiringCards } from './notify-expiring-cards.js';
 import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
 import { systemActor, type Actor } from '../audit/actor.js';
-import { clearRenewalFailure, recordRenewalFailure } from './record-renewal-failure.js';
+import { clearRenewalFailure, recordRenewalFailure } from '../subscription-rules/record-renewal-failure.js';
 
 export interface BillingRunOptions {
   /** The run's time (default: the context's clock now). Everything due at or before it is done. */

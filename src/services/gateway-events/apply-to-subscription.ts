@@ -9,7 +9,7 @@ import { paymentData, subscriptionData } from '../notifications/payloads.js';
 import { creditUnusableSettlement } from '../payments/credit-unusable-settlement.js';
 import { fundPeriod } from '../subscription-rules/period-funds.js';
 import { applyPaidPlanChange, isChangePayment, onChangePaymentFailed } from '../subscription-rules/plan-change.js';
-import { failureOfLatePaymentStatus, gatewayReportActor, keepRenewalFailure } from '../billing/record-renewal-failure.js';
+import { failureOfLatePaymentStatus, gatewayReportActor, keepRenewalFailure } from '../subscription-rules/record-renewal-failure.js';
 import type { GatewayEvent } from './gateway-event.js';
 import { firstPeriodOf, movesPeriodForward, whatSettlementBuys } from './settlement-purchase.js';
 

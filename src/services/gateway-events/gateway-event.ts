@@ -1,6 +1,7 @@
 import { DomainError } from '../../domain/errors.js';
 import type { GatewayTransaction } from '../../gateway/types.js';
 import { isProvenReversal } from './natural-order.js';
+import type { GatewayEntry, GatewayEvent } from './gateway-event-shape.js';
 
 /**
  * Raised for an order this service never made (no payment or top-up with that order_id, or
@@ -13,44 +14,7 @@ export class UnknownOrderError extends DomainError {
   }
 }
 
-/**
- * What the gateway said happened to one order, from a webhook payload, a status query (sync)
- * or a charge answer. Strings are kept exactly as received.
- */
-export interface GatewayEvent {
-  orderId: string;
-  transactionStatus: string;
-  fraudStatus: string | null;
-  statusCode: string | null;
-  grossAmount: string | null;
-  transactionId: string | null;
-  paymentType: string | null;
-  /** Cumulative refunded amount after this event (refund notifications); the cumulative charged-back amount in chargeback ones (docs/gateway.md). */
-  refundAmount: string | null;
-  /**
-   * The entries of `refunds[]` as the gateway lists them. Midtrans lists refunds and chargebacks
-   * there alike (`refund_chargeback_id` numbers both, `reason` is free text): what an entry is
-   * follows from the message's status, never from the entry (natural-order.ts, docs/gateway.md).
-   */
-  refunds: GatewayEntry[];
-  raw: Record<string, unknown>;
-
-  /**
-   * True when the payload came from our own authenticated call to the gateway (a charge or
-   * status answer), so fields the notification signature does not cover (saved_token_id) can be
-   * believed.
-   */
-  verified?: boolean;
-}
-
-/** One entry of `refunds[]`. */
-export interface GatewayEntry {
-  refundKey: string | null;
-  amount: string;
-  /** refund_chargeback_id: the gateway's sequence over the order's refunds and chargebacks. */
-  id?: number | null;
-  createdAt?: string | null;
-}
+export type { GatewayEntry, GatewayEvent } from './gateway-event-shape.js';
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' ? String(v) : null);
 

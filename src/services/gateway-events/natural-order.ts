@@ -1,5 +1,5 @@
 import { compare, isDecimalText, isPositive, money, add, type Money } from '../../domain/money.js';
-import type { GatewayEvent, GatewayEntry } from './gateway-event.js';
+import type { GatewayEvent, GatewayEntry } from './gateway-event-shape.js';
 
 /*
  * Order never decides the end state (docs/gateway.md, "Facts out of order"). The gateway's
