@@ -28,6 +28,8 @@ export interface Simulator {
   nextDay(): string[];
   /** The stored record (latest for an order_id), or undefined. */
   transaction(id: string): SimTransaction | undefined;
+  /** Every stored transaction, oldest first (tests look for orders they do not know the id of). */
+  transactions(): readonly SimTransaction[];
   /** Core API calls received, faulted ones included. */
   requests(): readonly RequestRecord[];
   /** Every notification attempt, retries included. */
@@ -44,7 +46,7 @@ export interface Simulator {
   close(): void;
 }
 
-/** A Midtrans Core API stand-in for development and tests (DECISIONS.md §6). */
+/** A Midtrans Core API stand-in for development and tests (docs/gateway.md). */
 export function createSimulator(opts: SimulatorOptions): Simulator {
   const core = new SimulatorCore(opts);
   const held = new HeldRequests();
@@ -60,6 +62,7 @@ export function createSimulator(opts: SimulatorOptions): Simulator {
       core.faults.set(checked);
     },
     transaction: (id) => core.lookup(id),
+    transactions: () => core.store.all(),
     requests: () => core.requests,
     deliveries: () => core.notifier.log,
     holdNotifications: (orderId) => core.notifier.hold(orderId),

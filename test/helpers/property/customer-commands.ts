@@ -591,6 +591,7 @@ export class ChargeAnswerLost extends Step {
     const em = c.world.server.running.billing.orm.em.fork();
     const earlier = new Set((await em.find(Payment, { user: c.user.id })).map((p) => p.id));
     const mark = gatewayMark(c);
+    const knownAtGateway = new Set(c.world.server.running.billing.simulator!.transactions().map((t) => t.order_id));
     await armFault(c, { mode: 'http_500', when: 'after', count: 1, operations: ['charge'], notify: false });
     let res;
     try {
@@ -598,7 +599,15 @@ export class ChargeAnswerLost extends Step {
     } finally {
       disarmFaults(c);
     }
-    if (!calledSince(c, mark, 'charge')) return; // nothing was charged (nothing due, a trial, a plan refused)
+    if (!calledSince(c, mark, 'charge')) return; // nothing was charged (nothing due, a plan refused)
+    // A trial plan with a card pre-authorises the card (CARD- orders): no money moves and no
+    // payment is kept, but a hold whose answer was lost must not stay on the customer's card.
+    const cardChecks = c.world.server.running.billing.simulator!.transactions().filter((t) => !knownAtGateway.has(t.order_id) && t.order_id.startsWith('CARD-'));
+    for (const check of cardChecks) {
+      c.trace.push(`  card check ${check.order_id} at the gateway: ${check.transaction_status}`);
+      if (['authorize', 'capture', 'settlement'].includes(check.transaction_status)) throw new Error(`a trial's card check ${check.order_id} whose answer was lost still holds the customer's card at the gateway (${check.transaction_status})`);
+    }
+    if (cardChecks.length > 0) return;
     // The clock stands still within a move: the new payment is told by being new, not by its time.
     const charged = (await em.fork().find(Payment, { user: c.user.id, paymentType: { $ne: 'wallet' } })).filter((p) => !earlier.has(p.id) && gatewayRecord(c, p.orderId));
     const lost = charged.length === 1 ? charged[0] : undefined;
