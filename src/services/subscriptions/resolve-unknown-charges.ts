@@ -50,8 +50,14 @@ export async function cancelOrAskGateway(ctx: ServiceContext, orderIds: string[]
     const payment = await ctx.em.fork().findOne(Payment, { orderId }, { fields: ['id'] });
     if (!payment) continue;
     if (answer.transactionStatus === 'cancel') {
-      // What the gateway now says of the order we withdrew: canceled there too.
+      // What the gateway now says of the order we withdrew: canceled there too. Stamped first, so
+      // that a card charge's answer applied after it buys nothing (apply-to-payment.ts).
       await ctx.em.fork().nativeUpdate(Payment, { id: payment.id }, { gatewayStatus: answer.transactionStatus });
+      // NOTE: a card capture is voided by a cancel: when its charge's answer was applied here
+      // before the cancel went through (two charges of one invoice at once), the money counted
+      // as paid went back to the card, and the void is a reversal (docs/gateway.md).
+      const now = await ctx.em.fork().findOne(Payment, { id: payment.id }, { fields: ['status', 'paymentType'] });
+      if (now?.paymentType === 'credit_card' && ['settled', 'partially_refunded'].includes(now.status)) await applyStatusAnswer(ctx, payment.id, answer);
     } else if (answer.transactionStatus === 'pending') {
       // The cancel failed and the order is still payable there: flagged, `payments sync` (and
       // each billing pass) cancels it, as any withdrawn order whose cancel did not go through.
