@@ -5,7 +5,7 @@ import type { Schemas } from '../src/http/operations.js';
 import type { PdfFile } from '../src/services/documents/invoice-pdf.js';
 import type { ServiceContext } from '../src/services/context.js';
 import type { StaffListFilters } from '../src/services/staff-queries/filters.js';
-import type { Page, PageRequest } from '../src/services/shared/pagination.js';
+import type { Page, PageRequest } from '../src/services/common/pagination.js';
 import { parseTime } from './commands/webhooks.js';
 import { CliFailure, csvOutput, EXIT, globalOptions, note, output, table, withServices } from './runtime.js';
 

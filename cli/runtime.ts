@@ -6,7 +6,7 @@ import { systemClock } from '../src/domain/clock.js';
 import { MidtransClient } from '../src/gateway/midtrans-client.js';
 import { API_ROOT } from '../src/http/api.js';
 import type { ServiceContext } from '../src/services/context.js';
-import { EXIT, exitStatusFor } from '../src/services/shared/classify-failure.js';
+import { EXIT, exitStatusFor } from '../src/services/common/classify-failure.js';
 
 export { EXIT };
 

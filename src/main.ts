@@ -2,7 +2,7 @@ import { describeConfig, loadConfig, loadDotEnv, type Config } from './config.js
 import { dialectOf } from './db/orm.js';
 import { API_ROOT } from './http/api.js';
 import { ListenError, startServer, type RunningServer } from './server.js';
-import { EXIT, exitStatusFor } from './services/shared/classify-failure.js';
+import { EXIT, exitStatusFor } from './services/common/classify-failure.js';
 
 // A start that cannot work (bad configuration, a database that is unreachable, missing or behind)
 // ends with one line and the documented exit status (README "Exit codes"), not a stack trace.

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger.js';
 import { operatorLine } from '../domain/failure.js';
-import { classifyFailure } from '../services/shared/classify-failure.js';
+import { classifyFailure } from '../services/common/classify-failure.js';
 import { problem, problemOf, sendProblem } from './problem.js';
 
 /** A path as logs show it: a hosted page's link secret (DECISIONS §13) is left out. */

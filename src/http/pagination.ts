@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { DEFAULT_PAGE_SIZE, type Page, type PageRequest } from '../services/shared/pagination.js';
+import { DEFAULT_PAGE_SIZE, type Page, type PageRequest } from '../services/common/pagination.js';
 
 export function pageRequest(query: { page?: number; page_size?: number }): PageRequest {
   return { page: query.page ?? 1, pageSize: query.page_size ?? DEFAULT_PAGE_SIZE };

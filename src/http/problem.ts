@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { ErrorCode, FieldError } from '../domain/errors.js';
 import type { Failure } from '../domain/failure.js';
-import { classifyFailure } from '../services/shared/classify-failure.js';
+import { classifyFailure } from '../services/common/classify-failure.js';
 
 /** HTTP status and title of every error code: the one mapping from failures to HTTP. */
 const STATUS: Record<ErrorCode, [number, string]> = {
@@ -54,7 +54,7 @@ export function problem(code: ErrorCode, detail: string, errors?: FieldError[]):
 /**
  * Turns anything thrown by a use case into a problem, by the classification every caller shares
  * (src/domain/failure.ts, given the database and gateway adapters in
- * src/services/shared/classify-failure.ts); unknown errors become null, so the caller logs them
+ * src/services/common/classify-failure.ts); unknown errors become null, so the caller logs them
  * and answers a bare 500.
  */
 export function toProblem(err: unknown): Problem | null {

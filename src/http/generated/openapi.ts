@@ -562,7 +562,7 @@ export interface paths {
          *     credited_amount`); `amount` defaults to that and may not exceed it (`400`; `409` when it
          *     is nothing). When the payment paid for time still to come, its subscription is
          *     `canceled` with `cancel_reason: refunded` and its pending payments canceled, once the
-         *     gateway accepts the refund (DECISIONS §9: a refund takes effect when the gateway
+         *     gateway accepts the refund (a refund takes effect only when the gateway
          *     accepts it). A refusal by the gateway (a refund window that has closed, a partial
          *     refund of a ShopeePay or OVO payment, the merchant's balance, a direct refund denied by
          *     the bank) answers `422` `refund_refused` with the gateway's `status_code` and
@@ -970,7 +970,7 @@ export interface paths {
          * Send a customer to a hosted checkout page
          * @description Makes a single-use link to a page, hosted by this service, where the current user buys
          *     a plan (`plan_id`) or tops up the wallet (`topup_amount`) with any payment type the
-         *     service takes (DECISIONS.md section 13). The link (`url`, absolute, under `/pay/`) is
+         *     service takes. The link (`url`, absolute, under `/pay/`) is
          *     valid for 15 minutes and opens once: the browser that opens it gets a cookie for that
          *     page alone, and any later opening answers `410`. The page sends the customer to
          *     `success_url` once the payment settles, or to `cancel_url` if they give up; both must

@@ -25,7 +25,7 @@ import { getOrCreateWallet } from '../../services/wallet/wallet-ledger.js';
 import { serializeCreditNote } from '../credit-note-serializers.js';
 import { ownedRecord, ownersOf, serializeAdminNotification, serializeAdminRefund, serializeAuditEvent, withOwners } from '../admin-serializers.js';
 import type { ServiceContext } from '../../services/context.js';
-import type { Page, PageRequest } from '../../services/shared/pagination.js';
+import type { Page, PageRequest } from '../../services/common/pagination.js';
 import type { OperationHandlers, OperationId, OperationRequest } from '../operations.js';
 import { envelope, pageRequest } from '../pagination.js';
 import {

@@ -4,7 +4,7 @@ import { taxInvoice } from '../../domain/tax.js';
 import { BANKS, GATEWAY_PAYMENT_TYPES, type GatewayPaymentType } from '../../gateway/types.js';
 import { checkoutChoose, checkoutProgress, followCheckout, trialOffer, type CheckoutProgress, type TrialOffer } from '../../services/hosted/checkout.js';
 import { firstPeriodAmount } from '../../services/subscriptions/authorize-trial-card.js';
-import { classifyFailure } from '../../services/shared/classify-failure.js';
+import { classifyFailure } from '../../services/common/classify-failure.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
 
 /** The payment types this checkout offers: the one the client chose, else all; card only with a way to tokenize it. */

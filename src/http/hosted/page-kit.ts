@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import type { HostedSession, HostedSessionKind } from '../../db/entities/hosted-session.js';
 import type { ServiceContext } from '../../services/context.js';
 import type { RenderPdf } from '../../services/documents/document-renderer.js';
-import { classifyFailure } from '../../services/shared/classify-failure.js';
+import { classifyFailure } from '../../services/common/classify-failure.js';
 import { readRawBytes } from '../body.js';
 import { pickLanguage, pageFormat, translator, type Language, type PageFormat, type Translate } from './language.js';
 import { csrfMatches, csrfToken, pageFor, pagePath } from './page-access.js';

@@ -1,7 +1,7 @@
 import type { FilterQuery } from '@mikro-orm/core';
 import { AuditEvent } from '../../db/entities/audit-event.js';
 import type { DataContext } from '../context.js';
-import { findPage, type Page, type PageRequest } from '../shared/pagination.js';
+import { findPage, type Page, type PageRequest } from '../common/pagination.js';
 
 export interface AuditFilters {
   /** A target id. */

@@ -17,7 +17,7 @@ import { reserveInvoiceNumbers } from '../invoices/next-invoice-number.js';
 import { notificationInserts } from '../notifications/notify.js';
 import { paymentData, subscriptionData } from '../notifications/payloads.js';
 import { newSubscriptionOrderId } from '../payments/order-id.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 import { renewalInvoiceInput, result, type StepResult } from './bill-subscription.js';
 import { fromColumn, insertRows, updateRows } from '../../db/bulk-sql.js';
 import { lockWalletsOf, postWalletDebits, walletRefusal, type WalletDebit } from '../wallet/wallet-ledger.js';

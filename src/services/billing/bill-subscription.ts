@@ -14,7 +14,7 @@ import { createInvoice, type CreateInvoiceInput } from '../invoices/create-invoi
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 import { cancelAtGateway, endSubscriptionNow } from '../subscription-rules/end-subscription.js';
 import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js';
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';

@@ -1,7 +1,7 @@
 import { Subscription } from '../../db/entities/subscription.js';
 import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 
 /** Subscriptions whose renewals charge a saved card. */
 const RENEWING = ['active', 'trialing', 'past_due'] as const;

@@ -3,7 +3,7 @@ import { CreditNote } from '../../db/entities/credit-note.js';
 import type { Invoice } from '../../db/entities/invoice.js';
 import type { User } from '../../db/entities/user.js';
 import type { DataContext } from '../context.js';
-import { findPage, type Page, type PageRequest } from '../shared/pagination.js';
+import { findPage, type Page, type PageRequest } from '../common/pagination.js';
 
 export interface CreditNoteFilters {
   /** Only this user's (support staff's `billing-admin credit-notes list --user`); the API always passes the caller. */

@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context.js';
 import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 import { applyGatewayEvent } from './apply-gateway-event.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { GatewayTransaction } from '../../gateway/types.js';
 import type { DataContext } from '../context.js';
 import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 import { eventFromTransaction, isSuccess } from './gateway-event.js';
 import { recordAndApplyGatewayEvent, type NotificationOutcome } from './process-notification.js';
 import { rememberSavedCard, savedCardOf } from './saved-card.js';

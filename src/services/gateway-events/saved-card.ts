@@ -6,7 +6,7 @@ import { parseMidtransTime } from '../../gateway/midtrans-time.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 import { isSuccess, type GatewayEvent } from './gateway-event.js';
 
 /*

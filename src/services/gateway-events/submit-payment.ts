@@ -4,7 +4,7 @@ import { GatewayError, merchantSideFailure } from '../../gateway/errors.js';
 import type { Bank, ChargeRequest, GatewayPaymentType, GatewayTransaction } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { applyChargeAnswer } from './gateway-answers.js';
 

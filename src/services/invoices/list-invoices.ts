@@ -2,7 +2,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Invoice, type InvoiceStatus } from '../../db/entities/invoice.js';
 import type { User } from '../../db/entities/user.js';
 import type { DataContext } from '../context.js';
-import { findPage, orderingToOrderBy, type Page, type PageRequest } from '../shared/pagination.js';
+import { findPage, orderingToOrderBy, type Page, type PageRequest } from '../common/pagination.js';
 
 export interface InvoiceFilters {
   status?: InvoiceStatus;

@@ -2,7 +2,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Notification, type NotificationChannel, type NotificationStatus, type NotificationType } from '../../db/entities/notification.js';
 import type { User } from '../../db/entities/user.js';
 import type { DataContext } from '../context.js';
-import { findPage, type Page, type PageRequest } from '../shared/pagination.js';
+import { findPage, type Page, type PageRequest } from '../common/pagination.js';
 
 export interface NotificationFilters {
   notificationType?: NotificationType;

@@ -6,7 +6,7 @@ import { hotRows } from '../../db/hot-sql.js';
 import { rowReader } from '../../db/row-fields.js';
 import { PAYMENT_FIELDS, type PaymentFields } from '../../http/serializers.js';
 import type { DataContext } from '../context.js';
-import { findPage, orderingToOrderBy, type Page, type PageRequest } from '../shared/pagination.js';
+import { findPage, orderingToOrderBy, type Page, type PageRequest } from '../common/pagination.js';
 
 export interface PaymentFilters {
   status?: PaymentStatus;

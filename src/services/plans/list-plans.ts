@@ -1,7 +1,7 @@
 import type { FilterQuery } from '@mikro-orm/core';
 import { Plan, type IntervalUnit, type PlanStatus } from '../../db/entities/plan.js';
 import type { DataContext } from '../context.js';
-import { containsText, findPage, orderingToOrderBy, type Page, type PageRequest } from '../shared/pagination.js';
+import { containsText, findPage, orderingToOrderBy, type Page, type PageRequest } from '../common/pagination.js';
 
 export interface PlanFilters {
   status?: PlanStatus;
@@ -19,7 +19,7 @@ const ORDERING = { price: 'price', sort_order: 'sortOrder', created_at: 'created
 
 /**
  * The plan catalogue. Anonymous users and non-staff see active plans only; staff see every
- * status, so the `status` filter matters for them (DECISIONS §5).
+ * status, so the `status` filter matters for them.
  */
 export async function listPlans(ctx: Pick<DataContext, 'em'>, viewer: Viewer | null, filters: PlanFilters, page: PageRequest): Promise<Page<Plan>> {
   const where: FilterQuery<Plan> = {};

@@ -11,7 +11,7 @@ import { settleRefundTotals } from './refund-totals.js';
 import { loadPayment } from '../payments/find-payment.js';
 import { lockSubscriptionThenPayment, type PaymentKey } from '../payments/lock-payment.js';
 import { WALLET_REFUNDED_TYPES } from '../payments/payment-types.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { refundLimit, type RefundBound } from './refund-rules.js';
 import { acceptRefund } from './accept-refund.js';

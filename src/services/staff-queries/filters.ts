@@ -3,7 +3,7 @@ import type { User } from '../../db/entities/user.js';
 import { NotFoundError } from '../../domain/errors.js';
 import { parseUuid } from '../../domain/ids.js';
 import type { DataContext } from '../context.js';
-import { findPage, type Page, type PageRequest } from '../shared/pagination.js';
+import { findPage, type Page, type PageRequest } from '../common/pagination.js';
 import { findWalletOwner } from '../wallet/find-wallet-owner.js';
 
 /**

@@ -10,7 +10,7 @@ import { WebhookLog, type WebhookLogStatus } from '../../db/entities/webhook-log
 import type { DataContext } from '../context.js';
 import { CREDIT_NOTE_POPULATE } from '../credit-notes/list-credit-notes.js';
 import { webhookLogWhere } from '../gateway-events/list-webhook-logs.js';
-import type { Page, PageRequest } from '../shared/pagination.js';
+import type { Page, PageRequest } from '../common/pagination.js';
 import { SUBSCRIPTION_POPULATE } from '../subscriptions/find-subscription.js';
 import { createdWithin, documentNumber, filterUser, staffPage, type StaffListFilters } from './filters.js';
 

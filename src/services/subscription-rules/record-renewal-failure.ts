@@ -5,7 +5,7 @@ import { GatewayError, merchantSideFailure } from '../../gateway/errors.js';
 import type { Actor } from '../audit/actor.js';
 import { recordAuditEvent } from '../audit/record-audit-event.js';
 import type { DataContext } from '../context.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 
 /*
  * Why a renewal charge failed is kept on the subscription (`last_renewal_failure`) until its

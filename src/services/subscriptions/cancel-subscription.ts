@@ -4,7 +4,7 @@ import { subscriptionActions } from '../../domain/states/subscription-actions.js
 import type { ServiceContext } from '../context.js';
 import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from '../subscription-rules/end-subscription.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 
 export interface CancelSubscriptionInput {
   reason?: string;

@@ -21,7 +21,7 @@ import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 import { unusedCredit } from '../subscription-rules/period-funds.js';
 import { dropPendingChange, onChangePaymentFailed, switchPlan } from '../subscription-rules/plan-change.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 
 export interface ChangePlanInput {
   planId: string;

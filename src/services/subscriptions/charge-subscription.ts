@@ -16,7 +16,7 @@ import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
 import { paymentStates } from '../../domain/states/payment-states.js';
 import { openPayment } from '../gateway-events/open-payment.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 
 export interface ChargeSubscriptionInput {
   subscriptionId: string;

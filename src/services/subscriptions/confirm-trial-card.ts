@@ -9,7 +9,7 @@ import type { DataContext, ServiceContext } from '../context.js';
 import { rememberSavedCard, type SavedCard } from '../gateway-events/saved-card.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 import { cardCheckOrderId, readCardCheck, releaseCardAuthorization, subscriptionOfCardCheck, type CardCheck } from './authorize-trial-card.js';
 import { beginTrial } from './begin-trial.js';
 import { trialAllowed } from './create-subscription.js';

@@ -24,7 +24,7 @@ import { authorizeTrialCard, cardCheckOrderId, firstPeriodAmount, releaseCardAut
 import { loadSubscription } from './find-subscription.js';
 import { beginTrial } from './begin-trial.js';
 import { rememberSavedCard } from '../gateway-events/saved-card.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 
 export interface CreateSubscriptionInput {
   planId: string;

@@ -2,7 +2,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Subscription, type PaymentType, type SubscriptionStatus } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import type { DataContext } from '../context.js';
-import { findPage, orderingToOrderBy, type Page, type PageRequest } from '../shared/pagination.js';
+import { findPage, orderingToOrderBy, type Page, type PageRequest } from '../common/pagination.js';
 import { SUBSCRIPTION_POPULATE } from './find-subscription.js';
 
 export interface SubscriptionFilters {

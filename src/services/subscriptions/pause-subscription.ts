@@ -5,7 +5,7 @@ import type { DataContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 
 /** Pauses an active subscription (`invalid_state` otherwise); access stops until it is resumed. */
 export async function pauseSubscription(ctx: DataContext, user: User, id: string): Promise<Subscription> {

@@ -6,7 +6,7 @@ import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 import { shiftFundsPastPause } from '../subscription-rules/period-funds.js';
-import { retryingTransaction } from '../shared/retrying-transaction.js';
+import { retryingTransaction } from '../common/retrying-transaction.js';
 
 const later = (d: Date | null, ms: number): Date | null => (d ? new Date(d.getTime() + ms) : null);
 

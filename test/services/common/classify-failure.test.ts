@@ -5,7 +5,7 @@ import { DatabaseUnavailableError, InvalidStateError, NotFoundError, ValidationE
 import { classifyFailure as classifyInDomain, exitStatusOf } from '../../../src/domain/failure.js';
 import { GatewayError } from '../../../src/gateway/errors.js';
 import { toProblem } from '../../../src/http/problem.js';
-import { classifyFailure, EXIT, exitStatusFor } from '../../../src/services/shared/classify-failure.js';
+import { classifyFailure, EXIT, exitStatusFor } from '../../../src/services/common/classify-failure.js';
 
 /** One classification for HTTP and for exit statuses: each failure gets the same code in both. */
 describe('classifyFailure and its two readers', () => {

@@ -3,7 +3,7 @@ import { Invoice } from '../../../src/db/entities/invoice.js';
 import { Payment, Refund } from '../../../src/db/entities/payment.js';
 import { Subscription } from '../../../src/db/entities/subscription.js';
 import { WebhookLog } from '../../../src/db/entities/webhook-log.js';
-import { setDeadlockAttemptsForTests } from '../../../src/services/shared/retrying-transaction.js';
+import { setDeadlockAttemptsForTests } from '../../../src/services/common/retrying-transaction.js';
 import { verifyWallets } from '../../../src/services/wallet/verify-wallets.js';
 import { startTestServer, STANDARD_PLANS, type HttpResult, type Session, type TestServer } from '../../helpers/server.js';
 import { dbOf, subscribe, type TestUser } from '../../helpers/subscriptions.js';
