@@ -16,6 +16,7 @@ import { Migration20261126174542 } from './Migration20261126174542.js';
 import { Migration20261126234113 } from './Migration20261126234113.js';
 import { Migration20261127223538 } from './Migration20261127223538.js';
 import { Migration20261127235129 } from './Migration20261127235129.js';
+import { Migration20261128015534 } from './Migration20261128015534.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -35,4 +36,5 @@ export const migrations = [
   { name: 'Migration20261126234113', class: Migration20261126234113 },
   { name: 'Migration20261127223538', class: Migration20261127223538 },
   { name: 'Migration20261127235129', class: Migration20261127235129 },
+  { name: 'Migration20261128015534', class: Migration20261128015534 },
 ];

@@ -17,4 +17,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261126234113',
   'Migration20261127223538',
   'Migration20261127235129',
+  'Migration20261128015534',
 ];

@@ -29,8 +29,15 @@ export class HostedSession {
   /** Portal: where its links back lead. */
   returnUrl: string | null = null;
   expiresAt!: Date;
+  /** Portal: when a browser claimed the link by its landing page's button (a POST, never a GET or HEAD). */
   openedAt: Date | null = null;
   browserSecretHash: string | null = null;
+  /** Portal: the claiming browser's last request; the page lives a fixed time after it. */
+  lastUsedAt: Date | null = null;
+  /** The language chosen on the page (`?lang=`), kept across reloads and redirects. */
+  language: string | null = null;
+  /** Checkout: set while one submit is charging, so that concurrent submits make one charge. */
+  choosingAt: Date | null = null;
   /** Checkout: what the customer's choice on the page made. */
   subscription: Subscription | null = null;
   topup: Topup | null = null;
@@ -55,6 +62,9 @@ export const HostedSessionSchema = new EntitySchema<HostedSession>({
     expiresAt: { type: 'Date' },
     openedAt: { type: 'Date', nullable: true },
     browserSecretHash: { type: 'string', length: 64, nullable: true, hidden: true },
+    lastUsedAt: { type: 'Date', nullable: true },
+    language: { type: 'string', length: 2, nullable: true },
+    choosingAt: { type: 'Date', nullable: true },
     subscription: { kind: 'm:1', entity: () => Subscription, nullable: true },
     topup: { kind: 'm:1', entity: () => Topup, nullable: true },
     createdAt: createdAtProperty,
