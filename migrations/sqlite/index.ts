@@ -17,6 +17,7 @@ import { Migration20261126234113 } from './Migration20261126234113.js';
 import { Migration20261127223537 } from './Migration20261127223537.js';
 import { Migration20261127235129 } from './Migration20261127235129.js';
 import { Migration20261128015534 } from './Migration20261128015534.js';
+import { Migration20261128015812 } from './Migration20261128015812.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -37,4 +38,5 @@ export const migrations = [
   { name: 'Migration20261127223537', class: Migration20261127223537 },
   { name: 'Migration20261127235129', class: Migration20261127235129 },
   { name: 'Migration20261128015534', class: Migration20261128015534 },
+  { name: 'Migration20261128015812', class: Migration20261128015812 },
 ];

@@ -18,4 +18,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261127223537',
   'Migration20261127235129',
   'Migration20261128015534',
+  'Migration20261128015812',
 ];

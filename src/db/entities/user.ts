@@ -5,8 +5,16 @@ import { createdAtProperty, idProperty, updatedAtProperty } from './common.js';
 export class User {
   id!: string;
   username!: string;
+  /** The integrator's own id for this customer (unique): how its backend names them to us. */
+  externalId: string | null = null;
   email: string | null = null;
+  /**
+   * The scrypt hash of the password; '' for a customer made by an integrator's backend without
+   * one, who cannot log in and is served through that backend and the hosted pages.
+   */
   passwordHash!: string;
+  /** The language the customer reads ('id' or 'en'): emails and hosted pages use it. */
+  locale: string | null = null;
   isStaff = false;
   firstName = '';
   lastName = '';
@@ -25,7 +33,9 @@ export const UserSchema = new EntitySchema<User>({
   properties: {
     id: idProperty,
     username: { type: 'string', length: 150, unique: true },
+    externalId: { type: 'string', length: 100, nullable: true, unique: true },
     email: { type: 'string', length: 254, nullable: true },
+    locale: { type: 'string', length: 10, nullable: true },
     passwordHash: { type: 'text', hidden: true },
     isStaff: { type: 'boolean', default: false },
     firstName: { type: 'string', length: 150, default: '' },
