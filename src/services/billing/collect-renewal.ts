@@ -36,7 +36,7 @@ export type BillingCounter =
 
 export type Counts = Partial<Record<BillingCounter, number>>;
 
-/** Gateway work for after the commit (STYLE habit 7: side effects after commit). */
+/** Gateway work for after the commit: side effects only after it (docs/architecture.md, 'How things travel'). */
 export interface AfterCommit {
   cancelOrderIds: string[];
   submit: { paymentId: string; invoiceId: string; options: SubmitPaymentOptions } | null;

@@ -19,7 +19,7 @@ import { firstPeriodOf, movesPeriodForward, whatSettlementBuys } from './settlem
  */
 
 /**
- * NOTE (DECISIONS §9): a settlement does not grant a period that is over. Its invoice is paid
+ * NOTE (docs/billing.md, 'Dunning'): a settlement does not grant a period that is over. Its invoice is paid
  * and the calendar moves past that period (so the next renewal bills the period after it, not
  * this one again), but no access is given for it: the money goes to the wallet with a credit
  * note (`period_passed`), where it pays what covers now; the subscription is active only if

@@ -18,7 +18,7 @@ export class GatewayEventError extends DomainError {
  * NOTE: money is exact or refused: the notified gross_amount must equal the local amount as a
  * decimal, digit for digit, so "150000.001" does not settle a 150000.00 payment (rounding it to
  * the currency's precision first would). The webhook answers 503 and its log says why.
- * The one exception is Midtrans' Automatic Fee Imposition (DECISIONS §9, MIDTRANS.md §7.2): the
+ * The one exception is Midtrans' Automatic Fee Imposition (docs/gateway.md, 'How the simulator behaves'): the
  * customer paid a fee on top, and the event says so in
  * `metadata.extra_info.gross_amount_info`; it is accepted only when the original amount is ours
  * and gross_amount is exactly ours plus the fee. Returns the customer's fee ("0.00" without one).

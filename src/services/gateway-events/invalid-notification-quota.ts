@@ -1,6 +1,6 @@
 /**
  * How many invalid notifications (bad signature, unreadable body) one source may have stored per
- * minute: `WEBHOOK_INVALID_PER_MINUTE` (DECISIONS.md §10). Beyond it they are still answered, but
+ * minute: `WEBHOOK_INVALID_PER_MINUTE` (default 60). Beyond it they are still answered, but
  * leave no log row, so that a flood of forged bodies cannot fill the database. Valid
  * notifications never pass through here.
  *

@@ -1,4 +1,4 @@
-/** What an `invalid` log keeps of a body that came from the internet (DECISIONS.md §10). */
+/** What an `invalid` log keeps of a body that came from the internet: its first 4 KiB. */
 export const INVALID_PAYLOAD_EXCERPT_BYTES = 4096;
 
 /** At most the first `maxBytes` of a text's UTF-8, cut before a character that would not fit whole. */

@@ -73,7 +73,7 @@ export type NotificationResult =
   | 'failed'
   /** The log was not in a processable status (already processed or a duplicate); nothing ran. */
   | 'skipped'
-  /** An order this service never made; the log is `ignored` (DECISIONS.md §5). */
+  /** An order this service never made; the log is `ignored` (a merchant account may be shared). */
   | 'ignored';
 
 export interface NotificationOutcome {
@@ -88,7 +88,7 @@ export interface NotificationOutcome {
   event?: GatewayEvent;
 }
 
-/** An invalid notification answered but not stored: its source was over its quota (DECISIONS.md §10). */
+/** An invalid notification answered but not stored: its source was over its quota. */
 export interface DroppedNotification {
   result: 'invalid' | 'unreadable';
   log: null;

@@ -6,7 +6,7 @@ import type { UnusableSettlementReason } from '../payments/credit-unusable-settl
 import { cycleBoundary } from '../../domain/billing-calendar.js';
 
 /*
- * NOTE: the one place that decides what a settled subscription payment buys (DECISIONS §4, §9).
+ * NOTE: the one place that decides what a settled subscription payment buys (docs/billing.md).
  * The webhook's general path (onPaymentSettled, on entities) and its set-based plain path
  * (settlePlainPayment, on rows) both apply this decision; neither branches on activate-or-renew
  * itself. A settlement reaches them from the webhook, payments sync, subscription sync, a
@@ -40,7 +40,7 @@ export function whatSettlementBuys({ subscription: sub, invoice, payment }: Sett
   const unusable = unusableBecause(sub, invoice);
   if (unusable) return { kind: 'nothing', reason: unusable };
   if (!sub) return { kind: 'invoice' };
-  // NOTE: a plan change takes effect when its payment settles (DECISIONS §4).
+  // NOTE: a plan change takes effect when its payment settles (docs/billing.md, 'Money rules').
   if (invoice?.billingReason === 'subscription_update') return { kind: 'plan_change' };
   const period = periodBought(invoice, sub.plan, at);
   if (period && hasPassed(period, payment, at)) return { kind: 'passed_period', period };
@@ -82,7 +82,7 @@ export function periodBought(
 ): BoughtPeriod | null {
   // NOTE: a first invoice records the period its first settlement bought (firstPeriodOf): paid
   // again after a reversal or chargeback, it buys that period back, never a new cycle from the
-  // repayment on whatever plan the subscription has moved to since (DECISIONS §10).
+  // repayment on whatever plan the subscription has moved to since (docs/billing.md, 'Money rules').
   const buysItsPeriod = invoice?.billingReason === 'subscription_cycle' || invoice?.billingReason === 'subscription_create';
   if (buysItsPeriod && invoice.periodStart && invoice.periodEnd) {
     return { start: invoice.periodStart, end: invoice.periodEnd, anchors: false };
@@ -107,7 +107,7 @@ export function movesPeriodForward(sub: Pick<Subscription, 'currentPeriodEnd'>, 
  * A period that ended between its payment's order and its money (an order paid days late,
  * after the subscription fell past due or was charged again). A payment ordered after its
  * period had already ended is not late: it is a billing run catching up on missed cycles
- * (DECISIONS §4, one run far in the future bills every cycle it missed) or a customer paying an
+ * (one run far in the future bills every cycle it missed) or a customer paying an
  * overdue invoice, and it buys that period as it always did.
  */
 export function hasPassed(period: { end: Date; anchors: boolean }, payment: Pick<Payment, 'createdAt'>, at: Date): boolean {

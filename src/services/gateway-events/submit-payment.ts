@@ -30,7 +30,7 @@ function customerOf(details: Record<string, string> | undefined): ChargeRequest[
 }
 
 /**
- * Sends a committed pending payment to the gateway (side effects after commit, STYLE habit 7)
+ * Sends a committed pending payment to the gateway (side effects only after the commit)
  * and applies the answer like a notification. A clear refusal fails the payment and runs
  * `onRejected`; an unknown outcome (timeout) keeps it pending with `outcomeUnknown` so that a
  * sync settles it. Either way the gateway error is rethrown for the caller to answer 502/503.
@@ -81,7 +81,7 @@ export async function submitPayment(ctx: ServiceContext, paymentId: string, opts
  * NOTE: a concurrent charge of the same invoice can withdraw this payment while its charge is on
  * the way; that charge's cancel then found no order at the gateway. The order the gateway has
  * just made would stay payable, so it is canceled here: every order we stop waiting for is
- * canceled at the gateway (DECISIONS §10). A charge answered settled is left to the settlement
+ * canceled at the gateway. A charge answered settled is left to the settlement
  * rules (an unusable settlement credits the wallet).
  */
 async function cancelIfWithdrawnMeanwhile(ctx: ServiceContext, paymentId: string, tx: GatewayTransaction): Promise<void> {

@@ -39,7 +39,7 @@ function words(settings: LocaleSettings): Words {
   };
 }
 
-/** How to pay, from payment_details (DECISIONS §5 shapes); a QR code and its app link may both be there. */
+/** How to pay, from payment_details (shaped per payment type); a QR code and its app link may both be there. */
 function paymentInstructions(d: Data, t: InAppLabels): string {
   if (d.va_number) return t.instructions.va(text(d.bank).toUpperCase(), text(d.va_number));
   if (d.bill_key) return t.instructions.billKey(text(d.bill_key), text(d.biller_code));

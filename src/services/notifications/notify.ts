@@ -51,7 +51,7 @@ export function notificationInserts(
 /**
  * Records an event for a user: an `in_app` entry always, an `email` entry when SMTP is set up
  * and the user has an address, a `webhook` entry when an outbound webhook is configured
- * (DECISIONS §5, §8). Entries are persisted with the caller's transaction and delivered after
+ * (docs/delivery.md). Entries are persisted with the caller's transaction and delivered after
  * it commits, so delivery never blocks or fails the event.
  */
 export function notify(ctx: DataContext, user: User, type: NotificationType, data: Record<string, unknown>): Notification[] {

@@ -29,7 +29,7 @@ export interface UnusableSettlement {
 }
 
 /**
- * NOTE: no payment is kept silently (DECISIONS §5, revised 2026-11-23). A settlement nobody can
+ * NOTE: no payment is kept silently (docs/billing.md, 'Dunning'). A settlement nobody can
  * use — its invoice already paid by a newer payment or voided, its subscription canceled,
  * expired or replaced, its top-up canceled or expired — still moved the customer's money, so
  * its full amount goes to the wallet, the user gets an `in_app` notification (and the other

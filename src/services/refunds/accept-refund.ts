@@ -4,7 +4,8 @@ import type { DataContext } from '../context.js';
 import { endWhatRefundPaysBack } from './refund-rules.js';
 
 /*
- * NOTE: a refund takes effect when the gateway accepts it (DECISIONS §9). A refund of ours is
+ * NOTE: a refund takes effect when the gateway accepts it (docs/gateway.md, 'Refunds the
+ * gateway refuses, or whose answer is lost'). A refund of ours is
  * recorded `pending` and holds its amount (refund-rules.ts refundLimit), but nothing else moves
  * until then: whichever confirms it first (the gateway's answer, its refund or cancel
  * notification, payments sync) takes it out of the payment's funds and ends the subscription

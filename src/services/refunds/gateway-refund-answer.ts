@@ -1,7 +1,8 @@
 import { GatewayError } from '../../gateway/errors.js';
 
 /*
- * NOTE: what the gateway's answer to a refund (or a refund by cancel) means (DECISIONS §9): a
+ * NOTE: what the gateway's answer to a refund (or a refund by cancel) means
+ * (docs/gateway.md, 'Refunds the gateway refuses'): a
  * 4xx-class status_code, whatever the HTTP status, is a refusal (412, 414 "insufficient
  * balance", a closed refund window; a direct refund "denied by the bank" answers 202); a
  * timeout, a dropped connection or a 5xx leaves the outcome unknown; a refund that never

@@ -7,8 +7,8 @@ import { classifyRefundFailure, type GatewayRefundAnswer, type GatewayRefundOutc
 
 /*
  * NOTE: a card payment is `capture` at the gateway until it settles, by default the next day
- * (MIDTRANS.md §2.8); until then Midtrans refuses a refund (412 "Merchant cannot modify…") and
- * expects a cancel, which voids the whole capture (§4). So a refund of a captured, unsettled card
+ * (docs/gateway.md, 'How the simulator behaves'); until then Midtrans refuses a refund
+ * (412 "Merchant cannot modify…") and expects a cancel, which voids the whole capture. So a refund of a captured, unsettled card
  * payment is made by cancelling it, and it can only be the whole payment.
  */
 

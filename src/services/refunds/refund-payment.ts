@@ -161,7 +161,7 @@ export async function refundAtGateway(ctx: ServiceContext, recorded: RecordedRef
   let answer: GatewayRefundAnswer;
   try {
     const result = direct ? await ctx.gateway.directRefund(request) : await ctx.gateway.refund(request);
-    // A direct refund the bank denied answers 202 and refunds nothing (MIDTRANS.md §5.5).
+    // A direct refund the bank denied answers 202 and refunds nothing.
     answer = result.accepted ? { kind: 'accepted' } : { kind: 'refused', statusCode: result.statusCode, message: String(result.raw['status_message'] ?? '') };
   } catch (err) {
     answer = classifyRefundFailure(err);

@@ -8,7 +8,8 @@ import { endSubscriptionNow } from '../subscription-rules/end-subscription.js';
 import { unusedOfPayment, withdrawFunds } from '../subscription-rules/period-funds.js';
 
 /*
- * NOTE: "a refund gives back at most what is unused, and ends what it pays back" (DECISIONS §5).
+ * NOTE: "a refund gives back at most what is unused, and ends what it pays back"
+ * (docs/billing.md, 'Money rules').
  * Who asks decides the bound: a customer (the API) gets back at most the unused share of the
  * time the payment paid for; support staff (billing-admin payments refund) are bounded only by
  * what is refundable at all.

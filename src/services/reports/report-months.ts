@@ -2,7 +2,7 @@ import { Decimal } from 'decimal.js';
 import { ValidationError } from '../../domain/errors.js';
 
 /*
- * NOTE: a report month is a calendar month in BILLING_TIMEZONE (DECISIONS §12), as a tax period
+ * NOTE: a report month is a calendar month in BILLING_TIMEZONE (docs/reports.md), as a tax period
  * is: a payment settled at 18:30 UTC on 31 January is 1 February in Jakarta, and counts in
  * February. Each month is the half-open range of instants [first instant, next month's first).
  */

@@ -18,7 +18,7 @@ import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { fundPeriod, moveFundsToNewPeriod } from './period-funds.js';
 
 /*
- * NOTE: a change that costs money takes effect when it is paid (DECISIONS §4). These are the
+ * NOTE: a change that costs money takes effect when it is paid (docs/billing.md, 'Money rules'). These are the
  * steps shared by change-plan (a change paid at once or owing nothing) and by the settlement of
  * a change's payment (applyGatewayEvent): switching the plan, and dropping a change whose
  * payment failed or was replaced.
@@ -71,7 +71,7 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
  * NOTE: a change's period replaces the renewal invoices it overlaps (a change made after the
  * period ended, while its renewal invoice is open, starts a new period at once): they are voided
  * and their pending payments withdrawn, else dunning would later cancel a subscription whose
- * period is paid (DECISIONS §10). The orders go to the gateway's cancel after the commit
+ * period is paid. The orders go to the gateway's cancel after the commit
  * (cancelWithdrawnOrders).
  */
 async function voidReplacedRenewals(ctx: DataContext, sub: Subscription, periodEnd: Date, at: Date): Promise<void> {

@@ -10,7 +10,7 @@ const BATCH = 200;
  * gateway itself (a paid plan change that replaced an open renewal invoice, settled by a
  * notification), and those whose cancel failed: payments we withdrew (`cancelRequestedAt`)
  * while the gateway last said `pending`. Every order we stop waiting for is canceled at the
- * gateway (DECISIONS §10); a late payment of one is an unusable settlement, credited to the
+ * gateway; a late payment of one is an unusable settlement, credited to the
  * wallet. Run by each billing pass, and after a change for its own subscription.
  */
 export async function cancelWithdrawnOrders(ctx: ServiceContext, opts: { subscriptionId?: string } = {}): Promise<number> {

@@ -13,7 +13,7 @@ export interface CancelSubscriptionInput {
 }
 
 /**
- * Cancels a subscription (DECISIONS §4): a never-paid one ends now in either mode; `immediate`
+ * Cancels a subscription: a never-paid one ends now in either mode; `immediate`
  * ends a live one now; otherwise an active or trialing one is canceled at the period end.
  * Payments left pending are canceled at the gateway after the commit.
  */

@@ -52,7 +52,7 @@ export async function paidAccessEndsAtFor(ctx: { em: EntityManager; config: Pick
   return row ? paidAccessEndsAt(accessSubjectOf(row), accessRules(ctx.config)) : -Infinity;
 }
 
-/** True when a paid period (or trial) of the user's subscription covers now (DECISIONS §10, Access). */
+/** True when a paid period (or trial) of the user's subscription covers now (docs/billing.md). */
 export async function hasAccessGrantingSubscription(ctx: Pick<DataContext, 'em' | 'config' | 'clock'>, userId: string): Promise<boolean> {
   return ctx.clock.now().getTime() < (await paidAccessEndsAtFor(ctx, userId));
 }

@@ -6,7 +6,7 @@ import { hashPassword, passwordProblem } from './passwords.js';
 
 /**
  * Gives a user a new password and ends every session they have, in one transaction
- * (DECISIONS §10: `billing-admin users set-password` and `POST /auth/password/`).
+ * (`billing-admin users set-password` and `POST /auth/password/`).
  *
  * NOTE: "on every process at once" needs nothing more here. The user row's update and the
  * sessions' deletion raise the user's access version (database triggers,

@@ -11,7 +11,7 @@ export interface WalletAdjustmentInput {
   user: User;
   /** Signed: positive credits the wallet, negative debits it ("-5000"). */
   amount: string;
-  /** Why: kept in the audit trail only (DECISIONS.md section 12); the customer never sees it. */
+  /** Why: kept in the audit trail only; the customer never sees it. */
   reason: string;
   /** What the customer's ledger says; by default "Credit from support" or "Debit by support". */
   description?: string | null;

@@ -8,8 +8,8 @@ import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 
 /*
- * NOTE (DECISIONS §10): a wallet made negative by a reversal (or a refund or chargeback of the
- * top-up that filled it) is a debt. The wallet payments that money made bought nothing that is
+ * NOTE (docs/billing.md, 'Money rules'): a wallet made negative by a reversal (or a refund or
+ * chargeback of the top-up that filled it) is a debt. The wallet payments that money made bought nothing that is
  * still paid for: the subscription whose running period they fund falls `past_due` at once
  * (access ends; the access version moves with the row). The debt stays in the wallet, not on an
  * invoice, so it is owed once: the next credit (a top-up) pays it first, as any credit to a
