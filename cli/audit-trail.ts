@@ -4,7 +4,7 @@ import type { DataContext } from '../src/services/context.js';
 
 /**
  * Records a change this CLI made, with the operating-system user (or BILLING_OPERATOR) and the
- * command line (secret options redacted): DECISIONS.md section 12, every change by a person.
+ * command line (secret options redacted): every change a person makes is in the audit trail.
  */
 export async function auditCliChange(ctx: Pick<DataContext, 'em'>, ...entries: AuditEntry[]): Promise<void> {
   const actor = cliActor();

@@ -184,7 +184,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       return next();
     });
   }
-  // The hosted checkout and portal (DECISIONS §13): their own cookie per page, not the API's session.
+  // The hosted checkout and portal: their own cookie per page, not the API's session.
   app.use(
     hostedPages({
       config,

@@ -56,7 +56,7 @@ export interface Config {
   dunningRetryDays: number[];
   /** Seconds between the server's own billing passes (0: off, an external scheduler runs `billing run`). */
   billingSchedulerIntervalSeconds: number;
-  /** Minutes after its period ends that an unrenewed subscription still gives access (DECISIONS §10). */
+  /** Minutes after its period ends that an unrenewed subscription still gives access (docs/billing.md). */
   accessGraceMinutes: number;
   deliveryIntervalSeconds: number;
   smtpUrl: string | null;
@@ -79,7 +79,7 @@ export interface Config {
    */
   accessRecheckMs: number;
   maxBodyBytes: number;
-  /** Invalid notifications one source may have stored per minute; beyond, answered but not logged (DECISIONS.md §10). */
+  /** Invalid notifications one source may have stored per minute; beyond, answered but not logged. */
   webhookInvalidPerMinute: number;
   /** Bearer token GET /metrics requires; null: the endpoint is off (404). */
   metricsToken: string | null;
@@ -88,7 +88,7 @@ export interface Config {
   logRequests: boolean;
   /** The seller on invoice and credit-note PDFs, and how their amounts and dates read. */
   documents: DocumentSettings;
-  /** The seller's PPN registration (DECISIONS §11, docs/tax.md). */
+  /** The seller's PPN registration (docs/tax.md, 'Settings'). */
   tax: TaxSettings;
   /** Worker threads that render PDFs off the event loop (default: the cores less one, from 1 to 2). */
   pdfWorkers: number;
@@ -97,16 +97,23 @@ export interface Config {
    * credentials (CORS_ORIGINS); empty: no CORS headers at all.
    */
   corsOrigins: string[];
-  /** Hosted pages (DECISIONS §13). */
+  /** Hosted checkout and portal pages and the links to them. */
   hosted: HostedSettings;
 }
 
 export interface HostedSettings {
   /**
-   * The origin customers reach this server at (PUBLIC_URL), which the hosted links are made
-   * on; null: the origin of the request that asks for a link (behind a proxy, with TRUST_PROXY).
+   * The origin customers reach this server at (PUBLIC_URL), the only one hosted links are made
+   * on (never a request's Host header). Required in production; null elsewhere: the server's
+   * own listening address.
    */
   publicUrl: string | null;
+  /**
+   * How long a checkout link opens, from any browser, any number of times
+   * (HOSTED_CHECKOUT_TTL_MINUTES, default 1,440); a payment shown on the page that lives
+   * longer keeps the link open until it expires.
+   */
+  checkoutTtlMinutes: number;
   /**
    * Origins the hosted pages may send a customer back to (HOSTED_RETURN_ORIGINS); empty: this
    * server's own only.
@@ -358,6 +365,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       ...(serverKey ? [] : ['GATEWAY_SERVER_KEY']),
       ...(sessionSecrets.length > 0 ? [] : ['SESSION_SECRET']),
       ...(gatewayBaseUrl ? [] : ['GATEWAY_BASE_URL (the simulator is never mounted in production)']),
+      ...(env.PUBLIC_URL ? [] : ['PUBLIC_URL (the origin hosted checkout and portal links are made on)']),
     ];
     if (missing.length > 0) throw new ConfigError(`required in production and not set: ${missing.join(', ')}`);
   }
@@ -381,7 +389,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       serverKey: serverKey || DEVELOPMENT_SERVER_KEY,
       notificationUrl: env.GATEWAY_NOTIFICATION_URL || null,
       // NOTE: no shorter than Midtrans' own clients wait (midtrans-go: 80 s; the Node client: no
-      // limit): a charge given up early is one whose outcome we do not know (DECISIONS §9).
+      // limit): a charge given up early is one whose outcome we do not know (docs/gateway.md,
+      // 'Charges whose outcome is unknown').
       timeoutMs: integer(env, 'GATEWAY_TIMEOUT_MS', 80_000),
     },
     simulator: {
@@ -405,7 +414,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     topupMaxAmount: amount(env, 'TOPUP_MAX_AMOUNT', '50000000'),
     walletCurrency: (env.WALLET_CURRENCY || 'IDR').toUpperCase(),
     renewalDueDays: integer(env, 'RENEWAL_DUE_DAYS', 3),
-    // The card dispute window: a chargeback may come that late (DECISIONS §9).
+    // The card dispute window: a chargeback may come that late (docs/gateway.md, 'Chargebacks').
     reconcileLookbackDays: integer(env, 'RECONCILE_LOOKBACK_DAYS', 120),
     dunningRetryDays: dunning,
     billingSchedulerIntervalSeconds: integer(env, 'BILLING_SCHEDULER_INTERVAL', 60),
@@ -434,6 +443,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
     hosted: {
       publicUrl: env.PUBLIC_URL ? publicUrl(env.PUBLIC_URL) : null,
+      checkoutTtlMinutes: positive(integer(env, 'HOSTED_CHECKOUT_TTL_MINUTES', 1440), 'HOSTED_CHECKOUT_TTL_MINUTES'),
       returnOrigins: originList('HOSTED_RETURN_ORIGINS', env.HOSTED_RETURN_ORIGINS, 'a customer is sent back only where the shop is'),
       clientKey: env.MIDTRANS_CLIENT_KEY || null,
     },

@@ -13,7 +13,7 @@ export class Migration20261126174542 extends Migration {
 
     this.addSql(`alter table "users" add column "disabled_at" timestamptz null;`);
 
-    // NOTE: hand-written: audit events are append-only (DECISIONS.md section 12). The trigger
+    // NOTE: hand-written: audit events are append-only. The trigger
     // refuses every UPDATE and DELETE whoever sends it, so no interface, not even SQL through the
     // service's own role, can rewrite the trail. TRUNCATE is refused too.
     this.addSql(`create function "audit_events_append_only"() returns trigger language plpgsql as $$ begin raise exception 'audit events are append-only: % refused', tg_op using errcode = '42501'; end; $$;`);

@@ -13,7 +13,7 @@ export class Migration20261126174541 extends Migration {
 
     this.addSql(`alter table \`users\` add column \`disabled_at\` datetime null;`);
 
-    // NOTE: hand-written: audit events are append-only (DECISIONS.md section 12).
+    // NOTE: hand-written: audit events are append-only.
     for (const op of ['update', 'delete']) {
       this.addSql(`create trigger \`audit_events_no_${op}\` before ${op} on \`audit_events\` begin select raise(abort, 'audit events are append-only: ${op} refused'); end;`);
     }

@@ -49,7 +49,8 @@ function baseOptions(dialect: Dialect, opts: OrmOptions): Options {
     // NOTE: MikroORM 6 defaults to true and then CREATES a PostgreSQL database it cannot find, so
     // a mistyped DATABASE_URL used to make a new empty database. Only `create` may do that.
     ensureDatabase: opts.create ?? false,
-    // Each request and each job must use its own context (STACK.md, MikroORM §3).
+    // Each request and each job must use its own context (a fork of the entity manager): a shared
+    // one would mix their identity maps.
     allowGlobalContext: false,
     forceUtcTimezone: true,
     debug: opts.debug ?? false,

@@ -52,7 +52,7 @@ export class ValidationError extends DomainError {
   }
 }
 
-/** Raised when a resource does not exist or belongs to someone else (never 403, DECISIONS §2). */
+/** Raised when a resource does not exist or belongs to someone else (never 403: a stranger's id is not confirmed to exist). */
 export class NotFoundError extends DomainError {
   constructor(what: string) {
     super('not_found', `${what} not found.`);

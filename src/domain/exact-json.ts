@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js';
 
 /*
- * NOTE: money is exact or refused (DECISIONS §5, revised 2026-11-23). JSON.parse reads every
+ * NOTE: money is exact or refused: an amount is never rounded to fit. JSON.parse reads every
  * number through a double, so `{"amount": 20000.000000000001}` arrives as 20000 and would be
  * accepted as 20000.00. Node 20 has no reviver with the source text (that came with V8 11.4 /
  * Node 21), so this module reads the number tokens from the raw text itself: a number a double

@@ -2,7 +2,7 @@ import { addDays } from './billing-calendar.js';
 import { ACCESS_GRANTING_STATUSES } from './states/subscription-states.js';
 
 /*
- * "A paid period covers now" (DECISIONS §10, Access), written once: the access middleware and
+ * "A paid period covers now" (docs/billing.md, its opening section), written once: the access middleware and
  * GET /subscriptions/active/ both ask it, and the access cache keeps an answer only until the
  * instant it returns (src/http/auth/access-cache.ts). Pure: no database, no clock of its own.
  */
@@ -13,7 +13,7 @@ export const OPEN_RENEWAL_INVOICE = { billingReason: 'subscription_cycle', statu
 export interface AccessRules {
   /** ACCESS_GRACE_MINUTES: how long after its period ends an unrenewed subscription still gives access. */
   graceMinutes: number;
-  /** RENEWAL_DUE_DAYS: a renewal invoice is due this many days after it is issued (DECISIONS §4). */
+  /** RENEWAL_DUE_DAYS: a renewal invoice is due this many days after it is issued. */
   renewalDueDays: number;
 }
 
@@ -38,7 +38,7 @@ export function renewalDueAt(issuedAt: Date, renewalDueDays: number): Date {
  * NOTE: the paid period (or trial) runs to current_period_end, and a billing pass may come late:
  * up to `graceMinutes` after the end the subscription still gives access, whether or not a pass
  * has run, and no longer. A renewal invoice a pass has issued keeps access until its due instant
- * (DECISIONS §4), when the pass makes the subscription past_due.
+ * (docs/billing.md, 'Dunning'), when the pass makes the subscription past_due.
  */
 export function paidAccessEndsAt(sub: AccessSubject, rules: AccessRules): number {
   if (!(ACCESS_GRANTING_STATUSES as readonly string[]).includes(sub.status)) return -Infinity;

@@ -34,7 +34,7 @@ export function sameInterval(a: Plan, b: Plan): boolean {
 }
 
 /**
- * NOTE: the price of an immediate plan change (DECISIONS §4). Same interval: the new plan's
+ * NOTE: the price of an immediate plan change (docs/billing.md, 'Money rules'). Same interval: the new plan's
  * price for the unused fraction of the running period, less the credit; the period stays.
  * Different interval: the period restarts at the change, and the new plan's full price is due,
  * less the credit; the next billing date is the change plus the new interval.

@@ -77,8 +77,8 @@ function declaresIdempotencyKey(operation: Operation): boolean {
 }
 
 /**
- * Staff operations: the staff API's, under /admin/ (DECISIONS.md section 12). An API key may
- * also ask for a customer's hosted-page link (section 13), which is no staff operation.
+ * Staff operations: the staff API's, under /admin/ (docs/support.md). An API key may
+ * also ask for a customer's hosted-page link, which is no staff operation.
  */
 function isStaffOperation(operation: Operation | undefined): boolean {
   return operation?.path.startsWith('/admin/') ?? false;
@@ -130,7 +130,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     },
     validationFail: (c: OpenApiContext, ctx: KoaContext) => {
       if (isStaffOperation(c.operation) && !ctx.state.staff) return sendNoSuchRoute(ctx);
-      // A path whose id or slug is no valid spelling names no resource (DECISIONS §10).
+      // A path whose id or slug is no valid spelling names no resource: 404, never a 400 or a 500.
       if ((c.validation.errors ?? []).some((e) => (e as ErrorObject).instancePath.startsWith('/path'))) {
         return sendProblem(ctx, problem('not_found', `Nothing is found at ${ctx.path}.`));
       }
@@ -148,7 +148,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   await api.init();
   // Quick mode would compile each validator on its operation's first request; do it now instead.
   if (!checkContract) api.validator.preCompileRequestValidators();
-  // openapi-backend rebuilds its operation list on every request (STACK.md); it never changes after init.
+  // openapi-backend rebuilds its operation list on every request; it never changes after init.
   const operations = api.router.getOperations();
   api.router.getOperations = () => operations;
   const byId = new Map(operations.map((op) => [op.operationId, op]));
@@ -246,7 +246,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
 
   return async (ctx, next) => {
     if (ctx.path !== API_ROOT && !ctx.path.startsWith(`${API_ROOT}/`)) return next();
-    // The same path without its trailing slash is served too (DECISIONS §2).
+    // The same path without its trailing slash is served too.
     const path = ctx.path.endsWith('/') ? ctx.path : `${ctx.path}/`;
     // Percent-encoding that is no UTF-8 names no resource (and the router's decoding of path
     // parameters would throw on it).

@@ -4,7 +4,7 @@ import { operatorLine } from '../domain/failure.js';
 import { classifyFailure } from '../services/common/classify-failure.js';
 import { problem, problemOf, sendProblem } from './problem.js';
 
-/** A path as logs show it: a hosted page's link secret (DECISIONS §13) is left out. */
+/** A path as logs show it: a hosted page's link secret is left out. */
 export function loggedPath(path: string): string {
   return path.replace(/^\/(pay|portal)\/[^/]+/, '/$1/[link]');
 }

@@ -24,7 +24,7 @@ export function requestFingerprint(method: string, path: string, rawBody: string
 }
 
 /**
- * `Idempotency-Key` for POSTs (DECISIONS §2): the same key from the same user with the same
+ * `Idempotency-Key` for POSTs: the same key from the same user with the same
  * request within 24 hours replays the first response and does nothing again; another request
  * under the same key answers 422. A failure the client may retry (5xx, conflicts) is not
  * remembered, so the retry runs for real. Records live in the database, so every server process

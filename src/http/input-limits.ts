@@ -7,7 +7,7 @@ import type { FieldError } from '../domain/errors.js';
  */
 
 /**
- * The webhook's body limit (DECISIONS.md §10): a real notification is 1-3 KB; whatever the
+ * The webhook's body limit (64 KiB): a real notification is 1-3 KB; whatever the
  * webhook receives is logged, so it must not take the general MAX_BODY_BYTES.
  */
 export const WEBHOOK_MAX_BODY_BYTES = 64 * 1024;

@@ -11,7 +11,7 @@ function pageUrl(ctx: Context, page: number): string {
   return url.toString();
 }
 
-/** The list envelope of DECISIONS §2: `{count, next, previous, results}` with absolute URLs. */
+/** The list envelope of every list: `{count, next, previous, results}` with absolute URLs. */
 export function envelope<T, R>(ctx: Context, page: Page<T>, request: PageRequest, serialize: (item: T) => R) {
   const lastPage = Math.max(1, Math.ceil(page.count / request.pageSize));
   return {

@@ -15,7 +15,7 @@ import { serializeInvoiceCreditNote } from './credit-note-serializers.js';
 
 /**
  * The wire shape of every resource, in one place: the API and `billing-admin --json` print
- * the same field names (DECISIONS §7).
+ * the same field names.
  */
 
 /** What a relation contributes to a wire shape: its id (an entity reference or a row's column). */
@@ -279,7 +279,7 @@ export function serializeTopup(t: Topup): Schemas['Topup'] {
   };
 }
 
-/** Webhook logs are not an API resource; this is the CLI's `--json` shape (DECISIONS §3). */
+/** Webhook logs are not an API resource; this is the CLI's `--json` shape. */
 export function serializeWebhookLog(l: WebhookLog) {
   return {
     id: l.id,

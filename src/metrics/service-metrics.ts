@@ -11,7 +11,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 export const WEBHOOK_OUTCOMES = ['ok', 'duplicate', 'invalid', 'failed', 'ignored', 'error'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
-/** Why a notification was answered without a log row (DECISIONS.md §10). */
+/** Why a notification was answered without a log row: a body over 64 KiB, or an invalid one over its source's quota. */
 export const WEBHOOK_DROP_REASONS = ['too_large', 'invalid_over_quota'] as const;
 export type WebhookDropReason = (typeof WEBHOOK_DROP_REASONS)[number];
 

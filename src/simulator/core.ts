@@ -31,8 +31,9 @@ export interface SimulatorOptions {
   now?: () => Date;
   fetch?: typeof fetch;
   /**
-   * Delays before each retry of a failed notification. Default: Midtrans' schedule (MIDTRANS.md
-   * §7.8: 2, 10, 30, 90, 210 minutes, each with random jitter); tests pass shorter ones.
+   * Delays before each retry of a failed notification. Default: Midtrans' schedule (about
+   * 2, 10, 30, 90, 210 minutes, each with random jitter: docs/gateway.md, 'How the simulator
+   * behaves'); tests pass shorter ones.
    */
   retryDelaysMs?: number[];
   /** Spread each retry delay randomly over (0, delay] as Midtrans does; default on only for the default schedule. */
@@ -48,7 +49,7 @@ export interface SimulatorOptions {
   /** Time between a refund and the bank's confirmation (the second refund notification); default 60 s. */
   refundConfirmationDelayMs?: number;
   /**
-   * Refuse ShopeePay refunds from 23:55 to 06:00 GMT+7 as ShopeePay does (MIDTRANS.md §5.2).
+   * Refuse ShopeePay refunds from 23:55 to 06:00 GMT+7 as ShopeePay does.
    * Default off: the simulator runs on the wall clock, and a test's outcome must not depend on
    * the hour it runs at; a test that wants it sets it with its own clock.
    */
@@ -425,7 +426,7 @@ function commandAmount(opts: ActionOptions): number | null {
   return amount;
 }
 
-/** Automatic Fee Imposition (MIDTRANS.md §7.2): the customer paid `fee` on top of the order amount. */
+/** Automatic Fee Imposition (docs/gateway.md): the customer paid `fee` on top of the order amount. */
 function imposeCustomerFee(tx: SimTransaction, fee: number): void {
   const original = tx.gross_amount;
   tx.gross_amount = original + fee;

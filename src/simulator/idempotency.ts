@@ -8,7 +8,7 @@ export interface StoredAnswer {
   body: Body;
 }
 
-/** Idempotency-Key replay (MIDTRANS.md §1.4): global across endpoints, successes only, 5 minutes. */
+/** Idempotency-Key replay (docs/gateway.md, 'Wire details'): global across endpoints, successes only, 5 minutes. */
 export class IdempotencyStore {
   readonly #entries = new Map<string, StoredAnswer & { at: number }>();
   readonly #now: () => Date;

@@ -23,7 +23,7 @@ function isPaid(tx: SimTransaction): boolean {
   return tx.settlement_time !== null;
 }
 
-/** status_code of a notification for the transaction's state (MIDTRANS.md §7.5). */
+/** status_code of a notification for the transaction's state (docs/gateway.md, 'Wire details'). */
 export function lifecycleStatusCode(tx: SimTransaction): string {
   switch (tx.transaction_status) {
     case 'settlement':
@@ -31,7 +31,7 @@ export function lifecycleStatusCode(tx: SimTransaction): string {
     case 'authorize':
     case 'refund':
     case 'partial_refund':
-    // Not in Midtrans' samples (MIDTRANS.md §7.5): money moved as the status says, like a refund.
+    // Not in Midtrans' documented samples: money moved as the status says, like a refund.
     case 'chargeback':
     case 'partial_chargeback':
       return '200';
@@ -115,7 +115,7 @@ function typeFields(tx: SimTransaction, purpose: Purpose): Body {
     case 'shopeepay': {
       if (purpose === 'charge') return { actions: tx.actions, channel_response_code: '0', channel_response_message: 'success' };
       const body: Body = {};
-      // Status answers list actions only for a pending ShopeePay (MIDTRANS.md §3).
+      // Status answers list actions only for a pending ShopeePay.
       if (purpose === 'status' && tx.transaction_status === 'pending') body['actions'] = tx.actions;
       if (isPaid(tx)) {
         body['shopeepay_reference_number'] = stableDigits(tx.transaction_id, 18);
@@ -209,7 +209,7 @@ export function actionAnswer(tx: SimTransaction, statusCode: string, statusMessa
   };
 }
 
-/** The HTTP notification body (MIDTRANS.md §7.2), signed per §7.6. */
+/** The HTTP notification body, signed as the gateway signs it (src/gateway/signature.ts). */
 export function notificationPayload(tx: SimTransaction, serverKey: string): Body {
   const statusCode = lifecycleStatusCode(tx);
   const gross = money(tx.gross_amount);

@@ -21,17 +21,17 @@ export interface RefundInput {
 const DAY_MS = 86_400_000;
 
 /**
- * How long after its settlement a payment can be refunded (MIDTRANS.md §5.2): GoPay deeplink
- * and QRIS on-us 45 days (the simulator's QRIS is GoPay's own), ShopeePay 365; cards have no
- * documented window. NOTE: Midtrans does not document the code of a closed window; 412 "cannot
- * modify" is the simulator's choice.
+ * How long after its settlement a payment can be refunded (docs/gateway.md, 'How the simulator
+ * behaves'): GoPay deeplink and QRIS on-us 45 days (the simulator's QRIS is GoPay's own),
+ * ShopeePay 365; cards have no documented window. NOTE: Midtrans does not document the code of
+ * a closed window; 412 "cannot modify" is the simulator's choice.
  */
 const REFUND_WINDOW_DAYS: Partial<Record<string, number>> = { gopay: 45, qris: 45, shopeepay: 365 };
 
-/** Payment types refunded in full only (MIDTRANS.md §5.1; OVO too, which the simulator does not offer). */
+/** Payment types refunded in full only (OVO too, which the simulator does not offer). */
 const FULL_REFUND_ONLY = new Set(['shopeepay']);
 
-/** ShopeePay refuses refunds from 23:55 to 06:00 GMT+7 (MIDTRANS.md §5.2). */
+/** ShopeePay refuses refunds from 23:55 to 06:00 GMT+7. */
 function inShopeePayQuietHours(now: Date): boolean {
   const minutes = (now.getUTCHours() * 60 + now.getUTCMinutes() + 7 * 60) % (24 * 60);
   return minutes >= 23 * 60 + 55 || minutes < 6 * 60;
@@ -42,7 +42,7 @@ function refusal(tx: SimTransaction, amount: number, remaining: number, now: Dat
   if (tx.transaction_status !== 'settlement' && tx.transaction_status !== 'partial_refund') {
     return { statusCode: '412', message: 'Merchant cannot modify the status of the transaction' };
   }
-  // Bank transfers and Mandiri bills have no refund API at Midtrans (MIDTRANS.md §5.1).
+  // Bank transfers and Mandiri bills have no refund API at Midtrans.
   if (tx.payment_type === 'bank_transfer' || tx.payment_type === 'echannel') {
     return { statusCode: '412', message: `Refund is not supported for payment type ${tx.payment_type}` };
   }

@@ -53,8 +53,8 @@ function answerWithFault(ctx: Koa.Context, mode: Exclude<FaultMode, 'none'>, hel
     case 'http_500':
       return send(ctx, 500, errorBody('500', 'Sorry, Our system is recovering from unexpected issues. Please retry.'));
     case 'refuse':
-      // Midtrans answers many business errors with HTTP 200 (MIDTRANS.md §1.6). A refund is
-      // refused for the merchant's balance (414, §5.4), anything else for the channel.
+      // Midtrans answers many business errors with HTTP 200 (docs/gateway.md, 'Wire details').
+      // A refund is refused for the merchant's balance (414), anything else for the channel.
       if (op === 'refund' || op === 'direct_refund') return send(ctx, 200, errorBody('414', 'Merchant balance is insufficient for this refund'));
       return send(ctx, 200, errorBody('402', 'Payment channel is not activated.'));
     case 'malformed':
@@ -125,7 +125,7 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
         if (!read.ok) return send(ctx, 400, errorBody('413', 'The request cannot be processed due to malformed syntax in the request body'));
         body = read.value;
       }
-      // Midtrans does not support Idempotency-Key for Permata VA (MIDTRANS.md §1.4).
+      // Midtrans does not support Idempotency-Key for Permata VA (docs/gateway.md, 'Wire details').
       const key = ctx.method === 'POST' && !(op === 'charge' && isPermataCharge(body)) ? IdempotencyStore.keyOf(ctx.get('idempotency-key')) : null;
       const replay = key === null ? null : core.idempotency.replay(key);
       if (replay) return send(ctx, replay.httpStatus, replay.body);
@@ -198,7 +198,7 @@ export function buildMiddleware(core: SimulatorCore, held: HeldRequests): Koa.Mi
     }
   };
 
-  // The Core action paths and the development commands share /v2/:id/:action (DECISIONS.md §6):
+  // The Core action paths and the development commands share /v2/:id/:action:
   // a request carrying Authorization is a Core API call, one without is a command.
   router.post('/v2/:id/:action', async (ctx) => {
     const action = String(ctx.params['action']);

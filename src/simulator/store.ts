@@ -12,7 +12,7 @@ export class TransactionStore {
     this.#byOrderId.set(tx.order_id, list);
   }
 
-  /** Path ids may be either an order_id or a transaction_id (MIDTRANS.md §1.5). */
+  /** Path ids may be either an order_id or a transaction_id (docs/gateway.md, 'Wire details'). */
   find(id: string): SimTransaction | undefined {
     return this.#byTransactionId.get(id) ?? this.latestForOrder(id);
   }

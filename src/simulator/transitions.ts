@@ -20,8 +20,9 @@ export function setStatus(tx: SimTransaction, status: SimStatus, fraud: SimFraud
 const isChallenged = (tx: SimTransaction): boolean => tx.transaction_status === 'capture' && tx.fraud_status === 'challenge';
 
 /**
- * The state machine of MIDTRANS.md §7.3. Each move checks the current state and mutates the
- * record; callers decide how a refusal is reported (412 on the Core API, 409 on commands).
+ * The gateway's transaction states (docs/gateway.md, 'Wire details'). Each move checks the
+ * current state and mutates the record; callers decide how a refusal is reported (412 on the
+ * Core API, 409 on commands).
  */
 export const moves = {
   settle(tx: SimTransaction, now: Date): Move {
@@ -104,7 +105,7 @@ export const moves = {
 
   /**
    * The daily card settlement batch: an accepted capture settles; a challenge nobody approved
-   * or denied is cancelled (MIDTRANS.md §2.8, §7.4).
+   * or denied is cancelled (docs/gateway.md, 'How the simulator behaves').
    */
   settleBatch(tx: SimTransaction, now: Date): Move {
     if (tx.transaction_status !== 'capture') return refuse(tx, 'settle');
@@ -133,7 +134,7 @@ export function isDueToExpire(tx: SimTransaction, now: Date): boolean {
 
 const GMT7_MS = 7 * 3_600_000;
 const DAY_MS = 86_400_000;
-/** Midtrans settles card captures at about 16:00 GMT+7 the day after (MIDTRANS.md §2.8). */
+/** Midtrans settles card captures at about 16:00 GMT+7 the day after. */
 const SETTLEMENT_HOUR_GMT7 = 16;
 
 /** When a card capture made at `capturedAt` settles: 16:00 GMT+7 on the next calendar day there. */

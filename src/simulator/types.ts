@@ -56,15 +56,15 @@ export interface SimRefund {
   reason: string;
   refund_key: string;
   refund_method: 'online';
-  /** null until the bank confirms; Midtrans notifies once before and once after (MIDTRANS.md §5.4). */
+  /** null until the bank confirms; Midtrans notifies once before and once after. */
   bank_confirmed_at: Date | null;
   /** Made through /refund/online/direct. */
   direct: boolean;
 }
 
 /**
- * A cardholder's dispute the issuer won (MIDTRANS.md §7.3). Kept apart from the refunds, which
- * the merchant made: a refund's totals and limits stay the refunds' own.
+ * A cardholder's dispute the issuer won (docs/gateway.md, 'Chargebacks'). Kept apart from the
+ * refunds, which the merchant made: a refund's totals and limits stay the refunds' own.
  */
 export interface SimChargeback {
   /** Midtrans numbers refunds and chargebacks in one sequence per transaction. */
@@ -118,7 +118,7 @@ export type CommandAction = (typeof COMMAND_ACTIONS)[number];
 
 export interface ActionOptions {
   /**
-   * settle: the customer paid this fee on top (Automatic Fee Imposition, MIDTRANS.md §7.2): from
+   * settle: the customer paid this fee on top (Automatic Fee Imposition): from
    * then on gross_amount includes it and metadata.extra_info.gross_amount_info says so.
    */
   customerFee?: number;

@@ -8,7 +8,7 @@ export type AuditActorType = 'staff' | 'api_key' | 'cli' | 'system';
 export type AuditChanges = Record<string, [unknown, unknown]>;
 
 /**
- * A change made by a person or a key (DECISIONS.md section 12): append-only. On PostgreSQL a
+ * A change made by a person or a key: append-only. On PostgreSQL a
  * trigger refuses every UPDATE and DELETE of the table (the migration that made it); on SQLite
  * two triggers do the same. Nothing in the service updates or deletes a row.
  */

@@ -61,7 +61,7 @@ export class Payment {
 
 export type RefundStatus = 'pending' | 'succeeded' | 'failed';
 export type RefundDestination = 'gateway' | 'wallet';
-/** `cancel`: a card capture not yet settled is voided at the gateway instead (MIDTRANS.md §4). */
+/** `cancel`: a card capture not yet settled is voided at the gateway instead (docs/billing.md, 'Money rules'). */
 export type RefundMethod = 'refund' | 'direct_refund' | 'cancel' | 'wallet';
 
 export class Refund {

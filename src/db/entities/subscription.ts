@@ -63,7 +63,7 @@ export class Subscription {
   cancelReason: string | null = null;
   pausedAt: Date | null = null;
   pendingPlan: Plan | null = null;
-  /** An immediate plan change waiting for its payment (DECISIONS §4): applied when it settles. */
+  /** An immediate plan change waiting for its payment (docs/billing.md, 'Money rules'): applied when it settles. */
   pendingChangePlan: Plan | null = null;
   pendingChange: PendingChange | null = null;
   cyclesCompleted = 0;

@@ -14,7 +14,7 @@ export class Topup {
   /**
    * The gateway's total refunded for this top-up (its cumulative refund_amount). Recorded even
    * when the refund's notification overtakes the settlement's, so that the settlement credits
-   * only what was not refunded (DECISIONS §10).
+   * only what was not refunded.
    */
   refundedAmount!: string;
   currency!: string;

@@ -15,7 +15,7 @@ export class WebhookLog {
   payload!: string;
   /** Hex SHA-256 of the whole body as received (its bytes); null on logs written before it was kept. */
   payloadSha256: string | null = null;
-  /** `payload` holds only the start of the body (DECISIONS.md §10). */
+  /** `payload` holds only the start of the body (an invalid notification keeps its first 4 KiB). */
   payloadTruncated = false;
   ipAddress: string | null = null;
   status: WebhookLogStatus = 'received';

@@ -5,7 +5,7 @@ import { dialectOfPlatform } from '../dialect.js';
 const isSqlite = (platform: Platform) => dialectOfPlatform(platform) === 'sqlite';
 
 /**
- * Money columns. MikroORM's decimal type stores REAL on SQLite and compares as floats (STACK.md),
+ * Money columns. MikroORM's decimal type stores REAL on SQLite and compares as floats,
  * so amounts are stored as integer minor units on SQLite (exact, and ORDER BY / SUM work) and as
  * numeric(20,2) on PostgreSQL. In JavaScript they are always two-place decimal strings.
  */

@@ -9,9 +9,10 @@ export const FINAL_PAYMENT_STATUSES: readonly PaymentStatus[] = ['settled', 'fai
 /**
  * NOTE: a payment never moves backwards — a late pending or expire after a settlement changes
  * nothing. A settlement after a failure, cancel or expiry is accepted: the money arrived. The one
- * way back: a `deny` or `cancel` after `settlement` is the gateway reversing it (MIDTRANS.md §7.3,
- * DECISIONS.md §4), and the payment becomes `reversed`; a `chargeback` is the same with its own
- * status, `charged_back` (DECISIONS.md §9; a partial one leaves the status as it is).
+ * way back: a `deny` or `cancel` after `settlement` is the gateway reversing it (docs/gateway.md,
+ * 'Reversals after a refund to the wallet'), and the payment becomes `reversed`; a `chargeback` is
+ * the same with its own status, `charged_back` (docs/gateway.md, 'Chargebacks'; a partial one
+ * leaves the status as it is).
  */
 export const paymentStates = new StateMachine<PaymentStatus, PaymentEvent, Payment>('payment', {
   settle: { from: ['pending', 'failed', 'canceled', 'expired'], to: 'settled', stamp: (p, at) => (p.paidAt ??= at) },

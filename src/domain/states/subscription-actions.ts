@@ -3,8 +3,8 @@ import { InvalidStateError } from '../errors.js';
 
 /**
  * Actions that leave a subscription's status as it is but are allowed only in some statuses
- * (DECISIONS §4). They live beside the status machine so that every entry point checks the
- * same table and answers the same `invalid_state`.
+ * (a plan change, for one, only while active or trialing). They live beside the status machine so
+ * that every entry point checks the same table and answers the same `invalid_state`.
  */
 const ACTIONS = {
   // NOTE: `immediate: false` only makes sense while a period is running: it sets cancel_at_period_end.

@@ -1,7 +1,7 @@
 import type { Subscription, SubscriptionStatus } from '../../db/entities/subscription.js';
 import { StateMachine } from './state-machine.js';
 
-/** Statuses in which a user "has" a subscription: at most one of these per user (DECISIONS §4). */
+/** Statuses in which a user "has" a subscription: at most one of these per user. */
 export const LIVE_SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['pending', 'trialing', 'active', 'paused', 'past_due'];
 
 /** Statuses that grant access (specification: active or trialing). */

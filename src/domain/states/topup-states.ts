@@ -11,8 +11,8 @@ export const topupStates = new StateMachine<TopupStatus, TopupEvent, Topup>('top
   succeed: { from: ['pending', 'failed', 'expired'], to: 'success', stamp: (t, at) => (t.paidAt ??= at) },
   fail: { from: ['pending'], to: 'failed' },
   expire: { from: ['pending'], to: 'expired' },
-  // A deny or cancel after settlement: the gateway took the money back (MIDTRANS.md §7.3).
+  // A deny or cancel after settlement: the gateway took the money back.
   reverse: { from: ['success'], to: 'reversed' },
-  // The card's issuer took all that was left back (MIDTRANS.md §7.3, DECISIONS.md §9).
+  // The card's issuer took all that was left back (docs/gateway.md, 'Chargebacks').
   charge_back: { from: ['success'], to: 'charged_back' },
 });

@@ -3,7 +3,7 @@ import type { Orm } from '../../db/orm.js';
 
 /**
  * Failed logins, counted so that guessing is slow and the owner is never locked out
- * (DECISIONS §10, issue 28 row 7). Counters live in the database, so every process sees them:
+ * (issue 28 row 7). Counters live in the database, so every process sees them:
  *
  * - per (account, client): `limit` failures within the window, then 429 for that account from
  *   that client only;

@@ -33,7 +33,7 @@ export function isStaffPath(apiRoot: string, path: string): boolean {
 
 /**
  * Paths outside the staff API where a write API key may act for a customer it names: the
- * hosted-page links a client's backend asks for (DECISIONS.md section 13).
+ * hosted-page links a client's backend asks for.
  */
 const ON_BEHALF_PATHS = ['/checkout-sessions', '/portal-sessions'];
 
@@ -48,7 +48,7 @@ export function sendNoSuchRoute(ctx: Context): void {
 }
 
 /**
- * The gate in front of the staff routes (DECISIONS.md section 12): a Bearer API key, or a staff
+ * The gate in front of the staff routes (docs/support.md): a Bearer API key, or a staff
  * user already authenticated by Basic or session, goes on with `ctx.state.staff`; a wrong or
  * revoked key answers 401 (as a wrong password does); anyone else gets the 404 of a route
  * that does not exist, so the staff API's very existence is not shown to customers. The key

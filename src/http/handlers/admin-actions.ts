@@ -53,7 +53,7 @@ async function actOnSubscription<K extends OperationId>(
   return { status: 200 as const, body: await ownedRecord(em, after, serializeSubscription) };
 }
 
-/** Staff actions, each with a required reason and one audit event (DECISIONS.md section 12). */
+/** Staff actions, each with a required reason and one audit event. */
 export const adminActionHandlers: OperationHandlers = {
   async adminCancelSubscription(req) {
     const immediate = !req.body.at_period_end;
@@ -91,7 +91,7 @@ export const adminActionHandlers: OperationHandlers = {
       refund: serializeAdminRefund(refunded.refund, payment, owner(payment)),
       subscription: subscription ? serializeSubscription(subscription) : null,
     };
-    // A refund whose answer was lost is pending until the gateway confirms it (DECISIONS §9).
+    // A refund whose answer was lost is pending until the gateway confirms it (docs/gateway.md, 'Refunds the gateway refuses, or whose answer is lost').
     return refunded.refund.status === 'pending' ? { status: 202, body } : { status: 200, body };
   },
 

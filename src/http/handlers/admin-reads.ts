@@ -72,7 +72,7 @@ async function ownedPage<T extends { user: { id: string } }, R>(
   return { status: 200 as const, body: envelope(req.koa, found, page, await withOwners(req.services.em, found.items, serialize)) };
 }
 
-/** Staff reads of every user's records (DECISIONS.md section 12); the gate let only staff in. */
+/** Staff reads of every user's records; the gate let only staff in. */
 export const adminReadHandlers: OperationHandlers = {
   async adminListSubscriptions(req) {
     return ownedPage(req, listStaffSubscriptions, serializeSubscription);

@@ -36,7 +36,7 @@ export const paymentHandlers: OperationHandlers = {
       direct: req.body?.direct,
     });
     const body = { payment: serializePayment(refunded.payment), refund: serializeRefund(refunded.refund) };
-    // A refund whose answer was lost is pending until the gateway confirms it (DECISIONS §9).
+    // A refund whose answer was lost is pending until the gateway confirms it (docs/gateway.md, 'Refunds the gateway refuses, or whose answer is lost').
     if (refunded.refund.status === 'pending') return { status: 202, body };
     return { status: 200, body };
   },
