@@ -19,7 +19,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { fundWallet, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
 
 /*
- * Issue 29, DECISIONS §11: `billing-admin tax export` writes the Coretax import XML of a month's
+ * Issue 29 (docs/tax.md): `billing-admin tax export` writes the Coretax import XML of a month's
  * taxed, paid invoices (BILLING_TIMEZONE, Asia/Jakarta here); `tax record` stores the Faktur
  * Pajak number Coretax assigned; `tax corrections` lists the credit notes to correct in Coretax.
  */

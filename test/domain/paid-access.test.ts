@@ -8,7 +8,7 @@ const rules = { graceMinutes: 60, renewalDueDays: 3 };
 const sub = (over: Partial<AccessSubject> = {}): AccessSubject => ({ status: 'active', currentPeriodEnd: END, trialEnd: null, openRenewalIssuedAt: null, ...over });
 const after = (ms: number) => new Date(END.getTime() + ms);
 
-describe('a paid period covers now (DECISIONS §10, Access)', () => {
+describe('a paid period covers now (the access rule of docs/billing.md)', () => {
   it('until the period end plus the grace, whether or not a pass has run', () => {
     expect(hasPaidAccess(sub(), after(60 * MINUTE - 1), rules)).toBe(true);
     expect(hasPaidAccess(sub(), after(60 * MINUTE), rules)).toBe(false);

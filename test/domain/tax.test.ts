@@ -27,7 +27,7 @@ function referencePpn(dppCents: bigint): { otherTaxBase: bigint; ppn: bigint } {
 const rupiah = fc.oneof(fc.bigInt({ min: 1n, max: 2_000_000n }), fc.bigInt({ min: 1n, max: 10_000_000_000n })).map((r) => r * CENT);
 
 describe('PPN (src/domain/tax.ts)', () => {
-  it("the DECISIONS §11 example: an exclusive 150,000 plan gives DPP 150,000, DPP Nilai Lain 137,500, PPN 16,500, total 166,500", () => {
+  it("docs/tax.md's example: an exclusive 150,000 plan gives DPP 150,000, DPP Nilai Lain 137,500, PPN 16,500, total 166,500", () => {
     expect(taxInvoice('150000.00', 'exclusive', 'IDR', true)).toEqual({
       taxBehavior: 'exclusive', taxRate: '12.00', taxBase: '150000.00', otherTaxBase: '137500.00', taxAmount: '16500.00', taxRounding: '0.00', total: '166500.00',
     });
@@ -39,7 +39,7 @@ describe('PPN (src/domain/tax.ts)', () => {
     expect(ppnOf('50.00', 'IDR')).toEqual({ otherTaxBase: '45.83', taxAmount: '6.00' });
   });
 
-  it('an inclusive Rp15.000 splits into DPP 13.514 and PPN 1.487 with a rupiah of rounding (tax/CORETAX.md §6)', () => {
+  it('an inclusive Rp15.000 splits into DPP 13.514 and PPN 1.487 with a rupiah of rounding (docs/tax.md)', () => {
     const tax = taxInvoice('15000.00', 'inclusive', 'IDR', true);
     expect(tax).toMatchObject({ taxBase: '13514.00', taxAmount: '1487.00', taxRounding: '-1.00', total: '15000.00' });
     expect(taxInvoice('111000.00', 'inclusive', 'IDR', true)).toMatchObject({ taxBase: '100000.00', taxAmount: '11000.00', taxRounding: '0.00' });

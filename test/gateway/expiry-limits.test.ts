@@ -4,7 +4,7 @@ import { payableMinutes } from '../../src/services/billing/collect-renewal.js';
 const DAY = 24 * 60 * 60 * 1000;
 const at = new Date('2027-01-01T00:00:00.000Z');
 
-describe('renewal custom_expiry per payment method (MIDTRANS.md §2.1 maximums)', () => {
+describe('renewal custom_expiry per payment method (Midtrans\' documented maximums)', () => {
   it('asks for the time until the next dunning step when the method allows it', () => {
     expect(payableMinutes({ paymentType: 'gopay' }, at, new Date(at.getTime() + 3 * DAY))).toBe(3 * 24 * 60);
     expect(payableMinutes({ paymentType: 'bank_transfer' }, at, new Date(at.getTime() + 30 * DAY))).toBe(30 * 24 * 60);

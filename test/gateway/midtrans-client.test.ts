@@ -264,7 +264,7 @@ describe('MidtransClient answers', () => {
       expect((await gatewayFailure(client.cancel('ORD-1'))).kind).toBe('cannot_modify');
     });
 
-    it('marks a charge answered 5xx as outcome unknown, from a proxy or from Midtrans itself (DECISIONS §9), and a 4xx code as a refusal', async () => {
+    it('marks a charge answered 5xx as outcome unknown, from a proxy or from Midtrans itself (it may have charged the card), and a 4xx code as a refusal', async () => {
       const proxy = clientWith(() => new Response('<html>502</html>', { status: 502 }));
       expect(await gatewayFailure(proxy.client.charge(base))).toMatchObject({ kind: 'unavailable', outcomeUnknown: true });
       const midtrans = clientWith(() => json({ status_code: '500', status_message: 'Sorry' }, 500));

@@ -3,7 +3,8 @@ import { computeSignature, verifySignature } from '../../src/gateway/signature.j
 
 const KEY = 'SB-Mid-server-EXAMPLE-not-a-real-key';
 
-// MIDTRANS.md §7.6 worked examples.
+// Worked examples of the notification signature (docs/gateway.md, 'Wire details'); the last row
+// signs "150000" without its decimals, a different input.
 const ROWS = [
   ['200', '150000.00', '430a01f4cb3c1c8b85fa532690882d15c8c5dd656df30bf38236199f66174f125afe090025e607f7dffcb804bf2524d73ebe9a95318aea5cc97dbd1143f318cf'],
   ['201', '150000.00', '0e533ded38a2f9f0b2527f3c9a4ab991c172c27fef95520935417175af2c3f5abdef18c80e46fcbe785e9c18743d948f5e295603afbc06f45c9874a1541984cd'],

@@ -136,7 +136,7 @@ export async function makeTopup(em: EntityManager, overrides: Partial<Topup> & {
   return topup;
 }
 
-/** The status_code Midtrans sends with each transaction_status (MIDTRANS.md §7.5). */
+/** The status_code Midtrans sends with each transaction_status (docs/gateway.md, 'Wire details'). */
 export function statusCodeFor(transactionStatus: string, fraudStatus?: string): string {
   if (transactionStatus === 'capture') return fraudStatus === 'challenge' ? '201' : '200';
   if (transactionStatus === 'pending') return '201';

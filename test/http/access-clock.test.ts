@@ -6,7 +6,7 @@ import { activeSubscription, fundWallet, subscribe, type TestUser } from '../hel
 /*
  * Issue 28, row 10: a customer does nothing after the period ends. Access (the middleware and
  * GET /subscriptions/active/) needs a paid period that covers now, within ACCESS_GRACE_MINUTES,
- * whether or not a billing pass has run (DECISIONS §10). The server's own pass is off here
+ * whether or not a billing pass has run (docs/billing.md). The server's own pass is off here
  * (test/helpers/server.ts), so only the clock moves.
  */
 
@@ -88,7 +88,7 @@ describe.each(DATABASES)('access follows the clock, not the billing pass, on %s'
     await expectNoAccess();
     expect(await stored(subscription.id)).toBe('active');
 
-    // The pass then makes it past_due (DECISIONS §4): the same answer.
+    // The pass then makes it past_due (docs/billing.md, 'Dunning'): the same answer.
     await h.run();
     expect(await stored(subscription.id)).toBe('past_due');
     await expectNoAccess();

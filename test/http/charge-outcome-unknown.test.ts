@@ -5,7 +5,7 @@ import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/ser
 import { dbOf, subscribe, type TestUser } from '../helpers/subscriptions.js';
 
 /*
- * Issue 27, "charge outcome unknown" (DECISIONS §9): Midtrans can answer a charge with a 5xx
+ * Issue 27, "charge outcome unknown" (docs/gateway.md, 'Charges whose outcome is unknown'): Midtrans can answer a charge with a 5xx
  * (its "Sorry, Our system is recovering" body) after it has charged the card. The payment was
  * marked failed and the subscription canceled; the customer tried again and paid twice. Now a
  * 5xx, like a timeout, leaves the payment pending with outcome_unknown, and the customer's next

@@ -9,7 +9,7 @@ import { simulate, subscribe, type TestUser } from '../helpers/subscriptions.js'
 import { postTopup, walletBalance } from '../helpers/topups.js';
 
 /*
- * Issue 27, chargebacks (DECISIONS §9, MIDTRANS.md §7.3): the card's issuer takes money back
+ * Issue 27, chargebacks (docs/gateway.md, 'Chargebacks'): the card's issuer takes money back
  * after a dispute. A signed `chargeback` was answered `200 ok` and the payment stayed settled
  * with the access: the customer had the money back and the service. Now a `chargeback` is a
  * reversal with its own status (`charged_back`), a `partial_chargeback` records its amount with a

@@ -103,7 +103,7 @@ describe.each(DATABASES)('credit notes on %s', (kind) => {
       expect((await invoiceOf(created.body.payment.invoice_id)).credit_notes).toHaveLength(2);
     });
 
-    it('reported before the settlement settles the payment first (DECISIONS §9: the refund says the money arrived), then documents the refund once', async () => {
+    it('reported before the settlement settles the payment first (the refund says the money arrived), then documents the refund once', async () => {
       const created = await subscribe(server, user, { plan_id: 'pro-monthly', payment_type: 'qris' });
       const orderId = created.body.payment.order_id;
       const part = { refund_chargeback_id: 1, refund_amount: '30000.00', reason: 'dashboard' };

@@ -6,7 +6,7 @@ import { subscribe, type TestUser } from '../helpers/subscriptions.js';
 import { postTopup, walletBalance } from '../helpers/topups.js';
 
 /*
- * Issue 27, Automatic Fee Imposition (DECISIONS §9, MIDTRANS.md §7.2): the customer pays the
+ * Issue 27, Automatic Fee Imposition (docs/gateway.md, 'How the simulator behaves'): the customer pays the
  * gateway's fee on top, and the settlement's gross_amount includes it, itemised in
  * metadata.extra_info.gross_amount_info. It was answered 503 forever and the paid customer
  * stayed pending. The simulator's `settle?customer_fee=N` settles as Midtrans does then.

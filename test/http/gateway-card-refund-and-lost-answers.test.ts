@@ -116,7 +116,7 @@ describe.each(DATABASES)('card refunds and lost gateway answers (%s)', (kind) =>
     await simulator().act(payment.order_id, 'settle');
     simulator().setFault({ mode: 'malformed', count: 1, operations: ['refund'] });
     const lost = await refund(payment.id);
-    // DECISIONS §9: the outcome is unknown, so the refund is pending and nothing else moved.
+    // The outcome is unknown, so the refund is pending and nothing else moved.
     expect(lost.status, lost.text).toBe(202);
     expect(lost.body).toMatchObject({ refund: { status: 'pending' }, payment: { status: 'settled', refunded_amount: '0.00' } });
     const pending = await em().find(Refund, { payment: payment.id });

@@ -9,7 +9,7 @@ import { postTopup, settleTopup, walletBalance } from '../helpers/topups.js';
 
 /*
  * Issue 15, bug 2: a reversal was ignored. A `deny` after `settlement` (Permata VA, Mandiri bill,
- * Indomaret, MIDTRANS.md §7.3) was logged `processed` with no effect.
+ * Indomaret: docs/gateway.md, 'Wire details') was logged `processed` with no effect.
  */
 describe.each(DATABASES)('a reversal after settlement (%s)', (kind) => {
   let server: TestServer;

@@ -16,7 +16,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { dbOf, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
 
 /*
- * Issue 29, DECISIONS §11: documents for Indonesian customers. In BILLING_LOCALE (id-ID by
+ * Issue 29 (docs/documents.md): documents for Indonesian customers. In BILLING_LOCALE (id-ID by
  * default) and BILLING_TIMEZONE (Asia/Jakarta): a taxed invoice shows both parties' NPWP, DPP,
  * DPP Nilai Lain, PPN 12 % and the total, and its Faktur Pajak number once recorded; a due one
  * says how to pay it; a refunded one says so; every date is the Jakarta date.

@@ -9,7 +9,7 @@ import { activeSubscription, dbOf, fundWallet, simulate, subscribe, walletBalanc
 
 /*
  * Issue 14, items 1-4: the sequences a hostile customer tried with nothing but the public API,
- * each now held by a money rule (DECISIONS §4-5).
+ * each now held by a money rule (docs/billing.md, 'Money rules').
  */
 
 const DAY = 24 * 60 * 60 * 1000;

@@ -12,7 +12,7 @@ import { activeSubscription, dbOf, fundWallet, simulate, subscribe, walletBalanc
 /*
  * Issue 28, rows 3-6, 8 and 9: the money sequences a hostile customer (and the gateway's own
  * ordering) found, each replayed against the real server over HTTP with the simulator, each now
- * held by a rule of DECISIONS §10 ("Money sequences").
+ * held by a rule of docs/billing.md, 'Money rules' ("When money moves back").
  */
 
 const DAY = 24 * 60 * 60 * 1000;

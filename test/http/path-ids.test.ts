@@ -10,7 +10,7 @@ import { postTopup } from '../helpers/topups.js';
  * Issue 28 row 2: `urn:uuid:<uuid>` as an id answered 500 on every `{id}` route on PostgreSQL.
  * Every `{id}` route of openapi.yaml, read from the contract so a new route is covered when it
  * is written: any spelling of an id that is not a canonical UUID names nothing (404
- * problem+json, nothing changed); upper case is the same id (DECISIONS §10).
+ * problem+json, nothing changed); upper case is the same id.
  */
 const ID_ROUTES = loadContract().operations.filter((op) => op.base === null && op.params.some((p) => p.in === 'path' && p.name === 'id'));
 

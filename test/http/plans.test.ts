@@ -104,7 +104,7 @@ describe.each(DATABASES)('plans on %s', (kind) => {
 });
 
 describe.each(DATABASES)('plan slugs on %s', (kind) => {
-  it('a path slug that breaks the slug pattern names no plan: 404, as an unknown slug (DECISIONS §10)', async () => {
+  it('a path slug that breaks the slug pattern names no plan: 404, as an unknown slug', async () => {
     const server = await startTestServer(kind);
     try {
       const res = await server.api('GET', '/plans/UPPER_CASE!/');

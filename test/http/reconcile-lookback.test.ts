@@ -8,7 +8,7 @@ import { simulate, subscribe, type TestUser } from '../helpers/subscriptions.js'
 import { postTopup, settleTopup } from '../helpers/topups.js';
 
 /*
- * Issue 27, "reconciliation that looks back" (DECISIONS §9): the gateway reverses or refunds a
+ * Issue 27, "reconciliation that looks back" (RECONCILE_LOOKBACK_DAYS): the gateway reverses or refunds a
  * payment that settled here, and its notification is lost (the simulator's `?notify=false`).
  * `payments sync` asked only about non-final payments, so it was never seen: the service showed
  * `settled` and kept the access, the gateway `deny`. Now payments and top-ups settled within

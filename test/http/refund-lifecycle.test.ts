@@ -9,7 +9,7 @@ import type { PlanSeed } from '../../src/services/plans/seed-plans.js';
 import { activeSubscription, dbOf, eventually, serverOnClock, walletBalance, type TestUser } from '../helpers/subscriptions.js';
 
 /*
- * Issue 27, "a refund takes effect when the gateway accepts it" (DECISIONS §9). The subscription
+ * Issue 27, "a refund takes effect when the gateway accepts it" (docs/gateway.md). The subscription
  * used to be canceled when the refund was recorded, before the gateway answered: a refusal
  * (ShopeePay's partial refund 414, a closed refund window, the merchant's balance, a direct
  * refund denied by the bank) left the customer without the service and without the money. Now

@@ -11,7 +11,7 @@ import type { HttpResult } from '../helpers/server.js';
 import { activeSubscription, dbOf, serverOnClock, type TestUser } from '../helpers/subscriptions.js';
 
 /*
- * Issue 30, the staff API (DECISIONS.md section 12): staff users and API keys see and act on
+ * Issue 30, the staff API (docs/support.md): staff users and API keys see and act on
  * every user's records; anyone else finds no such routes (404); a read key cannot act; a revoked
  * key fails at once; every action leaves exactly one audit event naming who did it, by API or
  * CLI alike; and no interface can change an audit event.
@@ -127,7 +127,7 @@ describe.each(DATABASES)('the staff API (%s)', { timeout: 180_000 }, (kind) => {
       ),
     );
     // The requests that find the refund still in flight drive that same refund again (its
-    // refund_key, DECISIONS §9) and answer with it; those after it find nothing left (409).
+    // refund_key) and answer with it; those after it find nothing left (409).
     const done = answers.filter((a) => a.status === 200);
     expect(done.length).toBeGreaterThanOrEqual(1);
     expect(new Set(done.map((a) => a.body.refund.refund_key))).toEqual(new Set([`${payment.order_id}-r1`]));

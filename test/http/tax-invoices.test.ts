@@ -9,7 +9,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { fundWallet, simulate, subscribe, walletBalance, type TestUser } from '../helpers/subscriptions.js';
 
 /*
- * Issue 29, DECISIONS §11: a PKP seller charges PPN on taxed plans. Every invoice states DPP,
+ * Issue 29 (docs/tax.md): a PKP seller charges PPN on taxed plans. Every invoice states DPP,
  * DPP Nilai Lain and PPN consistently (PPN = 12 % of 11/12 of the DPP, half-up to the rupiah);
  * the buyer's tax profile is validated and copied onto each invoice; credit notes carry their
  * share of the PPN and never more than the invoice's.

@@ -10,7 +10,7 @@ import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js'
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /*
- * DECISIONS.md §10, issue 28 row 1: what the webhook keeps of what anyone posts to it is bounded.
+ * Issue 28 row 1: what the webhook keeps of what anyone posts to it is bounded.
  * A body over 64 KiB is refused before it is stored; an invalid one keeps a 4 KiB excerpt and the
  * hash of the whole; a source's invalid notifications beyond WEBHOOK_INVALID_PER_MINUTE are
  * answered but not stored. Each server runs with TRUST_PROXY, so each test speaks from its own

@@ -424,7 +424,7 @@ describe.each(DATABASES)('POST /webhook/notification/ on %s', (kind) => {
 
     it('the signature is checked against the exact strings sent', async () => {
       const topup = await makeTopup(em());
-      // "100000" without decimals is a different signature input than "100000.00" (MIDTRANS.md §7.6).
+      // "100000" without decimals is a different signature input than "100000.00" (docs/gateway.md, 'Wire details').
       const statusCode = '200';
       const body = {
         order_id: topup.orderId,

@@ -46,7 +46,7 @@ describe.each(DATABASES)('gateway faults during subscribe, charge, refund and to
     // The card capture settles at the gateway (a day later at Midtrans); only then can it be refunded there.
     expect((await call(stage.server.url, 'POST', `/_simulator/v2/${paid.body.payment.order_id}/settle`)).status).toBe(200);
     await fault(mode, ['refund']);
-    // A refund whose answer is lost or a 5xx is pending, not failed (DECISIONS §9): 202, nothing else moved.
+    // A refund whose answer is lost or a 5xx is pending, not failed: 202, nothing else moved.
     const refund = await call(stage.server.url, 'POST', `${API}/payments/${paid.body.payment.id}/refund/`, { ...as(`refund_${mode}`), body: { amount: 50000 } });
     expect(refund.status, JSON.stringify(refund.body)).toBe(202);
     expect(refund.body).toMatchObject({ refund: { status: 'pending' }, payment: { status: 'settled', refunded_amount: '0.00' } });

@@ -35,7 +35,7 @@ const VALID_BODIES: Record<string, unknown> = {
   createCheckoutSession: { plan_id: 'pro-monthly', success_url: 'https://shop.example.com/thanks', cancel_url: 'https://shop.example.com/plans' },
   createPortalSession: { return_url: 'https://shop.example.com/account' },
 };
-/** The staff routes (DECISIONS.md section 12): every user's records, for staff only. */
+/** The staff routes: every user's records, for staff only. */
 const isStaffRoute = (op: { path: string }) => op.path.startsWith('/admin/');
 
 describe.each(DATABASES)('security of a server process (%s)', (kind) => {

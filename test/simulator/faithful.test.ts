@@ -6,10 +6,11 @@ import { completeThreeDs } from '../helpers/three-ds.js';
 import { SERVER_KEY, orderId, startHarness, type Harness } from '../helpers/simulator.js';
 
 /*
- * The simulator against MIDTRANS.md where the service depends on how the gateway really behaves:
- * 3-D Secure only when asked (§2.8), time at the gateway (expiry §2.1/§7.8, card settlement the day
- * after §2.8), refunds of an unsettled capture (§4), two refund notifications (§5.4), the
- * notification retry schedule (§7.8), and a gateway that does the work and loses the answer.
+ * The simulator against Midtrans where the service depends on how the gateway really behaves
+ * (docs/gateway.md, 'How the simulator behaves'): 3-D Secure only when asked, time at the gateway
+ * (expiry, card settlement the day after), refunds of an unsettled capture, two refund
+ * notifications, the notification retry schedule, and a gateway that does the work and loses the
+ * answer.
  */
 
 const harnesses: Harness[] = [];
@@ -32,7 +33,7 @@ const card = (id: string, token: string, extra: Record<string, unknown> = {}) =>
 });
 const statuses = (h: Harness, id: string) => h.receiver.for(id).map((n) => [n.body['transaction_status'], n.body['fraud_status'], n.body['status_code']]);
 
-describe('3-D Secure (MIDTRANS.md §2.8)', () => {
+describe('3-D Secure', () => {
   it('when_asked: every charge asking for authentication waits on the page; the page completes it and notifies with the saved token', async () => {
     const h = await harness({ threeDsMode: 'when_asked' });
     const id = orderId('3ds');
@@ -114,7 +115,7 @@ describe('3-D Secure (MIDTRANS.md §2.8)', () => {
 });
 
 describe('time at the gateway', () => {
-  it('expires an unpaid transaction on its own clock and pushes expire, with nobody asking (§2.1, §7.8)', async () => {
+  it('expires an unpaid transaction on its own clock and pushes expire, with nobody asking', async () => {
     let now = new Date('2030-01-01T00:00:00Z');
     const h = await harness({ now: () => now, sweepIntervalMs: 10 });
     const id = orderId('exp');
@@ -130,7 +131,7 @@ describe('time at the gateway', () => {
     expect(verifySignature(h.receiver.for(id)[1]!.body, SERVER_KEY)).toBe(true);
   });
 
-  it('settles a card capture at 16:00 GMT+7 the next day; an unreviewed challenge is cancelled then (§2.8, §7.4)', async () => {
+  it('settles a card capture at 16:00 GMT+7 the next day; an unreviewed challenge is cancelled then', async () => {
     let now = new Date('2030-01-01T10:00:00Z'); // 17:00 GMT+7 on 1 January
     const h = await harness({ now: () => now });
     const accepted = orderId('d1');
@@ -158,7 +159,7 @@ describe('time at the gateway', () => {
   });
 });
 
-describe('refunds (MIDTRANS.md §4, §5.4)', () => {
+describe('refunds', () => {
   it('an unsettled card capture cannot be refunded (412) but can be cancelled; after settlement it refunds', async () => {
     const h = await harness();
     const id = orderId('rf');
@@ -203,7 +204,7 @@ describe('refunds (MIDTRANS.md §4, §5.4)', () => {
   });
 });
 
-describe('notification retries (MIDTRANS.md §7.8)', () => {
+describe('notification retries', () => {
   const MINUTE = 60_000;
 
   /** A core with the default schedule, a fake clock and a merchant that always answers `status`. */

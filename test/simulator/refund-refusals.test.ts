@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SimulatorCore } from '../../src/simulator/core.js';
 
 /*
- * The refund refusals of MIDTRANS.md §5.1-5.2 as the simulator answers them (issue 27): the
+ * The refund refusals of Midtrans (docs/gateway.md, 'How the simulator behaves') as the simulator answers them (issue 27): the
  * refund windows per payment type counted from the settlement, ShopeePay's full-refund-only
  * rule and, when asked for, its 23:55-06:00 GMT+7 quiet hours. On a clock the test moves.
  */

@@ -233,8 +233,8 @@ async function reversibleOrders(c: Customer): Promise<{ orderId: string; amount:
 }
 
 /**
- * The gateway takes a settled payment or top-up back (a `deny` after settlement, MIDTRANS.md
- * §7.3): with ChargeAgain and Pay after it, the customer repays what was reversed; after a
+ * The gateway takes a settled payment or top-up back (a `deny` after settlement, a
+ * reversal): with ChargeAgain and Pay after it, the customer repays what was reversed; after a
  * wallet payment, the top-up that funded it is gone (issue 28, rows 5 and 6).
  */
 export class Reverse extends Step {
@@ -347,7 +347,7 @@ export class TimePasses extends Step {
 }
 
 /*
- * The gateway's own moves (issue 27, DECISIONS §9). They act on the simulator as Midtrans would,
+ * The gateway's own moves (issue 27; docs/gateway.md). They act on the simulator as Midtrans would,
  * so that after every step the gateway-truth check (customer-world.ts, rule 8) can hold the
  * service to what the simulator's transaction says.
  */
@@ -384,7 +384,7 @@ async function gatewayRefundable(c: Customer, types?: string[]): Promise<Payment
  * The customer asks for a refund the gateway refuses: a ShopeePay payment refunded in part
  * (ShopeePay refunds only in full: 414), or any refund while the gateway says no (the fault
  * `refuse`: 414, the merchant's balance). The answer is 422 `refund_refused` and nothing else
- * changes (DECISIONS §9); a refund the service refuses itself (nothing left to refund) never
+ * changes (docs/gateway.md, 'Refunds the gateway refuses, or whose answer is lost'); a refund the service refuses itself (nothing left to refund) never
  * reaches the gateway and changes nothing either.
  */
 export class RefundRefused extends Step {
@@ -478,7 +478,7 @@ function gatewayOrders(c: Customer, where: (tx: SimTransaction) => boolean): Sim
 
 /**
  * The cardholder's bank takes a settled card payment or top-up back, in part (`{amount}`) or
- * all that is left, after a dispute (MIDTRANS.md §7.3): the simulator's development commands
+ * all that is left, after a dispute (docs/gateway.md, 'Chargebacks'): the simulator's development commands
  * (no Authorization). A capture not yet in the settlement batch is settled first. With
  * `notify` false its notification is lost, and only a sync finds it.
  */
@@ -635,7 +635,7 @@ export class ChargeAnswerLost extends Step {
 
 /**
  * Time passes and the billing run uses a wrong server key (the gateway answers 401): a merchant
- * failure, never the customer's (DECISIONS §9). No subscription may become past_due or be
+ * failure, never the customer's (docs/billing.md, 'Dunning'). No subscription may become past_due or be
  * canceled by dunning because of it: only a renewal already past its due instant (or its
  * cancellation instant) before the run may move. With `fixed`, the key is put right and the run
  * made again at once.

@@ -209,7 +209,7 @@ export async function paymentsSync(c: Customer): Promise<void> {
  * Orders a sync has had the chance to ask about are heard again: those of `subscriptionId` (the
  * customer's subscription sync) or all (payments sync), when not final here or settled within
  * the look back. NOTE: a lost notification of an order settled before the look back is never
- * asked about (DECISIONS §9, RECONCILE_LOOKBACK_DAYS): it stays unheard, and unchecked.
+ * asked about (RECONCILE_LOOKBACK_DAYS): it stays unheard, and unchecked.
  */
 export async function markHeard(c: Customer, subscriptionId: string | null): Promise<void> {
   if (c.unheard.size === 0) return;
@@ -226,7 +226,7 @@ export async function markHeard(c: Customer, subscriptionId: string | null): Pro
 
 export async function billingRun(c: Customer): Promise<void> {
   const report = await runBilling(c.world.ctx());
-  // A subscription the run could not bill is reported, not thrown (DECISIONS §7); the money rules judge what it left.
+  // A subscription the run could not bill is reported, not thrown (docs/billing.md, 'billing-admin billing run'); the money rules judge what it left.
   c.trace.push(`  billing run at ${c.world.clock.now().toISOString()}: ${report.subscriptions} subscription(s)${report.errors.map((e) => `; not billed: ${e.message}`).join('')}`);
 }
 
@@ -327,8 +327,8 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
     if (s.status === 'trialing') {
       if (!inGrace && (!s.trialEnd || s.trialEnd.getTime() <= now.getTime())) {
         // NOTE: a trial whose first charge failed on our side (a wrong server key, the gateway
-        // down) stays trialing: merchant-side failures move no subscription (DECISIONS §9,
-        // long seed 617). What must hold is the access, the service's own answer over HTTP.
+        // down) stays trialing: merchant-side failures move no subscription (docs/billing.md,
+        // 'Dunning'; long seed 617). What must hold is the access, the service's own answer over HTTP.
         const active = await c.world.server.api('GET', '/subscriptions/active/', { auth: c.user });
         if (active.status !== 404 || active.body?.code !== 'not_found') {
           problems.push(`subscription ${s.id} is trialing and gives access (GET /subscriptions/active/ ${active.status}) though no trial covers ${now.toISOString()}`);
@@ -336,7 +336,7 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
       }
       continue;
     }
-    // NOTE: the access rule (DECISIONS §10) gives a paid period ACCESS_GRACE_MINUTES beyond its
+    // NOTE: the access rule (docs/billing.md) gives a paid period ACCESS_GRACE_MINUTES beyond its
     // end, for the pass that renews it: the model counts it the same way.
     const graceMs = config.accessGraceMinutes * 60_000;
     const periodCovers = s.currentPeriodEnd !== null && s.currentPeriodEnd.getTime() + graceMs > now.getTime();
@@ -466,7 +466,7 @@ function describeView(v: MoneyView): string {
 }
 
 /**
- * 8. The gateway is the truth (DECISIONS §9): for every order of the user, what the service
+ * 8. The gateway is the truth (docs/gateway.md): for every order of the user, what the service
  * records as paid, refunded (at the gateway: refunds to the wallet never reach it) and charged
  * back equals what the simulator's transaction says; a paid one's gross there is ours plus the
  * customer's imposed fee. A capture voided by our refund is taken back on both sides. Orders a

@@ -98,7 +98,7 @@ describe.each(DATABASES)('billing run: gateway renewals (%s)', (kind) => {
     expect(notes).toContain('subscription_past_due');
   });
 
-  // Issue 27 / DECISIONS §9: a wrong server key (the gateway answers 401) or a gateway outage
+  // Issue 27 (docs/billing.md, 'Dunning'): a wrong server key (the gateway answers 401) or a gateway outage
   // during renewals is the merchant's failure, not the customer's. It was counted as dunning:
   // every renewing customer went past_due and was then canceled.
   it('a wrong server key: the charge fails on our side; no past_due, no retry counted, no cancellation, the run reports it; the right key renews', async () => {

@@ -10,7 +10,7 @@ const payment = { payment_id: 'pay-1', order_id: 'SUB-ORDER42', amount: '150000.
 const subscription = { subscription_id: 'sub-1', plan_name: 'Pro Team', plan_slug: 'pro-monthly', current_period_end: '2026-12-22T00:00:00.000Z' };
 const topup = { topup_id: 'top-1', order_id: 'TOPUP-77', amount: '250000.00', currency: 'IDR' };
 
-/** Every type of DECISIONS §5, with the data its event carries and what its English email must show (dates in Jakarta, UTC+7). */
+/** Every notification type, with the data its event carries and what its English email must show (dates in Jakarta, UTC+7). */
 const CASES: Record<NotificationType, { data: Record<string, unknown>; shows: string[] }> = {
   payment_pending: { data: { ...payment, payment_type: 'bank_transfer', bank: 'bni', va_number: '9881234567890', expiry_time: '2026-11-23T10:00:00.000Z' }, shows: ['SUB-ORDER42', 'IDR 150,000', '9881234567890', 'BNI', 'November 23, 2026 at 5:00 PM GMT+7'] },
   payment_succeeded: { data: { ...payment, payment_type: 'gopay' }, shows: ['SUB-ORDER42', 'IDR 150,000', 'GoPay', 'receipt'] },
