@@ -57,7 +57,8 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
   let billing: BillingApp;
   try {
-    billing = await createApp({ ...config, port }, { selfUrl: url, ...options });
+    // Hosted links are made on PUBLIC_URL only; without it (never in production) on this address.
+    billing = await createApp({ ...config, port, hosted: { ...config.hosted, publicUrl: config.hosted.publicUrl ?? url } }, { selfUrl: url, ...options });
   } catch (err) {
     server.close();
     throw err;

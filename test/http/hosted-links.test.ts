@@ -1,13 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HostedSession } from '../../src/db/entities/hosted-session.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
+import { Topup } from '../../src/db/entities/topup.js';
+import { ManualClock } from '../../src/domain/clock.js';
 import { taxInvoice } from '../../src/domain/tax.js';
 import { pageFormat } from '../../src/http/hosted/language.js';
 import { createApiKey, revokeApiKey } from '../../src/services/api-keys/manage-api-keys.js';
+import { deleteExpiredHostedSessions } from '../../src/services/hosted/hosted-sessions.js';
 import { DATABASES } from '../helpers/database.js';
-import { STANDARD_PLANS, startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
-import { dbOf } from '../helpers/subscriptions.js';
+import { STANDARD_PLANS, startTestServer, type Credentials, type HttpResult, type TestServer } from '../helpers/server.js';
+import { dbOf, simulate } from '../helpers/subscriptions.js';
 import { completeThreeDs } from '../helpers/three-ds.js';
 
 const SHOP = 'https://shop.example.com';
@@ -18,15 +23,24 @@ describe.each(DATABASES)('hosted-page links over the API (%s)', (kind) => {
   let alice: Credentials & { id: string };
   let writeKey: string;
   let readKey: string;
+  // The service's clock, moved by the tests (the simulator keeps real time: a VA lives 24 real hours).
+  const clock = new ManualClock(new Date());
+  const logged: string[] = [];
+  const capture = (level: string) => (message: string, fields?: Record<string, unknown>) => logged.push(JSON.stringify({ level, message, ...fields }));
 
   beforeAll(async () => {
-    server = await startTestServer(kind, { env: { HOSTED_RETURN_ORIGINS: `${SHOP},http://localhost:5173` } });
+    server = await startTestServer(kind, {
+      clock,
+      env: { HOSTED_RETURN_ORIGINS: `${SHOP},http://localhost:5173`, HOSTED_CHECKOUT_TTL_MINUTES: '60', PUBLIC_URL: PUBLIC, LOG_REQUESTS: 'true' },
+      logger: { info: capture('info'), warn: capture('warn'), error: capture('error') },
+    });
     await server.seedPlans(STANDARD_PLANS);
     alice = await server.createUser();
     const ctx = { em: dbOf(server), config: server.config, clock: server.running.billing.clock };
     writeKey = (await createApiKey(ctx, cliActor, { name: 'shop-backend', scope: 'write' })).key;
     readKey = (await createApiKey(ctx, cliActor, { name: 'reporting', scope: 'read' })).key;
   });
+  beforeEach(() => clock.set(new Date()));
   afterAll(() => server?.stop());
 
   const checkout = (body: Record<string, unknown>, auth: { user?: Credentials; key?: string }) =>
@@ -35,19 +49,60 @@ describe.each(DATABASES)('hosted-page links over the API (%s)', (kind) => {
       headers: auth.key ? { authorization: `Bearer ${auth.key}` } : {},
       body: { success_url: `${SHOP}/thanks`, cancel_url: `${SHOP}/plans`, ...body },
     });
+  const portalLink = async (user: Credentials = alice): Promise<string> => {
+    const res = await server.api('POST', '/portal-sessions/', { auth: user, body: { return_url: `${SHOP}/account` } });
+    expect(res.status).toBe(201);
+    return new URL(res.body.url).pathname;
+  };
+  const checkoutPath = async (body: Record<string, unknown> = { plan_id: 'pro-monthly' }, user: Credentials = alice): Promise<string> => {
+    const res = await checkout(body, { user });
+    expect(res.status).toBe(201);
+    return new URL(res.body.url).pathname;
+  };
+  const minutes = (n: number) => clock.advance(n * 60_000);
 
-  it('the customer gets a 15-minute link under /pay/; only its hash is stored', async () => {
-    const before = Date.now();
+  /** A browser: its own cookie jar for one page (the page's cookie), and the page's CSRF token once it has seen a form. */
+  function browser(path: string, headers: Record<string, string> = {}) {
+    let cookie: string | null = null;
+    let csrf: string | null = null;
+    const keep = (res: HttpResult) => {
+      const set = res.headers.get('set-cookie');
+      if (set) cookie = set.split(';')[0]!;
+      const token = /name="csrf_token" value="([^"]+)"/.exec(res.text)?.[1];
+      if (token) csrf = token;
+      return res;
+    };
+    const withCookie = () => ({ ...headers, ...(cookie ? { cookie } : {}) });
+    return {
+      get: async (suffix = '') => keep(await server.request('GET', `${path}${suffix}`, { headers: withCookie() })),
+      head: async () => server.request('HEAD', path, { headers: withCookie() }),
+      post: async (fields: Record<string, string>, suffix = '') =>
+        keep(await server.request('POST', `${path}${suffix}`, {
+          headers: { ...withCookie(), 'content-type': 'application/x-www-form-urlencoded' },
+          rawBody: new URLSearchParams({ ...(csrf ? { csrf_token: csrf } : {}), ...fields }).toString(),
+        })),
+      cookie: () => cookie,
+      csrf: () => csrf,
+    };
+  }
+
+  it('a checkout link is made on PUBLIC_URL for HOSTED_CHECKOUT_TTL_MINUTES, whatever Host the caller sends; only its hash is stored', async () => {
+    const before = clock.now().getTime();
     const res = await checkout({ plan_id: 'pro-monthly' }, { user: alice });
     expect(res.status).toBe(201);
-    expect(res.body.url).toMatch(new RegExp(`^${server.url}/pay/[A-Za-z0-9_-]{43}/$`));
-    const expires = Date.parse(res.body.expires_at);
-    expect(expires - before).toBeGreaterThan(14 * 60_000);
-    expect(expires - before).toBeLessThanOrEqual(15 * 60_000 + 5_000);
+    expect(res.body.url).toMatch(new RegExp(`^${PUBLIC}/pay/[A-Za-z0-9_-]{43}/$`));
+    expect(Date.parse(res.body.expires_at) - before).toBe(60 * 60_000);
     const row = await dbOf(server).findOneOrFail(HostedSession, res.body.id);
     const token = res.body.url.split('/').at(-2);
     expect(row.tokenHash).not.toContain(token);
     expect(row.tokenHash).toMatch(/^[0-9a-f]{64}$/);
+
+    // A forged Host (and X-Forwarded-Host) header: the link is still on PUBLIC_URL, and so is the default return origin.
+    const forged = await rawPost(`${server.url}/api/subscriptions/portal-sessions/`, { host: 'evil.example.net', 'x-forwarded-host': 'evil.example.net', authorization: basic(alice) }, { return_url: `${SHOP}/account` });
+    expect(forged.status).toBe(201);
+    expect(new URL(forged.body.url).origin).toBe(PUBLIC);
+    const portal = await server.api('POST', '/portal-sessions/', { auth: alice, body: { return_url: 'https://evil.example.net/account' } });
+    expect(portal.status).toBe(400);
   });
 
   it('a write API key asks for the customer it names; a read key, a missing user, or a user with the customer\'s own credentials are refused', async () => {
@@ -57,6 +112,8 @@ describe.each(DATABASES)('hosted-page links over the API (%s)', (kind) => {
     const byId = await server.api('POST', '/portal-sessions/', { headers: { authorization: `Bearer ${writeKey}` }, body: { return_url: `${SHOP}/account`, user: alice.id } });
     expect(byId.status).toBe(201);
     expect(byId.body.url).toMatch(/\/portal\/[A-Za-z0-9_-]{43}\/$/);
+    // A portal link must be claimed within 15 minutes.
+    expect(Date.parse(byId.body.expires_at) - clock.now().getTime()).toBe(15 * 60_000);
 
     const read = await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: readKey });
     expect([read.status, read.body.code]).toEqual([403, 'insufficient_scope']);
@@ -88,31 +145,6 @@ describe.each(DATABASES)('hosted-page links over the API (%s)', (kind) => {
     expect(await count()).toBe(before);
   });
 
-  it('a link opens once: the first client gets a cookie for that page alone; others get 410, a made-up link 404', async () => {
-    const made = await checkout({ topup_amount: 50000 }, { user: alice });
-    const path = new URL(made.body.url).pathname;
-    const first = await server.request('GET', path);
-    expect(first.status).toBe(200);
-    expect(first.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    expect(first.headers.get('cache-control')).toBe('no-store');
-    expect(first.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
-    const cookie = first.headers.get('set-cookie')!;
-    expect(cookie).toMatch(new RegExp(`^billing\\.page=[A-Za-z0-9_-]{43}; path=${path.replace(/[/]/g, '\\/')}; .*httponly`, 'i'));
-    const again = await server.request('GET', path);
-    expect(again.status).toBe(410);
-    expect(again.text).toContain('Tautan tidak berlaku');
-    const mine = await server.request('GET', path, { headers: { cookie: cookie.split(';')[0]! } });
-    expect(mine.status).toBe(200);
-    const status = await server.request('GET', `${path}status`, { headers: { cookie: cookie.split(';')[0]! } });
-    expect(status.body).toEqual({ state: 'choose', next: null });
-    const english = await server.request('GET', path, { headers: { 'accept-language': 'en-GB,en;q=0.9,id;q=0.5' } });
-    expect(english.text).toContain('This link no longer works');
-    const madeUp = await server.request('GET', `/pay/${'A'.repeat(43)}/`);
-    expect(madeUp.status).toBe(404);
-    const odd = await server.request('GET', '/pay/%E0%A4%A/');
-    expect(odd.status).toBeLessThan(500);
-  });
-
   it('a revoked key fails at once', async () => {
     const ctx = { em: dbOf(server), config: server.config, clock: server.running.billing.clock };
     const temp = await createApiKey(ctx, cliActor, { name: 'temp', scope: 'write' });
@@ -120,7 +152,262 @@ describe.each(DATABASES)('hosted-page links over the API (%s)', (kind) => {
     await revokeApiKey(ctx, cliActor, temp.apiKey.id);
     expect((await checkout({ plan_id: 'pro-monthly', user: alice.username }, { key: temp.key })).status).toBe(401);
   });
+
+  it('a checkout link opens for five clients without cookies and for HEAD (a preview), and still works for the customer after; its forms need this browser\'s cookie and token', async () => {
+    const user = await server.createUser();
+    const path = await checkoutPath({ plan_id: 'pro-monthly' }, user);
+    for (let i = 0; i < 5; i += 1) {
+      const res = await server.request('GET', path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      expect(res.headers.get('set-cookie')).toMatch(new RegExp(`^billing\\.page=[A-Za-z0-9_-]{43}; path=${path.replace(/[/]/g, '\\/')}; .*samesite=lax; httponly`, 'i'));
+    }
+    expect((await server.request('HEAD', path)).status).toBe(200);
+
+    const customer = browser(path);
+    const page = await customer.get();
+    expect(page.status).toBe(200);
+    const other = browser(path);
+    await other.get();
+    // Another browser's token with this browser's cookie, a token without its cookie, no token: 403, nothing made.
+    const mixed = await server.request('POST', path, { headers: { cookie: customer.cookie()!, 'content-type': 'application/x-www-form-urlencoded' }, rawBody: `csrf_token=${other.csrf()}&payment_type=bank_transfer&bank=bni` });
+    expect(mixed.status).toBe(403);
+    const noCookie = await server.request('POST', path, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, rawBody: `csrf_token=${customer.csrf()}&payment_type=bank_transfer&bank=bni` });
+    expect(noCookie.status).toBe(403);
+    expect((await customer.post({ csrf_token: '', payment_type: 'bank_transfer', bank: 'bni' })).status).toBe(403);
+    expect(await dbOf(server).count(Subscription, { user: user.id })).toBe(0);
+
+    const chosen = await customer.post({ payment_type: 'bank_transfer', bank: 'bni' });
+    expect(chosen.status).toBe(303);
+    const waiting = await customer.get();
+    expect(waiting.text).toContain('id="va-number"');
+    // And on another device: the same page, the same VA.
+    const phone = await browser(path).get();
+    expect(phone.status).toBe(200);
+    expect(phone.text).toContain('id="va-number"');
+  });
+
+  it('after its TTL a checkout link answers 410 in the language chosen on it, with a way back to cancel_url; a made-up link 404', async () => {
+    const path = await checkoutPath();
+    const english = await server.request('GET', `${path}?lang=en`);
+    expect(english.text).toContain('<html lang="en">');
+    minutes(61);
+    const gone = await server.request('GET', path, { headers: { 'accept-language': 'id-ID,id;q=0.9' } });
+    expect(gone.status).toBe(410);
+    expect(gone.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(gone.text).toContain('This link no longer works');
+    expect(gone.text).toMatch(new RegExp(`<a class="button" id="back" href="${SHOP}/plans">Back to the shop</a>`));
+    expect((await server.request('HEAD', path)).status).toBe(410);
+    const madeUp = await server.request('GET', `/pay/${'A'.repeat(43)}/`);
+    expect(madeUp.status).toBe(404);
+    expect(madeUp.text).toContain('Halaman tidak ditemukan');
+    expect((await server.request('GET', '/pay/%E0%A4%A/')).status).toBeLessThan(500);
+  });
+
+  it('a VA checkout whose payment expires after the TTL opens until the VA expires, then 410', async () => {
+    const user = await server.createUser();
+    const path = await checkoutPath({ plan_id: 'basic-monthly' }, user);
+    const customer = browser(path);
+    await customer.get();
+    expect((await customer.post({ payment_type: 'bank_transfer', bank: 'bca' })).status).toBe(303);
+    const payment = await dbOf(server).findOneOrFail(Payment, { user: user.id });
+    expect(payment.expiresAt!.getTime()).toBeGreaterThan(clock.now().getTime() + 60 * 60_000);
+    minutes(61); // the customer is at the ATM
+    const later = await customer.get();
+    expect(later.status).toBe(200);
+    expect(later.text).toContain('id="va-number"');
+    expect((await browser(path).get()).status).toBe(200);
+    expect((await customer.get('status')).body).toMatchObject({ state: 'pending' });
+    clock.set(new Date(payment.expiresAt!.getTime() - 60_000));
+    expect((await customer.get()).status).toBe(200);
+    clock.set(new Date(payment.expiresAt!.getTime() + 60_000));
+    const gone = await customer.get();
+    expect(gone.status).toBe(410);
+    expect(gone.text).toContain(`href="${SHOP}/plans"`);
+  });
+
+  it('a paid checkout\'s link still opens after its TTL and says it is paid, leading to success_url, for a day', async () => {
+    const user = await server.createUser();
+    const path = await checkoutPath({ topup_amount: 50000 }, user);
+    const customer = browser(path);
+    await customer.get();
+    expect((await customer.post({ payment_type: 'bank_transfer', bank: 'bni' })).status).toBe(303);
+    const topup = await dbOf(server).findOneOrFail(Topup, { user: user.id });
+    await simulate(server, topup.orderId, 'settle');
+    await expect.poll(async () => (await customer.get('status')).body.state, { timeout: 10_000 }).toBe('paid');
+    minutes(24 * 60 + 1); // past the link's TTL and past the VA's expiry
+    for (const reader of [customer, browser(path)]) {
+      const page = await reader.get();
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('data-state="paid"');
+      expect(page.text).toContain(`href="${SHOP}/thanks"`);
+    }
+    const session = await dbOf(server).findOneOrFail(HostedSession, { user: user.id });
+    clock.set(new Date(session.expiresAt.getTime() + 24 * 3_600_000 + 60_000));
+    expect((await customer.get()).status).toBe(410);
+  });
+
+  it('a portal link: ten GETs and HEADs (a preview, a mail scanner) leave it unclaimed; the customer\'s button claims it; another browser then gets 410 with return_url', async () => {
+    const path = await portalLink();
+    for (let i = 0; i < 10; i += 1) {
+      const res = await server.request(i % 2 ? 'HEAD' : 'GET', path);
+      expect(res.status).toBe(200);
+      if (i % 2 === 0) expect(res.text).toContain('id="open-portal"');
+    }
+    const row = () => dbOf(server).findOneOrFail(HostedSession, { tokenHash: createHash('sha256').update(path.split('/')[2]!).digest('hex') });
+    expect((await row()).openedAt).toBeNull();
+
+    const customer = browser(path);
+    const landing = await customer.get();
+    expect(landing.status).toBe(200);
+    expect(landing.text).toContain('Buka portal pelanggan');
+    expect(landing.text).toContain(`href="${SHOP}/account"`);
+    const late = browser(path);
+    await late.get();
+    // The portal's own forms are not reachable before the claim: they lead to the landing page.
+    expect((await customer.post({}, 'pause')).status).toBe(303);
+    expect((await customer.post({ csrf_token: 'forged' })).status).toBe(403);
+    expect((await row()).openedAt).toBeNull();
+
+    const claimed = await customer.post({});
+    expect(claimed.status).toBe(303);
+    expect(claimed.headers.get('location')).toBe(path);
+    expect((await customer.get()).text).toContain('id="sub-title"');
+    // The claim's answer was lost, and the browser sends it again: still this browser's portal.
+    expect((await customer.post({})).status).toBe(303);
+
+    const second = await late.post({});
+    expect(second.status).toBe(410);
+    expect(second.text).toContain(`href="${SHOP}/account"`);
+    const preview = await server.request('GET', path);
+    expect(preview.status).toBe(410);
+    expect((await customer.get()).status).toBe(200);
+  });
+
+  it('a claimed portal lives 60 minutes from its last use; an unclaimed one 15 minutes', async () => {
+    const path = await portalLink();
+    const customer = browser(path);
+    await customer.get();
+    expect((await customer.post({})).status).toBe(303);
+    for (let i = 0; i < 5; i += 1) {
+      minutes(10);
+      expect((await customer.get()).status).toBe(200);
+    }
+    minutes(59);
+    expect((await customer.get()).status).toBe(200);
+    minutes(61);
+    const gone = await customer.get();
+    expect(gone.status).toBe(410);
+    expect(gone.text).toContain(`href="${SHOP}/account"`);
+
+    const unclaimed = await portalLink();
+    const slow = browser(unclaimed);
+    expect((await slow.get()).status).toBe(200);
+    minutes(16);
+    expect((await slow.post({})).status).toBe(410);
+    expect((await slow.get()).status).toBe(410);
+  });
+
+  it('forty browsers claim one portal link at once: exactly one gets it, the others 410', async () => {
+    const path = await portalLink();
+    const browsers = Array.from({ length: 40 }, () => browser(path));
+    for (const b of browsers) await b.get();
+    const answers = await Promise.all(browsers.map((b) => b.post({})));
+    expect(answers.filter((a) => a.status === 303)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 410)).toHaveLength(39);
+    const winner = browsers[answers.findIndex((a) => a.status === 303)]!;
+    expect((await winner.get()).status).toBe(200);
+  });
+
+  it('?lang= is kept on the link: reloads, redirects and other devices keep it until another is chosen', async () => {
+    const path = await checkoutPath();
+    const id = { 'accept-language': 'id-ID,id;q=0.9' };
+    const customer = browser(path, id);
+    expect((await customer.get('?lang=en')).text).toContain('<html lang="en">');
+    expect((await customer.get()).text).toContain('<html lang="en">');
+    expect((await browser(path, id).get()).text).toContain('<html lang="en">');
+    expect((await customer.get('?lang=id')).text).toContain('<html lang="id">');
+    expect((await browser(path, { 'accept-language': 'en' }).get()).text).toContain('<html lang="id">');
+
+    const portal = await portalLink();
+    const reader = browser(portal, id);
+    expect((await reader.get('?lang=en')).text).toContain('Open the customer portal');
+    const claim = await reader.post({}, '?lang=en');
+    expect(claim.headers.get('location')).toBe(`${portal}?lang=en`);
+    expect((await reader.get()).text).toContain('<html lang="en">');
+  });
+
+  it('amounts keep "Rp" and the number together with a no-break space', async () => {
+    const page = await server.request('GET', await checkoutPath({ plan_id: 'pro-monthly' }));
+    expect(page.text).toContain('Rp\u00a0150.000');
+    expect(page.text).not.toContain('Rp 150.000');
+  });
+
+  it('request logs never carry a link\'s secret', async () => {
+    const path = await checkoutPath();
+    const token = path.split('/')[2]!;
+    await server.request('GET', path);
+    await server.request('GET', `${path}status`);
+    const portal = await portalLink();
+    await server.request('GET', portal);
+    const lines = logged.filter((l) => l.includes('"request"'));
+    expect(lines.some((l) => l.includes('/pay/[link]/status'))).toBe(true);
+    expect(lines.some((l) => l.includes('/portal/[link]/'))).toBe(true);
+    expect(logged.join('\n')).not.toContain(token);
+    expect(logged.join('\n')).not.toContain(portal.split('/')[2]!);
+  });
+
+  it('the hourly sweep forgets dead links a day after their end, keeping live ones (410 until then, 404 after)', async () => {
+    const start = clock.now();
+    const user = await server.createUser();
+    const dead = await checkoutPath({ plan_id: 'pro-monthly' }, user);
+    const withVa = await checkoutPath({ plan_id: 'basic-monthly' }, user);
+    const va = browser(withVa);
+    await va.get();
+    expect((await va.post({ payment_type: 'bank_transfer', bank: 'bca' })).status).toBe(303);
+    await va.get(); // the redirect after the charge shows the VA
+    const unclaimed = await portalLink(user);
+    const idle = await portalLink(user);
+    const idleBrowser = browser(idle);
+    await idleBrowser.get();
+    expect((await idleBrowser.post({})).status).toBe(303);
+    const ids = async () => (await dbOf(server).find(HostedSession, { user: user.id })).map((s) => s.kind);
+    expect(await ids()).toHaveLength(4);
+
+    minutes(61);
+    expect((await server.request('GET', dead)).status).toBe(410);
+    const sweep = (at: Date) => deleteExpiredHostedSessions({ em: dbOf(server) }, at);
+    await sweep(new Date(start.getTime() + 24 * 3_600_000 + 30 * 60_000));
+    expect(await ids()).toHaveLength(4 - 1); // the unclaimed portal (15 minutes) is a day past its end
+    clock.set(new Date(start.getTime() + 25 * 3_600_000 + 2 * 60_000));
+    await sweep(clock.now());
+    // The VA's checkout lives as long as its VA (24 hours): kept.
+    expect(await ids()).toEqual(['checkout']);
+    expect((await server.request('GET', dead)).status).toBe(404);
+    expect((await server.request('GET', unclaimed)).status).toBe(404);
+    expect((await server.request('GET', withVa)).status).toBe(410);
+  });
 });
+
+const PUBLIC = 'https://pay.example.id';
+const basic = (c: Credentials) => `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
+
+/** A POST whose Host header says what the test wants (fetch would not send a forged one). */
+function rawPost(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: any }> {
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (data += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(data) }));
+    });
+    req.on('error', reject);
+    req.end(text);
+  });
+}
 
 /**
  * A trial plan bought on the checkout page with a card, over plain HTTP (the browser tests drive

@@ -6,10 +6,13 @@ import { findWalletOwner } from '../../services/wallet/find-wallet-owner.js';
 import { requireUser, type OperationHandlers, type OperationRequest } from '../operations.js';
 import type { Context } from 'koa';
 
-/** The origin hosted links are made on: PUBLIC_URL, else the one this request reached. */
-export function hostedOrigin(config: Config, ctx: Context): string {
-  // Built from protocol and host: Koa's ctx.origin is not what this request carries here.
-  return config.hosted.publicUrl ?? `${ctx.protocol}://${ctx.host}`;
+/**
+ * The origin hosted links are made on: PUBLIC_URL (the server fills it in with its own listening
+ * address when it is not set, outside production). The request is never consulted: its Host
+ * header is whatever the caller wrote, and a link on it could send a customer anywhere.
+ */
+export function hostedOrigin(config: Config, _request?: Context): string {
+  return config.hosted.publicUrl ?? `http://${config.host}:${config.port}`;
 }
 
 /**

@@ -6,14 +6,22 @@ import { id, type Messages } from './messages/id.js';
 export type Language = 'id' | 'en';
 const CATALOGUES: Record<Language, Messages> = { id, en };
 
-/**
- * Bahasa Indonesia unless `?lang=en` is given or Accept-Language ranks English above
- * Indonesian (a browser that names only English, or puts it first). `?lang=id` wins over the
- * header too, so the switch on the page works both ways.
- */
-export function pickLanguage(ctx: Context): Language {
+/** The language a request asks for by `?lang=`, if it asks. */
+export function askedLanguage(ctx: Context): Language | null {
   const asked = ctx.query.lang;
-  if (asked === 'en' || asked === 'id') return asked;
+  return asked === 'en' || asked === 'id' ? asked : null;
+}
+
+/**
+ * The page's language: `?lang=` when given, else the one chosen earlier on the same link
+ * (`stored`, kept across reloads and redirects), else Accept-Language when it ranks English
+ * above Indonesian (a browser that names only English, or puts it first), else Bahasa
+ * Indonesia.
+ */
+export function pickLanguage(ctx: Context, stored: string | null = null): Language {
+  const asked = askedLanguage(ctx);
+  if (asked) return asked;
+  if (stored === 'en' || stored === 'id') return stored;
   let best: { lang: Language; q: number } | null = null;
   for (const part of (ctx.get('accept-language') || '').split(',')) {
     const [tag = '', ...params] = part.trim().toLowerCase().split(';');
@@ -35,7 +43,10 @@ export function translator(lang: Language): Translate {
 }
 
 export interface PageFormat {
-  /** Amounts as Indonesians write them in either language: "Rp 150.000". */
+  /**
+   * Amounts as Indonesians write them in either language: "Rp 150.000", with a no-break space
+   * (U+00A0) so that "Rp" and its number never wrap apart on a narrow phone.
+   */
   money(amount: string, currency: string): string;
   /** An instant with its time of day, in BILLING_TIMEZONE and the page's language. */
   dateTime(at: Date): string;
@@ -47,5 +58,5 @@ export function pageFormat(lang: Language, timeZone: string): PageFormat {
   // rupiah and compares with what their bank shows; only words and dates change.
   const amounts: DocumentFormat = documentFormat({ locale: 'id-ID', timeZone });
   const dates: DocumentFormat = documentFormat({ locale: lang === 'en' ? 'en-GB' : 'id-ID', timeZone });
-  return { money: (a, c) => amounts.money(a, c), dateTime: (at) => dates.dateTime(at), date: (at) => dates.date(at) };
+  return { money: (a, c) => amounts.money(a, c).replace(/ /g, '\u00a0'), dateTime: (at) => dates.dateTime(at), date: (at) => dates.date(at) };
 }

@@ -5,7 +5,8 @@ import type { ServiceContext } from '../../services/context.js';
 import type { RenderPdf } from '../../services/documents/document-renderer.js';
 import { classifyFailure } from '../../services/common/classify-failure.js';
 import { readRawBytes } from '../body.js';
-import { pickLanguage, pageFormat, translator, type Language, type PageFormat, type Translate } from './language.js';
+import { claimPortalLink, rememberLanguage } from '../../services/hosted/hosted-sessions.js';
+import { askedLanguage, pickLanguage, pageFormat, translator, type Language, type PageFormat, type Translate } from './language.js';
 import { csrfMatches, csrfToken, pageFor, pagePath } from './page-access.js';
 import { sendPage, type PageFrame } from './render.js';
 
@@ -35,6 +36,8 @@ export interface PageRequest {
   format: PageFormat;
   /** The page's own path, `/pay/TOKEN/` or `/portal/TOKEN/`. */
   path: string;
+  /** This browser's secret for the page (its cookie); `csrf` is derived from it. */
+  browser: string;
   csrf: string;
   frame(title: string): PageFrame;
   send(template: string, data: Record<string, unknown>, status?: number): void;
@@ -56,43 +59,98 @@ function frameFor(ctx: Context, deps: PageDeps, lang: Language, t: Translate, ti
   return { lang, t, company: deps.config.documents.companyName, title, switchUrl: `${ctx.path}?lang=${other}` };
 }
 
-/** A page that says the link is unknown (404) or no longer opens (410), in the visitor's language. */
-export function sendRefusal(ctx: Context, deps: PageDeps, refusal: 'unknown' | 'gone'): void {
-  const lang = pickLanguage(ctx);
+/**
+ * A page that says the link is unknown (404) or no longer opens (410). A known link's page is
+ * in the language chosen on it and leads back to the shop: a checkout's cancel_url, a portal's
+ * return_url.
+ */
+export function sendRefusal(ctx: Context, deps: PageDeps, refusal: 'unknown' | 'gone', session: HostedSession | null = null): void {
+  const lang = pickLanguage(ctx, session?.language ?? null);
   const t = translator(lang);
   const title = refusal === 'gone' ? t('gone.title') : t('unknown.title');
-  sendPage(ctx, 'message', { ...frameFor(ctx, deps, lang, t, title), switchUrl: null, message: refusal === 'gone' ? t('gone.body') : t('unknown.body') }, refusal === 'gone' ? 410 : 404);
+  const backUrl = refusal === 'gone' && session ? (session.kind === 'checkout' ? session.cancelUrl : session.returnUrl) : null;
+  sendPage(
+    ctx,
+    'message',
+    { ...frameFor(ctx, deps, lang, t, title), switchUrl: null, message: refusal === 'gone' ? t('gone.body') : t('unknown.body'), backUrl, backLabel: t('gone.back') },
+    refusal === 'gone' ? 410 : 404,
+  );
 }
 
-/**
- * Opens the page named by the path's token for this browser, or answers the refusal itself
- * (null). The page's language stays as chosen: `?lang=` on any of its URLs, else the browser's.
- */
-export async function openPage(ctx: Context, deps: PageDeps, kind: HostedSessionKind, token: string): Promise<PageRequest | null> {
-  const services = deps.services();
-  const opened = await pageFor(ctx, services, kind, token, deps.config.secureCookies);
-  if ('refusal' in opened) {
-    sendRefusal(ctx, deps, opened.refusal);
-    return null;
-  }
-  const lang = pickLanguage(ctx);
+function pageRequest(ctx: Context, deps: PageDeps, services: ServiceContext, session: HostedSession, token: string, browser: string): PageRequest {
+  const lang = pickLanguage(ctx, session.language);
   const t = translator(lang);
-  const session = opened.session;
-  const path = pagePath(kind, token);
   const page: PageRequest = {
     ctx, deps, services, session, token, lang, t,
     format: pageFormat(lang, deps.config.documents.timeZone),
-    path,
-    csrf: csrfToken(deps.csrfKey, session),
+    path: pagePath(session.kind, token),
+    browser,
+    csrf: csrfToken(deps.csrfKey, session, browser),
     frame: (title) => frameFor(ctx, deps, lang, t, title),
     send: (template, data, status = 200) => sendPage(ctx, template, { ...page.frame(String(data.title ?? '')), ...data }, status, deps.gatewayOrigin),
   };
   return page;
 }
 
+/** A portal link nobody has claimed: a page whose one button (a POST) claims it for this browser. */
+function sendLanding(page: PageRequest, error: string | null = null, status = 200): void {
+  page.send(
+    'portal-landing',
+    { title: page.t('landing.title'), csrf: page.csrf, formAction: withLang(page, page.path), returnUrl: page.session.returnUrl, error },
+    status,
+  );
+}
+
+/**
+ * Opens the page named by the path's token for this request, or answers the refusal itself
+ * (null): a 404 or 410 page, or for a portal nobody has claimed its landing page (any other
+ * request is sent there). The page's language is `?lang=` (then kept on the link for its
+ * reloads and redirects), else the one chosen earlier, else the browser's.
+ */
+export async function openPage(ctx: Context, deps: PageDeps, kind: HostedSessionKind, token: string): Promise<PageRequest | null> {
+  const services = deps.services();
+  const access = await pageFor(ctx, services, kind, token, deps.config.secureCookies);
+  if (access.state === 'refused') {
+    sendRefusal(ctx, deps, access.refusal, access.session);
+    return null;
+  }
+  const asked = askedLanguage(ctx);
+  if (asked) await rememberLanguage(services, access.session, asked);
+  const page = pageRequest(ctx, deps, services, access.session, token, access.browser);
+  if (access.state === 'landing') {
+    if ((ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.path === page.path) sendLanding(page);
+    else {
+      ctx.status = 303;
+      ctx.redirect(withLang(page, page.path));
+    }
+    return null;
+  }
+  return page;
+}
+
+/**
+ * The portal landing page's button (POST to the page's own path): with its CSRF token, this
+ * browser claims the link, then goes on to the portal (303). Another browser that claimed it
+ * first leaves this one a 410 that leads back to the shop. A claim sent again by the browser
+ * that holds the portal (its first answer was lost) just goes on to the portal.
+ */
+export async function claimPortalPage(ctx: Context, deps: PageDeps, token: string): Promise<void> {
+  const services = deps.services();
+  const access = await pageFor(ctx, services, 'portal', token, deps.config.secureCookies);
+  if (access.state === 'refused') return sendRefusal(ctx, deps, access.refusal, access.session);
+  const page = pageRequest(ctx, deps, services, access.session, token, access.browser);
+  if (access.state === 'landing') {
+    const form = await readForm(ctx);
+    if (!formIsGenuine(page, form)) return sendLanding(page, page.t('error.csrf_failed'), 403);
+    if (!(await claimPortalLink(services, page.session, page.browser))) return sendRefusal(ctx, deps, 'gone', page.session);
+  }
+  ctx.status = 303;
+  ctx.redirect(withLang(page, page.path));
+}
+
 /** A form's CSRF token, checked before anything it asks is done. */
 export function formIsGenuine(page: PageRequest, form: Record<string, string>): boolean {
-  return csrfMatches(page.deps.csrfKey, page.session, form.csrf_token);
+  return csrfMatches(page.deps.csrfKey, page.session, page.browser, form.csrf_token);
 }
 
 /** A refused action, said in the page's language: the code's message, with the rule's detail where it helps. */

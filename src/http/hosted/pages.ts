@@ -4,7 +4,7 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { PROJECT_ROOT } from '../../project-root.js';
 import { checkoutStatus, chooseCheckout, showCheckout } from './checkout-page.js';
-import { sendRefusal, type PageDeps } from './page-kit.js';
+import { claimPortalPage, sendRefusal, type PageDeps } from './page-kit.js';
 import { portalAction, portalDocument, showPortal } from './portal-page.js';
 
 const ASSETS: Record<string, string> = {
@@ -18,7 +18,8 @@ const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
 /**
  * The hosted checkout (`/pay/TOKEN/`) and customer portal (`/portal/TOKEN/`), and their
- * stylesheet and scripts (`/hosted-assets/`), at the server's root (DECISIONS §13).
+ * stylesheet and scripts (`/hosted-assets/`), at the server's root. GET also answers HEAD,
+ * and neither ever claims a link: a portal is claimed by its landing page's POST.
  */
 export function hostedPages(deps: PageDeps): Middleware {
   const router = new Router();
@@ -37,6 +38,7 @@ export function hostedPages(deps: PageDeps): Middleware {
   router.post('/pay/:token/', page(chooseCheckout));
   router.get('/pay/:token/status', page(checkoutStatus));
   router.get('/portal/:token/', page(showPortal));
+  router.post('/portal/:token/', page(claimPortalPage));
   router.post('/portal/:token/:action', page((ctx, d, token) => portalAction(ctx, d, token, String(ctx.params.action))));
   router.get('/portal/:token/:kind/:id/pdf', page((ctx, d, token) => {
     const kind = ctx.params.kind;

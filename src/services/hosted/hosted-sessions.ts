@@ -7,16 +7,25 @@ import type { DataContext } from '../context.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
 import { checkTopupAmount } from '../topups/create-topup.js';
 
-/** How long a link opens (DECISIONS §13). */
-export const LINK_MINUTES = 15;
-/** How long the browser that opened a link keeps its page: long enough to pay a virtual account from a phone. */
-export const PAGE_MINUTES = 60;
+/** A portal link must be claimed (its landing page's button) within this many minutes of being made. */
+export const PORTAL_CLAIM_MINUTES = 15;
+/** A claimed portal lives this long after its last use in the browser that claimed it. */
+export const PORTAL_IDLE_MINUTES = 60;
+/** A portal's last use is written at most this often (ms): not a write per request. */
+const LAST_USE_EVERY_MS = 60_000;
+/**
+ * How long a link is kept after its end: a paid checkout still shows that it is paid on a
+ * reload, and any link past its end answers 410 with its way back (cancel_url, return_url)
+ * rather than 404. The hourly sweep deletes it after that.
+ */
+export const KEEP_AFTER_END_HOURS = 24;
+const KEEP_AFTER_END_MS = KEEP_AFTER_END_HOURS * 3_600_000;
 
 /** Where each kind of page lives, at the server's root. */
 export const HOSTED_ROOTS: Record<HostedSessionKind, string> = { checkout: '/pay', portal: '/portal' };
 
 /** A secret for a link or a browser: 32 random bytes, base64url. */
-const newSecret = (): string => randomBytes(32).toString('base64url');
+export const newSecret = (): string => randomBytes(32).toString('base64url');
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 export interface MadeLink {
@@ -26,7 +35,7 @@ export interface MadeLink {
 
 /**
  * A return URL must be absolute http(s) on an allowed origin: HOSTED_RETURN_ORIGINS, or the
- * server's own when none is set. Anything else could send a customer to a lookalike shop.
+ * server's own (PUBLIC_URL's) when none is set. Anything else could send a customer to a lookalike shop.
  */
 function checkReturnUrl(ctx: DataContext, ownOrigin: string, raw: string, field: string, errors: FieldError[], ownPage = false): string {
   let url: URL;
@@ -47,11 +56,13 @@ function checkReturnUrl(ctx: DataContext, ownOrigin: string, raw: string, field:
 function makeLink(ctx: DataContext, session: Omit<Partial<HostedSession>, 'user'> & { kind: HostedSessionKind; user: User }, origin: string): MadeLink {
   const token = newSecret();
   const now = ctx.clock.now();
+  // A checkout opens until its TTL; a portal must be claimed before its expiry, then lives from its last use.
+  const minutes = session.kind === 'checkout' ? ctx.config.hosted.checkoutTtlMinutes : PORTAL_CLAIM_MINUTES;
   const made = ctx.em.create(HostedSession, {
     ...session,
     user: session.user,
     tokenHash: sha256(token),
-    expiresAt: new Date(now.getTime() + LINK_MINUTES * 60_000),
+    expiresAt: new Date(now.getTime() + minutes * 60_000),
     createdAt: now,
   });
   return { session: made, url: `${origin}${HOSTED_ROOTS[session.kind]}/${token}/` };
@@ -67,7 +78,7 @@ export interface CheckoutInput {
 
 /**
  * A checkout link for `user`: a plan to buy or an amount to top up by. `origin` is the one the
- * link is made on (PUBLIC_URL, else the request's). Nothing is charged here: the customer's
+ * link is made on (PUBLIC_URL, else the server's own address; never a request's Host). Nothing is charged here: the customer's
  * choice on the page runs the same use cases as the API.
  */
 export async function createCheckoutSession(ctx: DataContext, user: User, input: CheckoutInput, origin: string, opts: { ownPage?: boolean } = {}): Promise<MadeLink> {
@@ -95,46 +106,108 @@ export async function createPortalSession(ctx: DataContext, user: User, returnUr
   return link;
 }
 
-/** Why a page is refused: the link never existed, or it was opened elsewhere or has run out (410). */
+/** Why a page is refused: the link never existed (404), or it has run out or is another browser's (410). */
 export type Refusal = 'unknown' | 'gone';
-
-export type OpenedPage =
-  | { ok: true; session: HostedSession; /** set when this request opened the link: the cookie to give the browser */ browserSecret: string | null }
-  | { ok: false; refusal: Refusal };
 
 function sameSecret(secret: string, hash: string | null): boolean {
   if (!hash) return false;
   return timingSafeEqual(Buffer.from(sha256(secret), 'hex'), Buffer.from(hash, 'hex'));
 }
 
-/**
- * The page a request may see. The browser that holds the page's cookie keeps it for
- * PAGE_MINUTES after opening; a request without that cookie opens the link if it was never
- * opened and has not expired (one conditional UPDATE, so that of forty requests at once only one
- * opens it), and is refused with `gone` otherwise.
- */
-export async function openHostedPage(ctx: DataContext, kind: HostedSessionKind, token: string, browserSecret: string | null): Promise<OpenedPage> {
-  const session = await ctx.em.findOne(HostedSession, { tokenHash: sha256(token), kind }, { populate: ['user', 'plan'] });
-  if (!session) return { ok: false, refusal: 'unknown' };
-  const now = ctx.clock.now();
-  if (browserSecret !== null && session.openedAt && sameSecret(browserSecret, session.browserSecretHash)) {
-    const pageEnds = session.openedAt.getTime() + PAGE_MINUTES * 60_000;
-    return now.getTime() < pageEnds && !session.user.disabledAt ? { ok: true, session, browserSecret: null } : { ok: false, refusal: 'gone' };
-  }
-  if (session.openedAt || now >= session.expiresAt || session.user.disabledAt) return { ok: false, refusal: 'gone' };
-  const secret = newSecret();
-  const opened = await ctx.em.nativeUpdate(HostedSession, { id: session.id, openedAt: null }, { openedAt: now, browserSecretHash: sha256(secret) });
-  if (opened !== 1) return { ok: false, refusal: 'gone' };
-  session.openedAt = now;
-  session.browserSecretHash = sha256(secret);
-  return { ok: true, session, browserSecret: secret };
+/** The link named by a path's secret, with what its pages show; null when there is none. */
+export async function findHostedSession(ctx: Pick<DataContext, 'em'>, kind: HostedSessionKind, token: string): Promise<HostedSession | null> {
+  return ctx.em.findOne(HostedSession, { tokenHash: sha256(token), kind }, { populate: ['user', 'plan'], refresh: true });
+}
+
+/** What a checkout's page shows, as far as the link's life depends on it. */
+export interface CheckoutShown {
+  /** Paid, or the trial started: the page says so and leads to success_url. */
+  completed: boolean;
+  /** When the payment the page shows (a VA, a QRIS code) expires, while it waits. */
+  paymentExpiresAt: Date | null;
 }
 
 /**
- * Forgets links that can no longer open a page: unopened past their expiry, or opened before
- * it and past the page's own PAGE_MINUTES since. Run by the server's hourly sweep, so that
- * links asked for and never used cannot fill the table.
+ * Until when a checkout link opens: its own expiry, or the expiry of the payment it shows
+ * when that is later (a VA paid at the ATM after the link's TTL). A completed checkout keeps
+ * showing that it is paid, and where to go next, for KEEP_AFTER_END_HOURS after that.
+ */
+export function checkoutLinkEnd(session: Pick<HostedSession, 'expiresAt'>, shown: CheckoutShown): Date {
+  const payment = shown.paymentExpiresAt?.getTime() ?? 0;
+  const end = Math.max(session.expiresAt.getTime(), payment);
+  return new Date(shown.completed ? end + KEEP_AFTER_END_MS : end);
+}
+
+/**
+ * Keeps a checkout link open as long as the payment it now shows: call it once a charge made
+ * from the page has an expiry (a VA's, a QRIS code's). Never shortens the link; safe to repeat.
+ */
+export async function extendCheckoutLink(ctx: Pick<DataContext, 'em'>, session: HostedSession, paymentExpiresAt: Date | null): Promise<void> {
+  if (!paymentExpiresAt || paymentExpiresAt.getTime() <= session.expiresAt.getTime()) return;
+  await ctx.em.nativeUpdate(HostedSession, { id: session.id, expiresAt: { $lt: paymentExpiresAt } }, { expiresAt: paymentExpiresAt });
+  session.expiresAt = paymentExpiresAt;
+}
+
+/**
+ * Where a portal link stands for a browser (by the secret of its page cookie, if any):
+ * `landing` while nobody has claimed it and it is young enough, `open` for the browser that
+ * claimed it while it is in use, `gone` otherwise. Reading it never claims anything: link
+ * previews, mail scanners, HEAD requests and lost answers leave the link as it was.
+ */
+export function portalAccess(session: HostedSession, browserSecret: string | null, now: Date): 'landing' | 'open' | 'gone' {
+  if (session.user.disabledAt) return 'gone';
+  if (!session.openedAt) return now < session.expiresAt ? 'landing' : 'gone';
+  if (browserSecret === null || !sameSecret(browserSecret, session.browserSecretHash)) return 'gone';
+  return now < session.expiresAt ? 'open' : 'gone';
+}
+
+/**
+ * The landing page's button: binds an unclaimed portal link to this browser. One conditional
+ * UPDATE (unclaimed and not expired), so that of forty claims at once exactly one wins. The
+ * browser that claimed it may send its claim again (its answer was lost): that is not a second
+ * claim. True when this browser holds the portal now.
+ */
+export async function claimPortalLink(ctx: Pick<DataContext, 'em' | 'clock'>, session: HostedSession, browserSecret: string): Promise<boolean> {
+  const now = ctx.clock.now();
+  const state = portalAccess(session, browserSecret, now);
+  if (state === 'open') return true;
+  if (state !== 'landing') return false;
+  const expiresAt = new Date(now.getTime() + PORTAL_IDLE_MINUTES * 60_000);
+  const claimed = await ctx.em.nativeUpdate(
+    HostedSession,
+    { id: session.id, openedAt: null, expiresAt: { $gt: now } },
+    { openedAt: now, lastUsedAt: now, browserSecretHash: sha256(browserSecret), expiresAt },
+  );
+  if (claimed !== 1) return false;
+  Object.assign(session, { openedAt: now, lastUsedAt: now, browserSecretHash: sha256(browserSecret), expiresAt });
+  return true;
+}
+
+/**
+ * A use of a claimed portal: it lives PORTAL_IDLE_MINUTES from now. Written at most once a
+ * minute, so a page's requests do not each write a row.
+ */
+export async function touchPortalLink(ctx: Pick<DataContext, 'em' | 'clock'>, session: HostedSession): Promise<void> {
+  const now = ctx.clock.now();
+  if (session.lastUsedAt && now.getTime() - session.lastUsedAt.getTime() < LAST_USE_EVERY_MS) return;
+  const expiresAt = new Date(now.getTime() + PORTAL_IDLE_MINUTES * 60_000);
+  await ctx.em.nativeUpdate(HostedSession, { id: session.id }, { lastUsedAt: now, expiresAt });
+  Object.assign(session, { lastUsedAt: now, expiresAt });
+}
+
+/** Keeps the page's language (`?lang=`) for its later reloads and redirects. */
+export async function rememberLanguage(ctx: Pick<DataContext, 'em'>, session: HostedSession, language: 'id' | 'en'): Promise<void> {
+  if (session.language === language) return;
+  await ctx.em.nativeUpdate(HostedSession, { id: session.id }, { language });
+  session.language = language;
+}
+
+/**
+ * Forgets dead links, KEEP_AFTER_END_HOURS after their end: checkouts past their expiry (a
+ * payment shown on the page extends it, see extendCheckoutLink), portals unclaimed past
+ * PORTAL_CLAIM_MINUTES or unused for PORTAL_IDLE_MINUTES (both kept in `expiresAt`). Run by
+ * the server's hourly sweep, so that links asked for and never used cannot fill the table.
  */
 export async function deleteExpiredHostedSessions(ctx: Pick<DataContext, 'em'>, now: Date): Promise<number> {
-  return ctx.em.nativeDelete(HostedSession, { expiresAt: { $lt: new Date(now.getTime() - PAGE_MINUTES * 60_000) } });
+  return ctx.em.nativeDelete(HostedSession, { expiresAt: { $lt: new Date(now.getTime() - KEEP_AFTER_END_MS) } });
 }

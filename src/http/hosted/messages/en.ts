@@ -11,6 +11,13 @@ export const en: Messages = {
   'unknown.title': 'Page not found',
   'unknown.body': 'There is no page at this address. Check the link or ask the shop for a new one.',
 
+  // Hosted links: the portal's landing page, and the way back from a link that no longer opens.
+  'gone.back': 'Back to the shop',
+  'landing.title': 'Customer portal',
+  'landing.heading': 'Open your subscription account',
+  'landing.body': 'Here you can see your subscription, bills and wallet balance. This link opens in one browser only: press the button below on the device you will use.',
+  'landing.open': 'Open the customer portal',
+
   'checkout.title': 'Checkout',
   'checkout.plan': 'Plan',
   'checkout.every.day': 'every {n} days',

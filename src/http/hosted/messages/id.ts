@@ -13,6 +13,13 @@ export const id = {
   'unknown.title': 'Halaman tidak ditemukan',
   'unknown.body': 'Tidak ada halaman di alamat ini. Periksa tautannya atau minta tautan baru ke toko.',
 
+  // Hosted links: the portal's landing page, and the way back from a link that no longer opens.
+  'gone.back': 'Kembali ke toko',
+  'landing.title': 'Portal pelanggan',
+  'landing.heading': 'Buka akun langganan Anda',
+  'landing.body': 'Di sini Anda bisa melihat langganan, tagihan, dan saldo dompet Anda. Tautan ini terbuka di satu browser saja: tekan tombol di bawah di perangkat yang akan Anda pakai.',
+  'landing.open': 'Buka portal pelanggan',
+
   'checkout.title': 'Pembayaran',
   'checkout.plan': 'Paket',
   'checkout.every.day': 'per {n} hari',
