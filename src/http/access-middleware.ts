@@ -25,7 +25,7 @@ export interface SubscriptionAccessOptions {
   ignoreCase?: boolean;
 }
 
-/** Specification rule 6: JSON content type, an /api/ path, or an Accept header starting with application/json. */
+/** An API request: JSON content type, an /api/ path, or an Accept header starting with application/json. */
 export function isApiRequest(ctx: Context): boolean {
   const contentType = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
   return contentType === 'application/json' || canonicalPath(ctx.path).startsWith('/api/') || ctx.get('accept').toLowerCase().startsWith('application/json');
@@ -33,7 +33,7 @@ export function isApiRequest(ctx: Context): boolean {
 
 /**
  * SubscriptionAccessMiddleware: restricts path prefixes to staff and to users with an active
- * or trialing subscription. API requests are denied with the specification's 403 JSON body;
+ * or trialing subscription. API requests are denied with a 403 JSON body `{error, code}`;
  * other requests are redirected to SUBSCRIPTION_REQUIRED_REDIRECT.
  */
 export function subscriptionAccessMiddleware(options: SubscriptionAccessOptions): Middleware {

@@ -9,7 +9,7 @@ import { activeSubscription, simulate, subscribe, type TestUser } from '../helpe
 const AUTH_REQUIRED = { error: 'Authentication required.', code: 'subscription_required' };
 const SUBSCRIPTION_REQUIRED = { error: 'Active subscription required.', code: 'subscription_required' };
 
-/** The specification's example: PROTECTED_PATHS = [/api/v2/, /app/dashboard/], redirect /subscribe/. */
+/** An example setting: PROTECTED_PATHS = [/api/v2/, /app/dashboard/], redirect /subscribe/. */
 describe.each(DATABASES)('SubscriptionAccessMiddleware in the service on %s', (kind) => {
   let server: TestServer;
   let noSubscription: TestUser;

@@ -4,7 +4,7 @@ import { StateMachine } from './state-machine.js';
 /** Statuses in which a user "has" a subscription: at most one of these per user. */
 export const LIVE_SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['pending', 'trialing', 'active', 'paused', 'past_due'];
 
-/** Statuses that grant access (specification: active or trialing). */
+/** Statuses that grant access: active or trialing. */
 export const ACCESS_GRANTING_STATUSES: readonly SubscriptionStatus[] = ['active', 'trialing'];
 
 export type SubscriptionEvent = 'activate' | 'start_trial' | 'mark_past_due' | 'pause' | 'resume' | 'cancel' | 'expire';
@@ -12,7 +12,7 @@ export type SubscriptionEvent = 'activate' | 'start_trial' | 'mark_past_due' | '
 export const subscriptionStates = new StateMachine<SubscriptionStatus, SubscriptionEvent, Subscription>(
   'subscription',
   {
-    // Specification: a settlement activates from any state. A settlement for a canceled or
+    // A settlement activates from any state. A settlement for a canceled or
     // expired subscription is credited to the wallet instead (credit-unusable-settlement.ts).
     activate: { from: ['pending', 'trialing', 'active', 'past_due', 'paused', 'canceled', 'expired'], to: 'active' },
     // A trial subscribed with a card starts once the card is saved (after 3-D Secure).

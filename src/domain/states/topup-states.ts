@@ -4,8 +4,8 @@ import { StateMachine } from './state-machine.js';
 export type TopupEvent = 'succeed' | 'fail' | 'expire' | 'reverse' | 'charge_back';
 
 /**
- * The specification's top-up table, plus one move it does not show: a settlement that arrives
- * after a failure or expiry still succeeds, because the money did arrive and must reach the wallet.
+ * A top-up's statuses, with one move worth saying: a settlement that arrives after a failure or
+ * expiry still succeeds, because the money did arrive and must reach the wallet.
  */
 export const topupStates = new StateMachine<TopupStatus, TopupEvent, Topup>('top-up', {
   succeed: { from: ['pending', 'failed', 'expired'], to: 'success', stamp: (t, at) => (t.paidAt ??= at) },

@@ -16,7 +16,7 @@ import { dedupKey, eventFromPayload, UnknownOrderError, type GatewayEvent } from
 
 /*
  * The one pipeline behind the webhook, `webhooks replay`, `payments sync` and the
- * subscriptions' sync/charge answers (the specification's processing order):
+ * subscriptions' sync/charge answers, in this order:
  *
  *   1. record: the raw payload (its SHA-256 too), the sender IP and its source;
  *   2. judge: readable and (for payloads the gateway pushed) correctly signed, else `invalid`,

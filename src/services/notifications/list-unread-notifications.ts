@@ -2,7 +2,7 @@ import { Notification } from '../../db/entities/notification.js';
 import type { User } from '../../db/entities/user.js';
 import type { DataContext } from '../context.js';
 
-/** The specification's limit on `GET /notifications/unread/`. */
+/** At most this many results on `GET /notifications/unread/`. */
 export const UNREAD_LIMIT = 50;
 
 /**
