@@ -76,7 +76,8 @@ describe('the project stands alone', () => {
     expect(hits, `say the rule in place, or point to docs/, instead of:\n${hits.join('\n')}`).toEqual([]);
   });
 
-  it("every pointer of the form (docs/NAME.md, 'Heading') names a file and a heading that exist", () => {
+  it('every pointer to a section of docs/ names a file and a heading that exist', () => {
+    // The form is a doc's path, a comma and the heading's first words in single quotes.
     // A pointer may wrap onto the next comment line: `\n * `, `\n // ` or `\n # ` reads as a space.
     const wrap = String.raw`\s*(?:\n\s*(?:\*|\/\/|#)?\s*)?`;
     const pointer = new RegExp(String.raw`(docs\/[\w-]+\.md),` + wrap + String.raw`'([^'\n]+(?:\n[^'\n]*)?)'`, 'g');
