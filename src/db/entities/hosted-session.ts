@@ -9,10 +9,11 @@ import { User } from './user.js';
 export type HostedSessionKind = 'checkout' | 'portal';
 
 /**
- * A link to a hosted page (DECISIONS §13), made by the client's backend for one user. Only the
- * SHA-256 of the link's secret is kept. The first browser to open it stamps `openedAt` and gets
- * a cookie whose secret is kept hashed in `browserSecretHash`: from then on the page answers
- * that browser alone, and any other opening of the link answers 410.
+ * A link to a hosted page (docs/hosted.md), made by the client's backend for one user. Only the
+ * SHA-256 of the link's secret is kept. A checkout link opens in any browser until it completes
+ * or expires. A portal link is claimed by the first browser that confirms on its landing page:
+ * that stamps `openedAt` and gives the browser a cookie whose secret is kept hashed in
+ * `browserSecretHash`; from then on the portal answers that browser alone.
  */
 export class HostedSession {
   id!: string;
