@@ -156,19 +156,4 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted customer portal in Ch
       await context.close();
     }
   });
-
-  it('refuses a portal link opened a second time', async () => {
-    const { user } = await subscriber();
-    const url = await portalLink(user);
-    const first = await browse('id');
-    const second = await browse('id');
-    try {
-      expect((await first.page.goto(url))?.status()).toBe(200);
-      expect((await second.page.goto(url))?.status()).toBe(410);
-      expect(await second.page.locator('h1').textContent()).toBe('Tautan tidak berlaku');
-    } finally {
-      await first.context.close();
-      await second.context.close();
-    }
-  });
 });
