@@ -13,6 +13,7 @@ import { registerSimulateCommands } from './commands/simulate.js';
 import { registerSubscriptionCommands } from './commands/subscriptions.js';
 import { registerTaxCommands } from './commands/tax.js';
 import { registerUserCommands } from './commands/users.js';
+import { registerCustomerCommands } from './commands/customers.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
 import { registerWalletCommands } from './commands/wallet.js';
 import { exitCodeFor } from './runtime.js';
@@ -25,6 +26,7 @@ const program = new Command('billing-admin')
 
 registerDbCommands(program);
 registerUserCommands(program);
+registerCustomerCommands(program);
 registerPlanCommands(program);
 registerSimulateCommands(program);
 registerBillingCommands(program);

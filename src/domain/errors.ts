@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'not_found'
   | 'invalid_state'
   | 'subscription_exists'
+  | 'customer_exists'
   | 'insufficient_funds'
   | 'nothing_due'
   | 'idempotency_key_reused'

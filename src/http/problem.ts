@@ -15,6 +15,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   method_not_allowed: [405, 'Method not allowed'],
   invalid_state: [409, 'Invalid state'],
   subscription_exists: [409, 'Subscription exists'],
+  customer_exists: [409, 'Customer exists'],
   insufficient_funds: [409, 'Insufficient funds'],
   nothing_due: [409, 'Nothing due'],
   conflict: [409, 'Conflict'],

@@ -1342,6 +1342,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/customers/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List customers
+         * @description Staff only: customers (users who are not staff), newest first, filtered by the query's
+         *     parameters (all must hold).
+         */
+        get: operations["adminListCustomers"];
+        put?: never;
+        /**
+         * Create a customer
+         * @description Staff only, write scope: what an integrator's backend calls when one of its users signs
+         *     up. `external_id` is the integrator's own id for the user; `username` defaults to it, and
+         *     one of the two is required. A customer made without `password` cannot log in here: the
+         *     backend acts for them and sends them to the hosted pages. A second customer with the same
+         *     `external_id` or `username` answers `409` `customer_exists`, naming the existing id; send
+         *     `Idempotency-Key` to retry a create safely. The audit trail records who made it.
+         */
+        post: operations["adminCreateCustomer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/customers/{customer}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up a customer
+         * @description Staff only. The customer named by id, username or `ext:<external_id>`.
+         */
+        get: operations["adminGetCustomer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a customer's details
+         * @description Staff only, write scope. Only the fields given change (`null` clears a nullable one); the
+         *     audit trail records each change with its value before and after, and a request that
+         *     changes nothing records nothing. An `external_id` another customer has answers `409`
+         *     `customer_exists`.
+         */
+        patch: operations["adminUpdateCustomer"];
+        trace?: never;
+    };
     "/admin/wallets/{user}/": {
         parameters: {
             query?: never;
@@ -1702,7 +1759,7 @@ export interface components {
              * @example validation_error
              * @enum {string}
              */
-            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "card_declined" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
+            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "customer_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "card_declined" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
             /** @description For `validation_error`, one entry per invalid field. */
             errors?: components["schemas"]["FieldError"][];
         };
@@ -1764,6 +1821,95 @@ export interface components {
             is_staff: boolean;
             /** Format: date-time */
             created_at: string;
+        };
+        /**
+         * @example {
+         *       "id": "6a1f2c3d-4b5e-4f60-8a71-92b3c4d5e6f7",
+         *       "username": "u_81723",
+         *       "external_id": "u_81723",
+         *       "email": "alice@example.com",
+         *       "first_name": "Alice",
+         *       "last_name": "Wijaya",
+         *       "locale": "id",
+         *       "tax_profile": null,
+         *       "has_password": false,
+         *       "disabled_at": null,
+         *       "created_at": "2026-01-02T08:00:00Z"
+         *     }
+         */
+        Customer: {
+            /** Format: uuid */
+            id: string;
+            username: string;
+            /** @description The integrator's own id for this customer. */
+            external_id: string | null;
+            email: string | null;
+            first_name: string;
+            last_name: string;
+            /**
+             * @description The language the customer reads; the hosted pages open in it.
+             * @enum {string|null}
+             */
+            locale: "id" | "en" | null;
+            tax_profile: components["schemas"]["TaxProfile"] | components["schemas"]["NullValue"];
+            /** @description Whether the customer can log in here (by session or HTTP Basic). */
+            has_password: boolean;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * @example {
+         *       "external_id": "u_81723",
+         *       "email": "alice@example.com",
+         *       "first_name": "Alice",
+         *       "last_name": "Wijaya",
+         *       "locale": "id"
+         *     }
+         */
+        CreateCustomerRequest: {
+            /** @description The integrator's own id (visible ASCII, no spaces); unique. */
+            external_id?: string;
+            /** @description Defaults to `external_id`. */
+            username?: string;
+            /** Format: email */
+            email: string;
+            first_name?: string;
+            last_name?: string;
+            /** @description Only for a customer who will log in here; most integrators leave it out. */
+            password?: string;
+            /** @enum {string} */
+            locale?: "id" | "en";
+            tax_profile?: components["schemas"]["TaxProfileInput"];
+            /** @description Why, for the audit trail. */
+            reason?: string;
+        };
+        /**
+         * @example {
+         *       "email": "alice.wijaya@example.com",
+         *       "reason": "Customer asked by email"
+         *     }
+         */
+        UpdateCustomerRequest: {
+            external_id?: string | null;
+            /** Format: email */
+            email?: string | null;
+            first_name?: string;
+            last_name?: string;
+            /** @enum {string|null} */
+            locale?: "id" | "en" | null;
+            tax_profile?: components["schemas"]["TaxProfileInput"] | components["schemas"]["NullValue"];
+            /** @description Why, for the audit trail. */
+            reason?: string;
+        };
+        PaginatedCustomerList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["Customer"][];
         };
         /**
          * @example active
@@ -4006,6 +4152,27 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description `customer_exists`: another customer has this `external_id` or `username`; `detail` names
+         *     its id.
+         */
+        CustomerExists: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/customer-exists",
+                 *       "title": "Customer exists",
+                 *       "status": 409,
+                 *       "detail": "A customer with external_id \"u_81723\" exists already: 6a1f2c3d-4b5e-4f60-8a71-92b3c4d5e6f7.",
+                 *       "code": "customer_exists"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The request body exceeds the size limit (`payload_too_large`). */
         PayloadTooLarge: {
             headers: {
@@ -4283,6 +4450,8 @@ export interface components {
         AdminCreatedBefore: string;
         /** @description Also ask the gateway for its status of the payment. */
         AdminGatewayFlag: boolean;
+        /** @description The customer, by user id, username or `ext:` followed by the external id. */
+        AdminCustomer: string;
         /** @description The wallet's owner, by user id or username. */
         AdminWalletUser: string;
         /** @description Only events about this target id (a payment, subscription, wallet, user, key…). */
@@ -6814,6 +6983,162 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["AdminNotAuthenticated"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListCustomers: {
+        parameters: {
+            query?: {
+                /** @description Only the customer with this external id (exactly). */
+                external_id?: string;
+                /** @description Only customers with this email address (exactly). */
+                email?: string;
+                /** @description Part of the username, external id, email or name, in any case. */
+                q?: string;
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of customers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedCustomerList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminCreateCustomer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A client-chosen key, unique per intended operation. The same key from the same user
+                 *     with the same body within 24 hours replays the first response without doing anything
+                 *     again; the same key with another body answers `422` `idempotency_key_reused`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCustomerRequest"];
+            };
+        };
+        responses: {
+            /** @description The customer. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["CustomerExists"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The customer, by user id, username or `ext:` followed by the external id. */
+                customer: components["parameters"]["AdminCustomer"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The customer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminUpdateCustomer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The customer, by user id, username or `ext:` followed by the external id. */
+                customer: components["parameters"]["AdminCustomer"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateCustomerRequest"];
+            };
+        };
+        responses: {
+            /** @description The customer after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customer"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["CustomerExists"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];

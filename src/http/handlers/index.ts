@@ -4,6 +4,7 @@ import type { CatalogueCache } from '../../services/plans/catalogue-cache.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { adminActionHandlers } from './admin-actions.js';
+import { adminCustomerHandlers } from './admin-customers.js';
 import { adminReadHandlers } from './admin-reads.js';
 import { authHandlers } from './auth.js';
 import { creditNoteHandlers } from './credit-notes.js';
@@ -37,5 +38,6 @@ export function allHandlers(deps: { throttler: LoginThrottler; catalogue: Catalo
     ...documentHandlers(deps.documents),
     ...adminReadHandlers,
     ...adminActionHandlers,
+    ...adminCustomerHandlers,
   };
 }

@@ -13,8 +13,9 @@ export interface CreateUserInput {
   phone?: string | null;
 }
 
-const USERNAME = /^[A-Za-z0-9_.@+-]{1,150}$/;
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** Usernames: no ':' ever, so that `ext:<external_id>` never names a username. */
+export const USERNAME = /^[A-Za-z0-9_.@+-]{1,150}$/;
+export const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** Creates an account (operators do this with `billing-admin users create`). */
 export async function createUser(ctx: DataContext, input: CreateUserInput): Promise<User> {

@@ -67,7 +67,7 @@ export async function startFuzzTarget(databaseUrl: string, env: Record<string, s
     credentials: accounts.fuzz,
     staffCredentials: accounts.staffer,
     serverKey: TEST_SERVER_KEY,
-    pathValues: { id: [...ids.own, ...ids.other], slug: [...slugs, 'legacy', 'no-such-plan'], user: ['fuzz', 'other', accounts.fuzz.id, 'nobody-at-all'] },
+    pathValues: { id: [...ids.own, ...ids.other], slug: [...slugs, 'legacy', 'no-such-plan'], user: ['fuzz', 'other', accounts.fuzz.id, 'nobody-at-all'], customer: ['fuzz', 'other', accounts.fuzz.id, 'ext:nobody-at-all', 'nobody-at-all'] },
     bodyHints: {
       plan_id: fc.constantFrom(...slugs, plans.body.results[0].id, 'legacy', 'usd-monthly'),
       subscription_id: fc.constantFrom(...subscriptions.own, ...subscriptions.other),
