@@ -968,13 +968,17 @@ export interface paths {
         put?: never;
         /**
          * Send a customer to a hosted checkout page
-         * @description Makes a single-use link to a page, hosted by this service, where the current user buys
-         *     a plan (`plan_id`) or tops up the wallet (`topup_amount`) with any payment type the
-         *     service takes. The link (`url`, absolute, under `/pay/`) is
-         *     valid for 15 minutes and opens once: the browser that opens it gets a cookie for that
-         *     page alone, and any later opening answers `410`. The page sends the customer to
-         *     `success_url` once the payment settles, or to `cancel_url` if they give up; both must
-         *     lie on an origin of `HOSTED_RETURN_ORIGINS` (default: this server's own), else `400`.
+         * @description Makes a link to a page, hosted by this service, where the current user buys a plan
+         *     (`plan_id`) or tops up the wallet (`topup_amount`) with any payment type the service
+         *     takes. The link (`url`, absolute, on `PUBLIC_URL`, under `/pay/`) opens any number of
+         *     times, from any browser or device (a link preview does not use it up), until the
+         *     checkout completes or `expires_at` passes (`HOSTED_CHECKOUT_TTL_MINUTES`, default one
+         *     day); a payment shown on the page that expires later, such as a virtual account, keeps
+         *     it open until then. A paid checkout's link keeps saying so, with its way on to
+         *     `success_url`, for a day after that; past its end the link answers `410` with a way back
+         *     to `cancel_url`. The page sends the customer to `success_url` once the payment settles,
+         *     or to `cancel_url` if they give up; both must lie on an origin of
+         *     `HOSTED_RETURN_ORIGINS` (default: `PUBLIC_URL`'s), else `400`.
          *     `payment_type` limits the page to one payment type. A client's backend may ask with a
          *     write API key (`Authorization: Bearer`) instead of the customer's credentials, naming the
          *     customer in `user`; a read key answers `403` `insufficient_scope`. Nothing is charged until the
@@ -999,8 +1003,12 @@ export interface paths {
         put?: never;
         /**
          * Send a customer to the hosted customer portal
-         * @description Makes a single-use link (`url`, absolute, under `/portal/`, valid 15 minutes, opened
-         *     once, as for checkout) to the hosted portal of the current user: the current plan and
+         * @description Makes a link (`url`, absolute, on `PUBLIC_URL`, under `/portal/`) to the hosted portal
+         *     of the current user. Opening it (GET or HEAD, as a link preview or a mail scanner does)
+         *     shows a page with one button; the link belongs to the first browser that presses it
+         *     within 15 minutes (`expires_at`), and then lives 60 minutes from its last use in that
+         *     browser. Any other browser, and any opening after that, answers `410` with a way back
+         *     to `return_url`. The portal shows the current plan and
          *     the next billing date, changing plan after a preview, cancelling, pausing and resuming,
          *     invoices and credit notes with their PDFs, the wallet and top-ups. The portal's links
          *     back lead to `return_url`, which must lie on an origin of `HOSTED_RETURN_ORIGINS`
@@ -3623,13 +3631,15 @@ export interface components {
             id: string;
             /**
              * Format: uri
-             * @description The single-use link to send the customer's browser to.
+             * @description The link to send the customer's browser to, on `PUBLIC_URL`.
              * @example https://billing.example.com/pay/hs_3q2-Vx8yWmZk9LrT0aBcDeFgHiJkLmNoPqRsTuVwXyZ/
              */
             url: string;
             /**
              * Format: date-time
-             * @description Until when the link opens (15 minutes after it was made).
+             * @description Checkout: until when the link opens (`HOSTED_CHECKOUT_TTL_MINUTES` after it was
+             *     made; later when the page shows a payment that expires later). Portal: until when
+             *     its landing page's button can claim it (15 minutes after it was made).
              */
             expires_at: string;
         };
