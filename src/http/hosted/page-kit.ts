@@ -9,6 +9,8 @@ import { claimPortalLink, rememberLanguage } from '../../services/hosted/hosted-
 import { askedLanguage, pickLanguage, pageFormat, translator, type Language, type PageFormat, type Translate } from './language.js';
 import { csrfMatches, csrfToken, pageFor, pagePath } from './page-access.js';
 import { sendPage, type PageFrame } from './render.js';
+import { fieldErrorText } from './field-errors.js';
+import type { Messages } from './messages/id.js';
 
 /** What every hosted page handler is given. */
 export interface PageDeps {
@@ -153,23 +155,53 @@ export function formIsGenuine(page: PageRequest, form: Record<string, string>): 
   return csrfMatches(page.deps.csrfKey, page.session, page.browser, form.csrf_token);
 }
 
-/** A refused action, said in the page's language: the code's message, with the rule's detail where it helps. */
+/** The catalogue key for what a not-found names ("Plan not found.", "Credit note not found."). */
+function notFoundKey(message: string): keyof Messages {
+  const things: [RegExp, keyof Messages][] = [
+    [/^plan\b/i, 'error.not_found'],
+    [/^(active )?subscription\b/i, 'error.not_found.subscription'],
+    [/^invoice\b/i, 'error.not_found.invoice'],
+    [/^credit note\b/i, 'error.not_found.credit_note'],
+    [/^payment\b/i, 'error.not_found.payment'],
+    [/^top-up\b/i, 'error.not_found.topup'],
+  ];
+  return things.find(([pattern]) => pattern.test(message))?.[1] ?? 'error.not_found.other';
+}
+
+/** A state refusal in the page's words: the rules' known refusals by their meaning, any other plainly. */
+function stateMessage(t: Translate, message: string): string {
+  const status = /^Cannot [\w ]+ a subscription that is ([\w ]+)\.$/.exec(message)?.[1]?.replace(/ /g, '_');
+  if (status && ['pending', 'trialing', 'active', 'paused', 'past_due', 'canceled', 'expired'].includes(status)) {
+    return t('error.state.status', { status: t(`status.${status}` as keyof Messages) });
+  }
+  if (/^The subscription is already on /.test(message)) return t('error.state.same_plan');
+  if (/no saved card/.test(message)) return t('error.state.no_card');
+  if (/no plan change to withdraw/.test(message)) return t('error.state.no_change');
+  return t('error.state.other');
+}
+
+/**
+ * A refused action, said in the page's language: never the API's English or its field names.
+ * A rule's field errors read as sentences (formFieldErrors puts them next to their field); a
+ * not-found names what was not found.
+ */
 export function failureMessage(t: Translate, err: unknown): string {
   const failure = classifyFailure(err);
   if (!failure) throw err;
-  const detail = failure.errors.length > 0 ? failure.errors.map((e) => `${e.field}: ${e.message}`).join('; ') : failure.message;
   switch (failure.code) {
     case 'subscription_exists':
     case 'insufficient_funds':
-    case 'not_found':
     case 'csrf_failed':
       return t(`error.${failure.code}`);
+    case 'not_found':
+      return t(notFoundKey(failure.message));
     case 'validation_error':
-      return t('error.validation_error', { detail });
-    case 'invalid_state':
+      return t('error.validation_error', { detail: failure.errors.length > 0 ? failure.errors.map((e) => fieldErrorText(t, e)).join(' ') : t('field.invalid') });
     case 'nothing_due':
+      return t('error.nothing_due');
+    case 'invalid_state':
     case 'refund_refused':
-      return t('error.invalid_state', { detail: failure.message });
+      return stateMessage(t, failure.message);
     case 'card_declined':
       return t('card.declined_reason', { reason: failure.message.replace(/^The card was declined:\s*/, '').replace(/\.$/, '') });
     case 'gateway_error':

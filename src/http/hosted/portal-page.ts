@@ -1,52 +1,116 @@
 import type { Context } from 'koa';
+import type { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
-import { isPositive, negate } from '../../domain/money.js';
+import { ValidationError } from '../../domain/errors.js';
+import { isPositive, negate, subtract } from '../../domain/money.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
+import { taxInvoice } from '../../domain/tax.js';
+import { parseTypedAmount } from '../../domain/typed-amount.js';
 import { creditNotePdf } from '../../services/documents/credit-note-pdf.js';
 import { invoicePdf, type PdfFile } from '../../services/documents/invoice-pdf.js';
 import { createCheckoutSession } from '../../services/hosted/hosted-sessions.js';
 import { portalOverview, type PortalOverview } from '../../services/hosted/portal.js';
 import { cancelSubscription } from '../../services/subscriptions/cancel-subscription.js';
 import { chargeSubscription } from '../../services/subscriptions/charge-subscription.js';
-import { changeSubscriptionPlan, previewPlanChange } from '../../services/subscriptions/change-subscription-plan.js';
+import { changeSubscriptionPlan, PlanChangeQuoteRefused, previewPlanChange, withdrawPlanChange } from '../../services/subscriptions/change-subscription-plan.js';
 import { pauseSubscription } from '../../services/subscriptions/pause-subscription.js';
 import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
 import { hostedOrigin } from '../handlers/hosted.js';
+import { formFieldErrors, typedAmountText } from './field-errors.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
+import { readQuote, signQuote } from './plan-change-quote.js';
 
 /** What the portal's forms may ask; each runs the same use case as the API, as the link's user. */
-const ACTIONS = ['change-plan', 'cancel', 'pause', 'resume', 'pay', 'topup'] as const;
+const ACTIONS = ['change-plan', 'withdraw-change', 'cancel', 'pause', 'resume', 'pay', 'topup'] as const;
 type PortalAction = (typeof ACTIONS)[number];
 
-function every(page: PageRequest, sub: Subscription): string {
-  const plan = sub.plan;
+/** What a render shows beside the portal itself. */
+interface RenderOptions {
+  /** The `done` of the redirect after an action: its notice is worded from the state now. */
+  done?: string | null;
+  error?: string | null;
+  status?: number;
+  /** Field errors by the form field's name, in the page's language, and what was typed there. */
+  fieldErrors?: Record<string, string>;
+  values?: Record<string, string>;
+  /** A plan to preview a change to (else `?change=`). */
+  previewPlan?: string | null;
+}
+
+function every(page: PageRequest, plan: Plan): string {
   return plan.interval === 1 ? page.t(`checkout.every1.${plan.intervalUnit}`) : page.t(`checkout.every.${plan.intervalUnit}`, { n: plan.interval });
 }
 
-function subscriptionView(page: PageRequest, sub: Subscription | null) {
+/** A plan's price as each period is billed: PPN added where the plan adds it (and the seller charges it). */
+function billedPrice(page: PageRequest, plan: Plan) {
+  const tax = taxInvoice(plan.price, plan.taxBehavior, plan.currency, page.deps.config.tax.pkp);
+  return { tax, taxed: tax.taxBehavior !== 'none', total: page.format.money(tax.total, plan.currency) };
+}
+
+/** One line saying how the plan's PPN is worked out, with its own numbers; null for an untaxed plan. */
+function taxNote(page: PageRequest, plan: Plan): string | null {
+  const { tax, taxed } = billedPrice(page, plan);
+  if (!taxed) return null;
+  const money = (amount: string) => page.format.money(amount, plan.currency);
+  return tax.taxBehavior === 'exclusive'
+    ? page.t('portal.tax_note_exclusive', { plan: plan.name, price: money(plan.price), base: money(tax.otherTaxBase), tax: money(tax.taxAmount), total: money(tax.total) })
+    : page.t('portal.tax_note_inclusive', { plan: plan.name, total: money(tax.total), tax: money(tax.taxAmount), dpp: money(tax.taxBase), base: money(tax.otherTaxBase) });
+}
+
+function subscriptionView(page: PageRequest, overview: PortalOverview) {
+  const sub = overview.subscription;
   if (!sub) return null;
   const { t, format } = page;
   const live = ['pending', 'trialing', 'active', 'paused', 'past_due'].includes(sub.status);
   const renews = live && !sub.cancelAtPeriodEnd && (sub.status === 'active' || sub.status === 'trialing');
   const periodEnd = sub.currentPeriodEnd ? format.date(sub.currentPeriodEnd) : null;
+  const pending = overview.pendingPayment;
+  const change = pendingChangeView(page, sub, overview);
+  const openBill = pending ?? null;
+  let endsAt: string | null = null;
+  if (live && sub.cancelAtPeriodEnd && periodEnd) {
+    if (change) {
+      endsAt = t('portal.ends_at_pending_change', { date: periodEnd, plan: change.planName, amount: change.amount, changeEnd: change.periodEnd });
+    } else if (openBill) {
+      endsAt = t('portal.ends_at_open_bill', { date: periodEnd, amount: format.money(openBill.grossAmount, openBill.currency) });
+    } else {
+      endsAt = t('portal.ends_at', { date: periodEnd });
+    }
+  }
   return {
     id: sub.id,
     live,
     planName: sub.plan.name,
-    price: format.money(sub.plan.price, sub.plan.currency),
-    every: every(page, sub),
+    price: billedPrice(page, sub.plan).total,
+    priceTaxed: billedPrice(page, sub.plan).taxed,
+    taxNote: taxNote(page, sub.plan),
+    every: every(page, sub.plan),
     statusText: t(`status.${sub.status}`),
     trialEnd: sub.status === 'trialing' && sub.trialEnd ? format.date(sub.trialEnd) : null,
     nextBilling: renews ? periodEnd : null,
     periodEnd,
-    endsAt: live && sub.cancelAtPeriodEnd ? periodEnd : null,
+    endsAt,
     scheduledPlan: sub.pendingPlan?.name ?? null,
+    change,
     canChange: subscriptionActions.can(sub, 'change_plan'),
     canCancelAtEnd: subscriptionActions.can(sub, 'cancel_at_period_end') && !sub.cancelAtPeriodEnd,
     canPause: subscriptionStates.can(sub, 'pause'),
     canResume: subscriptionStates.can(sub, 'resume'),
-    canPay: false,
+    canPay: subscriptionActions.can(sub, 'charge') && !pending && overview.invoices.some((i) => i.status === 'open' && i.subscription?.id === sub.id),
+  };
+}
+
+/** A change waiting for its payment: what it moves to, what it waits for, and until when it would run. */
+function pendingChangeView(page: PageRequest, sub: Subscription, overview: PortalOverview) {
+  const pending = sub.pendingChange;
+  if (!pending || !sub.pendingChangePlan) return null;
+  const payment = overview.pendingPayment?.id === pending.payment_id ? overview.pendingPayment : null;
+  return {
+    planName: sub.pendingChangePlan.name,
+    amount: payment ? page.format.money(payment.grossAmount, payment.currency) : page.format.money(subtract(pending.charge, pending.credit), sub.plan.currency),
+    paymentShown: payment !== null,
+    periodEnd: page.format.date(new Date(pending.period_end)),
   };
 }
 
@@ -55,12 +119,20 @@ async function previewView(page: PageRequest, overview: PortalOverview, planSlug
   const preview = await previewPlanChange(page.services, page.session.user, sub.id, planSlug);
   const currency = preview.plan.currency;
   const money = (amount: string) => page.format.money(amount, currency);
-  if (!preview.terms) return { planId: preview.plan.slug, planName: preview.plan.name, trial: true };
+  const quote = signQuote(page.deps.csrfKey, {
+    sessionId: page.session.id,
+    subscriptionId: sub.id,
+    planId: preview.plan.id,
+    pricedAt: preview.pricedAt,
+    net: preview.terms?.net ?? null,
+  });
+  if (!preview.terms) return { planId: preview.plan.slug, planName: preview.plan.name, trial: true, quote };
   const { terms } = preview;
   return {
     planId: preview.plan.slug,
     planName: preview.plan.name,
     trial: false,
+    quote,
     resets: terms.resetsPeriod,
     charge: money(terms.charge),
     credit: money(terms.credit),
@@ -70,43 +142,72 @@ async function previewView(page: PageRequest, overview: PortalOverview, planSlug
   };
 }
 
-async function renderPortal(page: PageRequest, notice: string | null, error: string | null, status = 200): Promise<void> {
+/** The notice of a finished action, worded from the state it left. */
+function doneNotice(page: PageRequest, done: string | null | undefined, overview: PortalOverview, view: ReturnType<typeof subscriptionView>): string | null {
+  if (!done) return null;
+  const { t } = page;
+  if ((done === 'change-plan' || done === 'change-pending') && view?.change) return t('portal.done.change_pending', { plan: view.change.planName, amount: view.change.amount });
+  const notices: Record<string, string> = {
+    'change-plan': t('portal.done.change_plan'),
+    'withdraw': t('portal.done.withdraw', { plan: overview.subscription?.plan.name ?? '' }),
+    cancel: t('portal.done.cancel'),
+    'cancel-now': t('portal.done.cancel_now'),
+    pause: t('portal.done.pause'),
+    resume: t('portal.done.resume'),
+    pay: t('portal.done.pay'),
+  };
+  return notices[done] ?? null;
+}
+
+async function renderPortal(page: PageRequest, opts: RenderOptions = {}): Promise<void> {
   const { t, format } = page;
+  let { error = null, status = 200 } = opts;
   const overview = await portalOverview(page.services, page.session.user);
-  const sub = subscriptionView(page, overview.subscription);
+  const sub = subscriptionView(page, overview);
   const pending = overview.pendingPayment;
-  if (sub) sub.canPay = subscriptionActions.can(overview.subscription!, 'charge') && !pending && overview.invoices.some((i) => i.status === 'open' && i.subscription?.id === sub.id);
   let preview = null;
-  const change = typeof page.ctx.query.change === 'string' ? page.ctx.query.change : null;
+  const change = opts.previewPlan ?? (typeof page.ctx.query.change === 'string' ? page.ctx.query.change : null);
   if (change && sub?.canChange) {
     try {
       preview = await previewView(page, overview, change);
     } catch (err) {
       error = failureMessage(t, err);
-      status = 400;
+      status = status === 200 ? 400 : status;
     }
   }
   const action = (name: PortalAction) => withLang(page, `${page.path}${name}`);
+  const pendingIsChange = sub?.change?.paymentShown ?? false;
+  const otherPlans = overview.otherPlans.map((p) => {
+    const price = billedPrice(page, p);
+    return { slug: p.slug, taxed: price.taxed, label: price.taxed ? t('portal.plan_option_tax', { plan: p.name, amount: price.total }) : `${p.name} · ${price.total}` };
+  });
   page.send(
     'portal',
     {
       title: t('portal.title'),
       scripts: ['/hosted-assets/checkout.js'],
-      notice,
+      notice: doneNotice(page, opts.done, overview, sub),
       error,
+      fieldErrors: opts.fieldErrors ?? {},
+      values: opts.values ?? {},
       sub,
       preview,
       csrf: page.csrf,
       pagePath: page.path,
       langParam: page.ctx.query.lang === 'en' || page.ctx.query.lang === 'id' ? page.lang : null,
-      actions: { changePlan: action('change-plan'), cancel: action('cancel'), pause: action('pause'), resume: action('resume'), pay: action('pay'), topup: action('topup') },
+      actions: {
+        changePlan: action('change-plan'), withdrawChange: action('withdraw-change'), cancel: action('cancel'), pause: action('pause'),
+        resume: action('resume'), pay: action('pay'), topup: action('topup'),
+      },
       pending: pending && {
+        title: pendingIsChange ? t('portal.pay_change_title', { plan: sub!.change!.planName }) : t('pay.title'),
         due: format.money(pending.grossAmount, pending.currency),
         details: pending.paymentDetails,
         paymentType: pending.paymentType,
         expiresAtText: pending.expiresAt ? format.dateTime(pending.expiresAt) : null,
       },
-      otherPlans: overview.otherPlans.map((p) => ({ slug: p.slug, label: `${p.name} · ${format.money(p.price, p.currency)}` })),
+      otherPlans,
+      plansTaxNote: otherPlans.some((p) => p.taxed) ? t('portal.plans_tax_note') : null,
       invoices: overview.invoices.map((inv) => ({
         number: inv.number,
         status: t(`invoice.${inv.status}`),
@@ -133,16 +234,7 @@ async function renderPortal(page: PageRequest, notice: string | null, error: str
 export async function showPortal(ctx: Context, deps: PageDeps, token: string): Promise<void> {
   const page = await openPage(ctx, deps, 'portal', token);
   if (!page) return;
-  const done = typeof ctx.query.done === 'string' ? ctx.query.done : null;
-  const notices: Record<string, string> = {
-    'change-plan': page.t('portal.done.change_plan'),
-    cancel: page.t('portal.done.cancel'),
-    'cancel-now': page.t('portal.done.cancel_now'),
-    pause: page.t('portal.done.pause'),
-    resume: page.t('portal.done.resume'),
-    pay: page.t('portal.done.pay'),
-  };
-  await renderPortal(page, done ? (notices[done] ?? null) : null, null);
+  await renderPortal(page, { done: typeof ctx.query.done === 'string' ? ctx.query.done : null });
 }
 
 /** The subscription a form acts on: its own `subscription_id` when it names one (held to the link's user by the use case), else the portal's. */
@@ -151,26 +243,70 @@ async function targetSubscription(page: PageRequest, form: Record<string, string
   return (await portalOverview(page.services, page.session.user)).subscription?.id ?? null;
 }
 
+/**
+ * A top-up typed into the portal: read strictly in the page's language, then on to a checkout
+ * for it. A refusal is said next to the field, with what was typed kept in it.
+ */
+async function topup(page: PageRequest, form: Record<string, string>): Promise<void> {
+  const typed = form.amount ?? '';
+  const refuse = (message: string) => renderPortal(page, { fieldErrors: { amount: message }, values: { amount: typed }, status: 400 });
+  const parsed = parseTypedAmount(typed, page.lang);
+  if (!parsed.ok) return refuse(typedAmountText(page.t, parsed.reason));
+  const origin = hostedOrigin(page.deps.config, page.ctx);
+  const back = `${origin}${withLang(page, page.path)}`;
+  try {
+    const link = await createCheckoutSession(page.services, page.session.user, { topupAmount: parsed.amount, successUrl: back, cancelUrl: back }, origin, { ownPage: true });
+    page.ctx.status = 303;
+    page.ctx.redirect(link.url);
+  } catch (err) {
+    const fields = err instanceof ValidationError ? formFieldErrors(page.t, err.errors, { topup_amount: 'amount' }) : null;
+    if (fields?.amount) return refuse(fields.amount);
+    return renderPortal(page, { error: failureMessage(page.t, err), values: { amount: typed }, status: 400 });
+  }
+}
+
+/**
+ * Confirms a previewed change at its quoted price. A quote that is missing, forged, for another
+ * page or subscription, too old, or no longer the price (PlanChangeQuoteRefused) changes and
+ * charges nothing: the page shows the change's preview as it stands now, with why.
+ */
+async function confirmChange(page: PageRequest, form: Record<string, string>, subscriptionId: string): Promise<string | null> {
+  const quote = readQuote(page.deps.csrfKey, form.quote);
+  const again = (key: 'portal.quote_moved' | 'portal.quote_expired' | 'portal.quote_invalid', plan: string) =>
+    renderPortal(page, { error: page.t(key), previewPlan: plan, status: 409 }).then(() => null);
+  if (!quote || quote.sessionId !== page.session.id || quote.subscriptionId !== subscriptionId) return again('portal.quote_invalid', form.plan_id ?? '');
+  try {
+    const changed = await changeSubscriptionPlan(page.services, page.session.user, subscriptionId, { planId: quote.planId, quote: { pricedAt: quote.pricedAt, net: quote.net } });
+    return changed.subscription.pendingChange ? 'change-pending' : 'change-plan';
+  } catch (err) {
+    if (err instanceof PlanChangeQuoteRefused) return again(err.why === 'expired' ? 'portal.quote_expired' : 'portal.quote_moved', quote.planId);
+    throw err;
+  }
+}
+
 export async function portalAction(ctx: Context, deps: PageDeps, token: string, name: string): Promise<void> {
   const page = await openPage(ctx, deps, 'portal', token);
   if (!page) return;
-  if (!(ACTIONS as readonly string[]).includes(name)) return renderPortal(page, null, page.t('error.other'), 404);
+  if (!(ACTIONS as readonly string[]).includes(name)) return renderPortal(page, { error: page.t('error.other'), status: 404 });
   const action = name as PortalAction;
   const form = await readForm(ctx);
-  if (!formIsGenuine(page, form)) return renderPortal(page, null, page.t('error.csrf_failed'), 403);
+  if (!formIsGenuine(page, form)) return renderPortal(page, { error: page.t('error.csrf_failed'), status: 403 });
+  if (action === 'topup') return topup(page, form);
   const { services, session } = page;
   const user = session.user;
   let done: string = action;
   try {
-    if (action === 'topup') {
-      const back = `${hostedOrigin(deps.config, ctx)}${withLang(page, page.path)}`;
-      const link = await createCheckoutSession(services, user, { topupAmount: form.amount?.replace(/[.\s]/g, ''), successUrl: back, cancelUrl: back }, hostedOrigin(deps.config, ctx), { ownPage: true });
-      ctx.status = 303;
-      return ctx.redirect(link.url);
-    }
     const subscriptionId = await targetSubscription(page, form);
-    if (!subscriptionId) return renderPortal(page, null, page.t('portal.none'), 409);
-    if (action === 'change-plan') await changeSubscriptionPlan(services, user, subscriptionId, { planId: form.plan_id ?? '' });
+    if (!subscriptionId) return renderPortal(page, { error: page.t('portal.none'), status: 409 });
+    if (action === 'change-plan') {
+      const outcome = await confirmChange(page, form, subscriptionId);
+      if (outcome === null) return;
+      done = outcome;
+    }
+    if (action === 'withdraw-change') {
+      await withdrawPlanChange(services, user, subscriptionId);
+      done = 'withdraw';
+    }
     if (action === 'cancel') {
       const now = form.when === 'now';
       await cancelSubscription(services, user, subscriptionId, { immediate: now, reason: 'Canceled by the customer in the portal' });
@@ -180,7 +316,7 @@ export async function portalAction(ctx: Context, deps: PageDeps, token: string, 
     if (action === 'resume') await resumeSubscription(services, user, subscriptionId);
     if (action === 'pay') await chargeSubscription(services, user, { subscriptionId });
   } catch (err) {
-    return renderPortal(page, null, failureMessage(page.t, err), 400);
+    return renderPortal(page, { error: failureMessage(page.t, err), status: 400 });
   }
   ctx.status = 303;
   ctx.redirect(withLang(page, page.path, { done }));
@@ -196,7 +332,7 @@ export async function portalDocument(ctx: Context, deps: PageDeps, token: string
       ? await invoicePdf(page.services, page.session.user, id, deps.renderPdf)
       : await creditNotePdf(page.services, page.session.user, id, deps.renderPdf);
   } catch (err) {
-    return renderPortal(page, null, failureMessage(page.t, err), 404);
+    return renderPortal(page, { error: failureMessage(page.t, err), status: 404 });
   }
   ctx.type = 'application/pdf';
   ctx.set({ 'Content-Disposition': `inline; filename="${file.filename}"`, 'Cache-Control': 'private, no-store', 'X-Content-Type-Options': 'nosniff' });

@@ -32,8 +32,8 @@ export interface PortalOverview {
 export async function portalOverview(ctx: DataContext, user: User): Promise<PortalOverview> {
   const page = { page: 1, pageSize: PORTAL_LIST_SIZE };
   const subscription =
-    (await ctx.em.findOne(Subscription, { user: user.id, status: { $in: [...LIVE_SUBSCRIPTION_STATUSES] } }, { populate: ['plan', 'pendingPlan'], refresh: true })) ??
-    (await ctx.em.findOne(Subscription, { user: user.id }, { orderBy: { createdAt: 'desc' }, populate: ['plan', 'pendingPlan'], refresh: true }));
+    (await ctx.em.findOne(Subscription, { user: user.id, status: { $in: [...LIVE_SUBSCRIPTION_STATUSES] } }, { populate: ['plan', 'pendingPlan', 'pendingChangePlan'], refresh: true })) ??
+    (await ctx.em.findOne(Subscription, { user: user.id }, { orderBy: { createdAt: 'desc' }, populate: ['plan', 'pendingPlan', 'pendingChangePlan'], refresh: true }));
   const live = subscription !== null && LIVE_SUBSCRIPTION_STATUSES.includes(subscription.status);
   const pendingPayment = live
     ? await ctx.em.findOne(Payment, { subscription: subscription.id, status: 'pending', outcomeUnknown: false }, { orderBy: { createdAt: 'desc' }, refresh: true })

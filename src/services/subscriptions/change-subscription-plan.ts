@@ -3,8 +3,8 @@ import type { Payment } from '../../db/entities/payment.js';
 import { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
-import { InvalidStateError } from '../../domain/errors.js';
-import { isPositive, negate } from '../../domain/money.js';
+import { DomainError, InvalidStateError } from '../../domain/errors.js';
+import { compare, isPositive, negate, type Money } from '../../domain/money.js';
 import { priceChange } from '../../domain/plan-change-pricing.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { Bank } from '../../gateway/types.js';
@@ -23,10 +23,54 @@ import { unusedCredit } from '../subscription-rules/period-funds.js';
 import { dropPendingChange, onChangePaymentFailed, switchPlan } from '../subscription-rules/plan-change.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 
+/** How long a priced preview may be confirmed at its own price. */
+export const PLAN_CHANGE_QUOTE_MINUTES = 10;
+
+/**
+ * What the customer was shown before confirming an immediate change: the instant it was
+ * priced at and the net that pricing gave (null for a trial, where nothing is charged).
+ */
+export interface PlanChangeQuote {
+  pricedAt: Date;
+  net: Money | null;
+}
+
 export interface ChangePlanInput {
   planId: string;
   /** True (default) switches now with proration; false schedules the switch for the next renewal. */
   immediate?: boolean;
+  /**
+   * NOTE: with a quote the change is priced at the quote's instant, not at the confirm (as
+   * Stripe's proration_date does), so the amount charged is the amount previewed; when that
+   * pricing no longer gives the quoted net (the plan's price or the subscription moved), or the
+   * quote is older than PLAN_CHANGE_QUOTE_MINUTES, nothing is changed or charged
+   * (PlanChangeQuoteRefused). Without one the change is priced at the moment it is made.
+   */
+  quote?: PlanChangeQuote;
+}
+
+/** Raised when a quoted change cannot be made at its quoted price: the caller shows a new preview. */
+export class PlanChangeQuoteRefused extends DomainError {
+  constructor(readonly why: 'expired' | 'moved') {
+    super('conflict', why === 'expired'
+      ? `The price shown for this change is more than ${PLAN_CHANGE_QUOTE_MINUTES} minutes old; preview the change again.`
+      : 'The price of this change is no longer the one shown; preview the change again.');
+    this.name = 'PlanChangeQuoteRefused';
+  }
+}
+
+/** Refuses a quote priced in the future or too long ago: a quote is good for a few minutes only. */
+function assertQuoteFresh(quote: PlanChangeQuote, now: Date): void {
+  const age = now.getTime() - quote.pricedAt.getTime();
+  if (Number.isNaN(age) || age < 0 || age > PLAN_CHANGE_QUOTE_MINUTES * 60_000) throw new PlanChangeQuoteRefused('expired');
+}
+
+/** Refuses a change whose terms at the quote's instant are not those the customer saw. */
+function assertQuoteHolds(quote: PlanChangeQuote, sub: Subscription, net: Money | null): void {
+  const sameNet = net === null || quote.net === null ? net === quote.net : compare(net, quote.net) === 0;
+  // A renewal since the quote moved the period the quote priced: its terms no longer apply.
+  const samePeriod = !sub.currentPeriodStart || sub.currentPeriodStart.getTime() <= quote.pricedAt.getTime();
+  if (!sameNet || !samePeriod) throw new PlanChangeQuoteRefused('moved');
 }
 
 export interface ChangedPlan {
@@ -39,7 +83,7 @@ export interface ChangedPlan {
 function assertChangeable(sub: Subscription, newPlan: Plan): void {
   subscriptionActions.assert(sub, 'change_plan');
   const oldPlan = sub.plan;
-  if (oldPlan.id === newPlan.id && sub.pendingChange === null) throw new InvalidStateError(`The subscription is already on ${oldPlan.slug}.`);
+  if (oldPlan.id === newPlan.id && sub.pendingChange === null && sub.pendingPlan === null) throw new InvalidStateError(`The subscription is already on ${oldPlan.slug}.`);
   if (oldPlan.currency !== newPlan.currency) {
     throw new InvalidStateError(`${newPlan.slug} is priced in ${newPlan.currency}, the subscription in ${oldPlan.currency}.`);
   }
@@ -68,12 +112,13 @@ export interface PlanChangePreview {
  * What an immediate change would cost, priced exactly as changeSubscriptionPlan prices it,
  * without changing anything (the hosted portal shows it before the customer confirms).
  */
-export async function previewPlanChange(ctx: DataContext, user: User, id: string, planIdOrSlug: string): Promise<PlanChangePreview> {
+export async function previewPlanChange(ctx: DataContext, user: User, id: string, planIdOrSlug: string, opts: { pricedAt?: Date } = {}): Promise<PlanChangePreview & { pricedAt: Date }> {
+  const pricedAt = opts.pricedAt ?? ctx.clock.now();
   const plan = await findSubscribablePlan(ctx, planIdOrSlug);
   const sub = await findOwnSubscription(ctx.em, user, id);
   assertChangeable(sub, plan);
-  if (sub.status === 'trialing') return { plan, terms: null };
-  return { plan, terms: await quotePlanChange(ctx, sub, plan, ctx.clock.now()) };
+  if (sub.status === 'trialing') return { plan, terms: null, pricedAt };
+  return { plan, terms: await quotePlanChange(ctx, sub, plan, pricedAt), pricedAt };
 }
 
 /**
@@ -87,9 +132,13 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
   const immediate = input.immediate ?? true;
   const newPlan = await findSubscribablePlan(ctx, input.planId);
 
+  const quote = immediate ? (input.quote ?? null) : null;
+  if (quote) assertQuoteFresh(quote, ctx.clock.now());
+
   const outcome = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
-    const at = ctx.clock.now();
+    const now = ctx.clock.now();
+    const at = quote?.pricedAt ?? now;
     const sub = await findOwnSubscription(em, user, id, { lock: true });
     assertChangeable(sub, newPlan);
     const oldPlan = sub.plan;
@@ -106,6 +155,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
       return { paymentId: null, toCancel };
     }
     if (sub.status === 'trialing') {
+      if (quote) assertQuoteHolds(quote, sub, null);
       // A trial costs nothing and buys nothing to credit: the plan changes, the trial runs on.
       sub.plan = plan;
       sub.pendingPlan = null;
@@ -114,6 +164,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     }
 
     const terms = await quotePlanChange(tctx, sub, plan, at);
+    if (quote) assertQuoteHolds(quote, sub, terms.net);
     if (!isPositive(terms.net)) {
       await switchPlan(tctx, sub, plan, terms, at, null);
       return { paymentId: null, toCancel };
@@ -121,7 +172,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     if (sub.paymentType === 'credit_card' && !sub.cardToken) {
       throw new InvalidStateError('The subscription has no saved card to charge the change to.');
     }
-    return { paymentId: await billChange(tctx, sub, plan, terms, at), toCancel };
+    return { paymentId: await billChange(tctx, sub, plan, terms, at, now), toCancel };
   });
 
   await cancelAtGateway(ctx, outcome.toCancel);
@@ -146,10 +197,29 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
 }
 
 /**
+ * Withdraws a plan change not yet made: a change waiting for its payment (the payment is
+ * withdrawn, its invoice voided, its order canceled at the gateway after the commit) and a
+ * change scheduled for the next renewal. The subscription stays on its plan; invalid_state when
+ * there is nothing to withdraw. A payment already made for the change cannot be withdrawn here:
+ * a late settlement of its canceled order goes to the wallet, as for any change dropped.
+ */
+export async function withdrawPlanChange(ctx: ServiceContext, user: User, id: string): Promise<Subscription> {
+  const toCancel = await retryingTransaction(ctx.em, async (em) => {
+    const sub = await findOwnSubscription(em, user, id, { lock: true });
+    if (sub.pendingChange === null && sub.pendingPlan === null) throw new InvalidStateError('The subscription has no plan change to withdraw.');
+    const orderIds = await dropPendingChange({ ...ctx, em }, sub);
+    sub.pendingPlan = null;
+    return orderIds;
+  });
+  await cancelAtGateway(ctx, toCancel);
+  return loadSubscription(ctx.em, id);
+}
+
+/**
  * Invoices a change that costs money and records it as the subscription's pending change; a
  * wallet payment settles inside openPayment, which applies the change at once.
  */
-async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms: ReturnType<typeof priceChange>, at: Date): Promise<string> {
+async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms: ReturnType<typeof priceChange>, at: Date, issuedAt: Date): Promise<string> {
   const oldPlan = sub.plan;
   const lines: InvoiceLineInput[] = [];
   if (isPositive(terms.creditLine)) {
@@ -169,8 +239,8 @@ async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms
     currency: plan.currency,
     billingReason: 'subscription_update',
     taxBehavior: plan.taxBehavior,
-    issuedAt: at,
-    dueAt: at,
+    issuedAt,
+    dueAt: issuedAt,
     periodStart: at,
     periodEnd: terms.periodEnd,
     lines,
