@@ -110,6 +110,26 @@ describe.runIf(canRunChromium).each(DATABASES)('hosted links in Chromium (%s)', 
     }
   });
 
+  it.each<Lang>(['id', 'en'])('a long plan name wraps on a 360 px phone and "Rp" stays with its number (%s)', async (lang) => {
+    const slug = `long-name-${lang}`;
+    const name = 'Paket Perusahaan Superlengkap Langganantanpabatasuntukseluruhtimdancabangperusahaan Nusantara';
+    await server.seedPlans([{ slug, name, description: 'A plan with a long name', price: 1250000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 9 }]);
+    const user = await server.createUser();
+    const { context, page } = await browse(lang, PHONE);
+    try {
+      expect((await page.goto(await checkoutLink(user, { plan_id: slug })))?.status()).toBe(200);
+      await fitsWidth(page, PHONE.width);
+      expect(await page.locator('.item-name').first().textContent()).toContain('Langganantanpabatas');
+      const total = page.locator('.amounts .total dd');
+      expect(await total.textContent()).toBe('Rp\u00a01.250.000');
+      // One line: "Rp" and the number never wrap apart.
+      expect(await total.evaluate((dd) => dd.getBoundingClientRect().height < 2 * parseFloat(getComputedStyle(dd).lineHeight))).toBe(true);
+      await expectAccessible(page);
+    } finally {
+      await context.close();
+    }
+  });
+
   it.each<[Lang, string, string]>([
     ['id', 'Tautan tidak berlaku', 'Kembali ke toko'],
     ['en', 'This link no longer works', 'Back to the shop'],
