@@ -1407,6 +1407,34 @@ export interface paths {
         patch: operations["adminUpdateCustomer"];
         trace?: never;
     };
+    "/admin/customers/{customer}/access/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * May this customer open this path?
+         * @description Staff or any API key (a `read` key too). Answers whether the subscription access rule
+         *     lets the customer open `path`, exactly as the service's own access middleware decides
+         *     it (the same code, with the same `PROTECTED_PATHS`), so that an application in any
+         *     language can guard its own paths with one call. `reason` says why:
+         *     `path_not_protected` (no protected prefix covers the path: allowed), `staff` (staff
+         *     users pass every protected path), `subscription_active` (an active or trialing
+         *     subscription whose paid period or trial covers now), `subscription_required` (none
+         *     does: denied), `customer_disabled` (a disabled customer is never let in: denied).
+         *     See docs/integrating.md.
+         */
+        get: operations["adminCheckCustomerAccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/wallets/{user}/": {
         parameters: {
             query?: never;
@@ -1918,6 +1946,21 @@ export interface components {
             /** Format: uri */
             previous: string | null;
             results: components["schemas"]["Customer"][];
+        };
+        /**
+         * @example {
+         *       "allowed": false,
+         *       "reason": "subscription_required"
+         *     }
+         */
+        CustomerAccess: {
+            /** @description Whether the customer may open the path. */
+            allowed: boolean;
+            /**
+             * @description Why (see `GET /admin/customers/{customer}/access/`).
+             * @enum {string}
+             */
+            reason: "path_not_protected" | "staff" | "subscription_active" | "subscription_required" | "customer_disabled";
         };
         /**
          * @example active
@@ -4101,8 +4144,9 @@ export interface components {
         };
         /**
          * @description The request is not allowed: a session-authenticated unsafe request without a matching
-         *     `X-CSRF-Token` (`csrf_failed`), or an action the user may not perform
-         *     (`permission_denied`).
+         *     `X-CSRF-Token` (`csrf_failed`), an action the user may not perform
+         *     (`permission_denied`), or a `read` API key acting for a customer
+         *     (`insufficient_scope`).
          */
         PermissionDenied: {
             headers: {
@@ -4121,7 +4165,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The resource does not exist or belongs to another user (`not_found`). */
+        /**
+         * @description The resource does not exist or belongs to another user (`not_found`); with an API key,
+         *     also the customer `Billing-Customer` names does not exist.
+         */
         NotFound: {
             headers: {
                 [name: string]: unknown;
@@ -4492,6 +4539,13 @@ export interface components {
          *     again; the same key with another body answers `422` `idempotency_key_reused`.
          */
         IdempotencyKey: string;
+        /**
+         * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+         *     username or `ext:` followed by the external id. Required with a key (else `400`
+         *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+         *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+         */
+        BillingCustomer: string;
         /**
          * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
          *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
@@ -4974,7 +5028,15 @@ export interface operations {
                 /** @description Number of items per page, at most 100. */
                 page_size?: components["parameters"]["PageSize"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4991,6 +5053,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5000,6 +5063,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
@@ -5062,7 +5132,15 @@ export interface operations {
     getActiveSubscription: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5088,7 +5166,15 @@ export interface operations {
     getSubscription: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -5118,6 +5204,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
@@ -5210,6 +5303,13 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+                /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
                  *     again; the same key with another body answers `422` `idempotency_key_reused`.
@@ -5289,6 +5389,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
@@ -5370,6 +5477,13 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+                /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
                  *     again; the same key with another body answers `422` `idempotency_key_reused`.
@@ -5425,7 +5539,15 @@ export interface operations {
     syncSubscription: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -5466,7 +5588,15 @@ export interface operations {
                 /** @description Number of items per page, at most 100. */
                 page_size?: components["parameters"]["PageSize"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5483,6 +5613,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5492,6 +5623,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
@@ -5544,7 +5682,15 @@ export interface operations {
     getPayment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -5574,6 +5720,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
@@ -5643,7 +5796,15 @@ export interface operations {
     checkPaymentStatus: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -5682,7 +5843,15 @@ export interface operations {
                 /** @description Number of items per page, at most 100. */
                 page_size?: components["parameters"]["PageSize"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5699,6 +5868,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5707,7 +5877,15 @@ export interface operations {
     getInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -5736,7 +5914,15 @@ export interface operations {
     getInvoicePdf: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -5774,7 +5960,15 @@ export interface operations {
                 /** @description Number of items per page, at most 100. */
                 page_size?: components["parameters"]["PageSize"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5791,6 +5985,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5799,7 +5994,15 @@ export interface operations {
     getCreditNote: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -5828,7 +6031,15 @@ export interface operations {
     getCreditNotePdf: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -5988,7 +6199,15 @@ export interface operations {
                 /** @description Number of items per page, at most 100. */
                 page_size?: components["parameters"]["PageSize"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6005,6 +6224,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6013,7 +6233,15 @@ export interface operations {
     listUnreadNotifications: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6030,6 +6258,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6038,7 +6267,15 @@ export interface operations {
     getNotification: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -6068,6 +6305,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
@@ -6129,7 +6373,15 @@ export interface operations {
     getTaxProfile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6156,6 +6408,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
                  *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
@@ -6192,6 +6451,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -6202,7 +6462,15 @@ export interface operations {
     getMyWallet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6219,6 +6487,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6232,7 +6501,15 @@ export interface operations {
                 /** @description Number of items per page, at most 100. */
                 page_size?: components["parameters"]["PageSize"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6249,6 +6526,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6258,6 +6536,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
                  *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
@@ -6304,6 +6589,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
                  *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
@@ -6356,7 +6648,15 @@ export interface operations {
                 /** @description Number of items per page, at most 100. */
                 page_size?: components["parameters"]["PageSize"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -6373,6 +6673,7 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6382,6 +6683,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
                 /**
                  * @description A client-chosen key, unique per intended operation. The same key from the same user
                  *     with the same body within 24 hours replays the first response without doing anything
@@ -6426,6 +6734,7 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
             /** @description A request with the same `Idempotency-Key` is still in progress (`conflict`); retry it. */
             409: {
                 headers: {
@@ -6447,7 +6756,15 @@ export interface operations {
     getTopup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
             path: {
                 /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
                 id: components["parameters"]["ResourceId"];
@@ -7149,6 +7466,38 @@ export interface operations {
             409: components["responses"]["CustomerExists"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminCheckCustomerAccess: {
+        parameters: {
+            query: {
+                /** @description The host application's path to decide, starting with `/` (its query string is not read). */
+                path: string;
+            };
+            header?: never;
+            path: {
+                /** @description The customer, by user id, username or `ext:` followed by the external id. */
+                customer: components["parameters"]["AdminCustomer"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The decision. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerAccess"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
