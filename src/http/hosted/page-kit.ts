@@ -74,9 +74,16 @@ export function sendRefusal(ctx: Context, deps: PageDeps, refusal: 'unknown' | '
   sendPage(
     ctx,
     'message',
-    { ...frameFor(ctx, deps, lang, t, title), switchUrl: null, message: refusal === 'gone' ? t('gone.body') : t('unknown.body'), backUrl, backLabel: t('gone.back') },
+    { ...frameFor(ctx, deps, lang, t, title), switchUrl: null, message: goneMessage(t, refusal, session), backUrl, backLabel: t('gone.back') },
     refusal === 'gone' ? 410 : 404,
   );
+}
+
+/** Why the page does not open, as precisely as the link tells: a checkout ran out, a portal is another browser's or ran out. */
+function goneMessage(t: Translate, refusal: 'unknown' | 'gone', session: HostedSession | null): string {
+  if (refusal === 'unknown') return t('unknown.body');
+  if (!session) return t('gone.body');
+  return session.kind === 'checkout' ? t('gone.checkout') : t('gone.portal');
 }
 
 function pageRequest(ctx: Context, deps: PageDeps, services: ServiceContext, session: HostedSession, token: string, browser: string): PageRequest {

@@ -13,6 +13,8 @@ export const en: Messages = {
 
   // Hosted links: the portal's landing page, and the way back from a link that no longer opens.
   'gone.back': 'Back to the shop',
+  'gone.checkout': 'This payment link has run out of time. Go back to the shop to start again.',
+  'gone.portal': 'This link was opened in another browser or has run out of time. Go back to the shop and ask for a new one.',
   'landing.title': 'Customer portal',
   'landing.heading': 'Open your subscription account',
   'landing.body': 'Here you can see your subscription, bills and wallet balance. This link opens in one browser only: press the button below on the device you will use.',

@@ -15,6 +15,8 @@ export const id = {
 
   // Hosted links: the portal's landing page, and the way back from a link that no longer opens.
   'gone.back': 'Kembali ke toko',
+  'gone.checkout': 'Waktu tautan pembayaran ini sudah habis. Kembali ke toko untuk memulai lagi.',
+  'gone.portal': 'Tautan ini sudah dibuka di browser lain atau waktunya sudah habis. Kembali ke toko dan minta tautan baru.',
   'landing.title': 'Portal pelanggan',
   'landing.heading': 'Buka akun langganan Anda',
   'landing.body': 'Di sini Anda bisa melihat langganan, tagihan, dan saldo dompet Anda. Tautan ini terbuka di satu browser saja: tekan tombol di bawah di perangkat yang akan Anda pakai.',
