@@ -1,11 +1,17 @@
 // The hosted checkout's few behaviours, in plain JavaScript (no build step): copy buttons, the
-// countdown, waiting for the payment to settle, and card tokenization by the gateway's script.
+// countdown, following the payment until it settles, the pay button held once pressed, and card
+// tokenization by the gateway's script.
 (function () {
   'use strict';
 
+  // The page's own address, to open it on a phone (ShopeePay pays from the phone's app).
+  var pageLink = document.getElementById('page-link');
+  if (pageLink) pageLink.value = window.location.origin + window.location.pathname;
+
   document.querySelectorAll('button.copy').forEach(function (button) {
     button.addEventListener('click', function () {
-      var text = document.getElementById(button.getAttribute('data-copy')).textContent.trim();
+      var source = document.getElementById(button.getAttribute('data-copy'));
+      var text = (source.tagName === 'INPUT' ? source.value : source.textContent).trim();
       var done = function () { button.textContent = button.getAttribute('data-copied'); };
       if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, done); else done();
     });
@@ -25,21 +31,48 @@
       tick();
       setInterval(tick, 1000);
     }
-    // Polling rather than server-sent events: one small GET every two seconds, through any proxy.
+    // Polling rather than server-sent events: one small GET every two seconds, through any
+    // proxy; every ten seconds once the page has waited ten minutes (a virtual account paid
+    // later at an ATM). A network error backs off up to half a minute and says so; a link
+    // gone (410, 404) says so and stops, leading back to the shop.
     var statusUrl = payment.getAttribute('data-status-url');
+    var shownState = payment.getAttribute('data-state');
+    var started = Date.now();
+    var failures = 0;
+    var gone = document.getElementById('link-gone');
+    var trouble = document.getElementById('poll-trouble');
+    var every = function () { return Date.now() - started > 10 * 60 * 1000 ? 10000 : 2000; };
+    var again = function () {
+      failures += 1;
+      if (trouble && failures >= 2) trouble.hidden = false;
+      setTimeout(poll, Math.min(30000, every() * Math.pow(2, failures)));
+    };
     var poll = function () {
-      fetch(statusUrl, { credentials: 'same-origin', headers: { Accept: 'application/json' } })
-        .then(function (res) { return res.ok ? res.json() : null; })
-        .then(function (status) {
-          // card_check: a trial's card still waits for the bank's 3-D Secure step.
-          if (status && status.state !== 'pending' && status.state !== 'card_check') {
-            // Paid or trial started: on to the shop; failed, declined or expired: back to the
-            // choice, which says so (next to the card form for a declined card).
-            window.location.assign(status.state === 'paid' || status.state === 'trialing' ? status.next : window.location.pathname + window.location.search);
+      fetch(statusUrl, { credentials: 'same-origin', headers: { Accept: 'application/json' }, cache: 'no-store' })
+        .then(function (res) {
+          if (res.status === 410 || res.status === 404) {
+            if (gone) gone.hidden = false;
+            if (trouble) trouble.hidden = true;
+            payment.hidden = true;
             return;
           }
-          setTimeout(poll, 2000);
-        }, function () { setTimeout(poll, 2000); });
+          if (!res.ok) return again();
+          return res.json().then(function (status) {
+            failures = 0;
+            if (trouble) trouble.hidden = true;
+            if (status.state === 'paid' || status.state === 'trialing') {
+              window.location.assign(status.next);
+              return;
+            }
+            // Anything else new (the charge made, failed, declined or expired): the page shows it.
+            if (status.state !== shownState) {
+              window.location.assign(window.location.pathname + window.location.search);
+              return;
+            }
+            setTimeout(poll, every());
+          });
+        })
+        .catch(again);
     };
     if (statusUrl) setTimeout(poll, 2000);
   }
@@ -55,11 +88,35 @@
   form.querySelectorAll('input[name="payment_type"]').forEach(function (r) { r.addEventListener('change', showFields); });
   showFields();
 
+  // Pressed once, the pay button holds until the page changes: a second press sends nothing.
+  var pay = document.getElementById('pay');
+  var label = pay.textContent;
+  var hold = function () {
+    pay.disabled = true;
+    pay.setAttribute('aria-busy', 'true');
+    pay.textContent = form.getAttribute('data-busy');
+  };
+  var release = function () {
+    pay.disabled = false;
+    pay.removeAttribute('aria-busy');
+    pay.textContent = label;
+  };
+  // Back to this page from the browser's history: the button works again.
+  window.addEventListener('pageshow', function (event) { if (event.persisted) release(); });
+
   form.addEventListener('submit', function (event) {
+    if (pay.disabled) {
+      event.preventDefault();
+      return;
+    }
     var chosen = form.querySelector('input[name="payment_type"]:checked');
     var token = document.getElementById('card-token');
-    if (!chosen || chosen.value !== 'credit_card' || token.value) return;
+    if (!chosen || chosen.value !== 'credit_card' || token.value) {
+      hold();
+      return;
+    }
     event.preventDefault();
+    hold();
     var error = document.getElementById('card-error');
     error.hidden = true;
     var value = function (id) { return document.getElementById(id).value.replace(/\s+/g, ''); };
@@ -70,6 +127,7 @@
       {
         onSuccess: function (response) { token.value = response.token_id; form.submit(); },
         onFailure: function (response) {
+          release();
           error.textContent = error.getAttribute('data-refused').replace('{reason}', (response && (response.status_message || (response.validation_messages || []).join(', '))) || '');
           error.hidden = false;
         },

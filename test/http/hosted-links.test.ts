@@ -451,10 +451,18 @@ describe.each(DATABASES)('hosted checkout of a trial plan with a card (%s)', (ki
     const en = pageFormat('en', server.config.documents.timeZone);
     const text = (html: string) => html.replace(/\s+/g, ' ');
     expect(text(first.text)).toContain('Rp 0 hari ini');
-    expect(text(first.text)).toMatch(new RegExp(`Tagihan pertama sebesar ${id.money(total, 'IDR').replace('.', '\\.')} \\(sudah termasuk PPN [\\d.,]+%\\) jatuh pada ${id.date(end)}`));
+    expect(text(first.text)).toMatch(new RegExp(`Tagihan pertama sebesar ${text(id.money(total, 'IDR')).replace('.', '\\.')} \\(sudah termasuk PPN [\\d.,]+%\\) jatuh pada ${id.date(end)}`));
+    // The pay button says what is paid today, never the period's price.
+    const button = (html: string) => text(/<button type="submit" class="button" id="pay">([^<]+)<\/button>/.exec(html)![1]!);
+    expect(button(first.text)).toBe('Mulai masa uji coba · Rp 0 hari ini');
+    // PPN explained: 12 % of 11/12 of the price, 11 % in effect (Rp 16.500 on Rp 150.000).
+    expect(text(first.text)).toContain('PPN 12% dihitung dari DPP nilai lain, yaitu 11/12 dari harga sebelum pajak; besarnya sama dengan 11% dari harga sebelum pajak.');
+    expect(text(first.text)).toMatch(/PPN 12%<\/dt><dd>Rp.16\.500<\/dd>/);
     const english = await get('', 'en');
     expect(text(english.text)).toContain('Rp 0 today');
-    expect(text(english.text)).toMatch(new RegExp(`The first charge, ${en.money(total, 'IDR').replace('.', '\\.')} \\(PPN [\\d.,]+% included\\), is on ${en.date(end)}`));
+    expect(text(english.text)).toMatch(new RegExp(`The first charge, ${text(en.money(total, 'IDR')).replace('.', '\\.')} \\(PPN [\\d.,]+% included\\), is on ${en.date(end)}`));
+    expect(button(english.text)).toBe('Start the free trial · Rp 0 today');
+    expect(text(english.text)).toContain('PPN (VAT) 12% is charged on the DPP nilai lain, which is 11/12 of the price before tax; it comes to 11% of the price before tax.');
   });
 
   it('a declined card answers the page with the bank\'s reason next to the card form (422), nothing made; the trial is still there', async () => {
@@ -487,7 +495,7 @@ describe.each(DATABASES)('hosted checkout of a trial plan with a card (%s)', (ki
     }
     expect(status).toEqual({ state: 'trialing', next: `${server.url}/shop/thanks` });
     const done = await get();
-    expect(done.text).toMatch(/Kartu Anda disimpan; tagihan pertama sebesar Rp 150\.000 jatuh pada/);
+    expect(done.text).toMatch(/Kartu Anda disimpan; tagihan pertama sebesar Rp\s150\.000 jatuh pada/);
   });
 
   it('while a trial card waits for 3-D Secure another card may be given (the waiting one is replaced); a trial without a card says its first bill', async () => {
@@ -503,6 +511,18 @@ describe.each(DATABASES)('hosted checkout of a trial plan with a card (%s)', (ki
     const chosen = await byTransfer.post({ payment_type: 'bank_transfer', bank: 'bca' });
     expect(chosen.status).toBe(303);
     const page = await byTransfer.get('', 'en');
-    expect(page.text).toMatch(/The first bill, Rp 150\.000, comes on [^<]+, when the free trial ends\./);
+    expect(page.text).toMatch(/The first bill, Rp\s150\.000, comes on [^<]+, when the free trial ends\./);
+  });
+
+  it('a double click on a trial card\'s pay button (two submits at once) pre-authorises the card once and makes one waiting subscription', async () => {
+    const { user, post, get } = await openTrialCheckout('pro-trial');
+    const cardChecks = () => server.running.billing.simulator!.transactions().filter((t) => t.order_id.startsWith('CARD-')).length;
+    const before = cardChecks();
+    const answers = await Promise.all([1, 2].map(() => post({ payment_type: 'credit_card', token: 'tok-3ds-481111-1114-double' })));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 303]);
+    expect(answers.find((a) => a.status === 200)!.text).toContain('class="three-ds"');
+    expect(cardChecks() - before).toBe(1);
+    expect(await dbOf(server).count(Subscription, { user: user.id })).toBe(1);
+    expect((await get('status')).body).toEqual({ state: 'card_check', next: null });
   });
 });

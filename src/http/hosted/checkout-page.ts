@@ -1,8 +1,8 @@
 import type { Context } from 'koa';
 import type { PaymentType } from '../../db/entities/subscription.js';
 import { taxInvoice } from '../../domain/tax.js';
-import { BANKS, GATEWAY_PAYMENT_TYPES, type GatewayPaymentType } from '../../gateway/types.js';
-import { checkoutChoose, checkoutProgress, followCheckout, trialOffer, type CheckoutProgress, type TrialOffer } from '../../services/hosted/checkout.js';
+import { BANKS, GATEWAY_PAYMENT_TYPES, type Bank, type GatewayPaymentType } from '../../gateway/types.js';
+import { checkoutChoose, checkoutProgress, followCheckout, trialOffer, type ChoiceResult, type CheckoutProgress, type TrialOffer } from '../../services/hosted/checkout.js';
 import { firstPeriodAmount } from '../../services/subscriptions/authorize-trial-card.js';
 import { classifyFailure } from '../../services/common/classify-failure.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
@@ -22,6 +22,8 @@ interface ItemSummary {
   rows: { label: string; value: string; total?: boolean }[];
   /** A trial: what is paid today (nothing) and when the first charge comes, and how much. */
   trialTerms: string[];
+  /** How PPN is reckoned, when the price carries it. */
+  taxNote: string | null;
   /** What the pay button says. */
   submitLabel: string;
 }
@@ -33,7 +35,7 @@ function itemSummary(page: PageRequest, offer: TrialOffer | null): ItemSummary {
   if (!plan) {
     const amount = format.money(session.topupAmount!, config.walletCurrency);
     return {
-      heading: t('checkout.topup'), name: t('checkout.topup_amount'), every: null, trial: null, trialTerms: [],
+      heading: t('checkout.topup'), name: t('checkout.topup_amount'), every: null, trial: null, trialTerms: [], taxNote: null,
       rows: [{ label: t('checkout.total'), value: amount, total: true }], submitLabel: t('checkout.pay', { amount }),
     };
   }
@@ -46,11 +48,13 @@ function itemSummary(page: PageRequest, offer: TrialOffer | null): ItemSummary {
   } else if (tax.taxBehavior === 'inclusive') {
     rows.push({ label: t('checkout.tax_included', { rate }), value: format.money(tax.taxAmount, plan.currency) });
   }
+  // NOTE: PPN is 12 % of DPP nilai lain, 11/12 of the price before tax: 11 % of that price in effect.
+  const taxNote = tax.taxBehavior === 'none' ? null : t('checkout.tax_note', { rate });
   const total = format.money(tax.total, plan.currency);
   const every = plan.interval === 1 ? t(`checkout.every1.${plan.intervalUnit}`) : t(`checkout.every.${plan.intervalUnit}`, { n: plan.interval });
   if (!offer) {
     rows.push({ label: t('checkout.total'), value: total, total: true });
-    return { heading: t('checkout.plan'), name: plan.name, every, rows, trial: null, trialTerms: [], submitLabel: t('checkout.pay', { amount: total }) };
+    return { heading: t('checkout.plan'), name: plan.name, every, rows, trial: null, trialTerms: [], taxNote, submitLabel: t('checkout.pay', { amount: total }) };
   }
   // A trial: the plan's price is what each period costs from the trial's end; today costs nothing.
   const firstCharge = format.money(offer.firstCharge, offer.currency);
@@ -64,7 +68,7 @@ function itemSummary(page: PageRequest, offer: TrialOffer | null): ItemSummary {
       : t('checkout.trial_first_charge', { amount: firstCharge, date }),
   ];
   return {
-    heading: t('checkout.plan'), name: plan.name, every, rows, trialTerms,
+    heading: t('checkout.plan'), name: plan.name, every, rows, trialTerms, taxNote,
     trial: t('checkout.trial', { n: offer.days }),
     submitLabel: t('checkout.start_trial_today', { amount: format.money('0', plan.currency) }),
   };
@@ -88,6 +92,8 @@ interface RenderOptions {
   threeDsUrl?: string | null;
   /** Shown next to the card form, the card method chosen. */
   cardError?: string | null;
+  /** A line above the page's state (the earlier payment arrived before another method could replace it). */
+  notice?: string | null;
 }
 
 async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opts: RenderOptions = {}): Promise<void> {
@@ -106,8 +112,10 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
   // Waiting for a trial card's 3-D Secure without its page (a reload): the card can be given again.
   const cardCheck = progress.state === 'card_check';
   const chooses = progress.state === 'choose' || progress.state === 'failed' || (cardCheck && !opts.threeDsUrl);
+  // A charge waiting for the customer may be replaced by another method (its order canceled first).
+  const switches = (progress.state === 'pending' || progress.state === 'confirming') && progress.orderId !== null;
   const scripts = ['/hosted-assets/checkout.js'];
-  if (chooses && card && methods.some((m) => m.value === 'credit_card')) scripts.unshift(card.src);
+  if ((chooses || switches) && card && methods.some((m) => m.value === 'credit_card')) scripts.unshift(card.src);
   const trialStarted = progress.state === 'trialing' && progress.trialEnd && session.plan
     ? t(progress.cardSaved ? 'pay.trial_first_charge' : 'pay.trial_first_bill', {
       date: format.date(progress.trialEnd),
@@ -123,9 +131,12 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
       gatewayEnvironment: card?.environment,
       item,
       error: opts.error ?? null,
+      notice: opts.notice ?? null,
       cardError,
       state: progress.state,
       chooses,
+      switches,
+      replaces: switches ? progress.orderId : null,
       threeDsUrl: opts.threeDsUrl ?? null,
       trialStarted,
       methods,
@@ -166,28 +177,30 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
   const page = await openPage(ctx, deps, 'checkout', token);
   if (!page) return;
   const form = await readForm(ctx);
-  const progress = await checkoutProgress(page.services, page.session);
-  if (!formIsGenuine(page, form)) return renderCheckout(page, progress, { error: page.t('error.csrf_failed'), status: 403 });
-  // A second submit (a double click, a back button) never makes a second charge. A trial card
-  // still waiting for 3-D Secure may be replaced by another card: nothing was charged.
-  if (progress.state !== 'choose' && progress.state !== 'failed' && progress.state !== 'card_check') {
-    ctx.status = 303;
-    return ctx.redirect(withLang(page, page.path));
-  }
+  const current = () => checkoutProgress(page.services, page.session);
+  if (!formIsGenuine(page, form)) return renderCheckout(page, await current(), { error: page.t('error.csrf_failed'), status: 403 });
   const card = cardScript(deps);
   const paymentType = form.payment_type as PaymentType;
   if (!(offeredTypes(page, card !== null) as string[]).includes(paymentType)) {
-    return renderCheckout(page, progress, { error: page.t('error.validation_error', { detail: 'payment_type' }), status: 400 });
+    return renderCheckout(page, await current(), { error: page.t('error.validation_error', { detail: 'payment_type' }), status: 400 });
   }
-  let threeDsUrl: string | null;
+  const bank = paymentType === 'bank_transfer' ? (form.bank || 'bca') : undefined;
+  if (bank !== undefined && !(BANKS as readonly string[]).includes(bank)) {
+    return renderCheckout(page, await current(), { error: page.t('error.validation_error', { detail: 'bank' }), status: 400 });
+  }
+  let result: ChoiceResult;
   try {
-    ({ threeDsUrl } = await checkoutChoose(page.services, page.session, {
+    result = await checkoutChoose(page.services, page.session, {
       paymentType: paymentType as GatewayPaymentType,
-      bank: paymentType === 'bank_transfer' ? form.bank : undefined,
+      bank: bank as Bank | undefined,
       token: paymentType === 'credit_card' ? form.token : undefined,
-    }));
+      replaces: form.replaces || undefined,
+    });
   } catch (err) {
-    const after = await checkoutProgress(page.services, page.session);
+    const after = await current();
+    // The gateway's answer to the charge was lost: the page follows that charge (it may have
+    // been taken) and offers no second one until the gateway has said what became of it.
+    if (after.state === 'confirming') return seeThePage(page);
     const failure = classifyFailure(err);
     // The bank refused the card (422 card_declined): said next to the card form, another card may be tried.
     if (failure?.code === 'card_declined') {
@@ -195,11 +208,26 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
     }
     return renderCheckout(page, after, { error: failureMessage(page.t, err), status: 400 });
   }
-  // The gateway's 3-D Secure page is known from its charge answer only: shown in this response
-  // rather than after a redirect. A reload later shows the waiting state and the card form.
-  if (threeDsUrl) return renderCheckout(page, await checkoutProgress(page.services, page.session), { threeDsUrl });
-  ctx.status = 303;
-  ctx.redirect(withLang(page, page.path));
+  switch (result.outcome) {
+    case 'already_chosen':
+      // A second submit (a double click, a back button, another tab) never makes a second charge.
+      return seeThePage(page);
+    case 'earlier_paid':
+      return renderCheckout(page, await current(), { notice: page.t('pay.switch_earlier_paid') });
+    case 'earlier_not_canceled':
+      return renderCheckout(page, await current(), { error: page.t('pay.switch_not_canceled'), status: 409 });
+    case 'charged':
+      // The gateway's 3-D Secure page is known from its charge answer only: shown in this response
+      // rather than after a redirect. A reload later shows the waiting state and the card form.
+      if (result.threeDsUrl) return renderCheckout(page, await current(), { threeDsUrl: result.threeDsUrl });
+      return seeThePage(page);
+  }
+}
+
+/** 303 to the page itself, which shows where the checkout stands. */
+function seeThePage(page: PageRequest): void {
+  page.ctx.status = 303;
+  page.ctx.redirect(withLang(page, page.path));
 }
 
 /** The bank's words in a card_declined message ("The card was declined: REASON."), else all of it. */

@@ -3,21 +3,31 @@ import { Payment } from '../../db/entities/payment.js';
 import type { Plan } from '../../db/entities/plan.js';
 import type { User } from '../../db/entities/user.js';
 import { addDays } from '../../domain/billing-calendar.js';
+import { DomainError } from '../../domain/errors.js';
 import { GatewayError } from '../../gateway/errors.js';
+import type { Bank, GatewayTransaction } from '../../gateway/types.js';
 import type { PaymentType } from '../../db/entities/subscription.js';
 import { Topup } from '../../db/entities/topup.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import type { ServiceContext } from '../context.js';
+import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
+import { eventFromTransaction } from '../gateway-events/gateway-event.js';
+import { previewGatewayEvent, recordAndApplyGatewayEvent } from '../gateway-events/process-notification.js';
 import { firstPeriodAmount } from '../subscriptions/authorize-trial-card.js';
+import { chargeSubscription } from '../subscriptions/charge-subscription.js';
 import { confirmTrialCard } from '../subscriptions/confirm-trial-card.js';
 import { createSubscription, trialAllowed } from '../subscriptions/create-subscription.js';
+import { cancelOrAskGateway } from '../subscriptions/resolve-unknown-charges.js';
 import { createTopup } from '../topups/create-topup.js';
+import { extendCheckoutLink } from './hosted-sessions.js';
 
 /**
- * Where a checkout stands, as its page shows it. `card_check`: a trial subscribed with a card
+ * Where a checkout stands, as its page shows it. `processing`: a submit of the page is charging
+ * right now (another tab, a double click); `confirming`: the gateway's answer to the charge was
+ * lost, and whether it was taken is being asked; `card_check`: a trial subscribed with a card
  * waits for the card's 3-D Secure step (the card is pre-authorised, nothing is charged).
  */
-export type CheckoutState = 'choose' | 'pending' | 'card_check' | 'paid' | 'trialing' | 'failed';
+export type CheckoutState = 'choose' | 'processing' | 'confirming' | 'pending' | 'card_check' | 'paid' | 'trialing' | 'failed';
 
 /** Why a checkout failed, when the page can say more than "it did not go through". */
 export type CheckoutFailure = 'card_declined';
@@ -30,6 +40,8 @@ export interface CheckoutProgress {
   amount: string | null;
   currency: string | null;
   expiresAt: Date | null;
+  /** Pending or confirming: the gateway order the customer may replace by choosing another method. */
+  orderId: string | null;
   /** Failed: the reason the page gives next to the form. */
   failure: CheckoutFailure | null;
   /** Trialing: when the trial ends, which is when the first charge comes. */
@@ -38,32 +50,73 @@ export interface CheckoutProgress {
   cardSaved: boolean;
 }
 
-const nothingYet: CheckoutProgress = { state: 'choose', paymentType: null, details: {}, amount: null, currency: null, expiresAt: null, failure: null, trialEnd: null, cardSaved: false };
+const nothingYet: CheckoutProgress = {
+  state: 'choose', paymentType: null, details: {}, amount: null, currency: null, expiresAt: null, orderId: null, failure: null, trialEnd: null, cardSaved: false,
+};
 
-function chargeProgress(state: CheckoutState, charge: { paymentType: PaymentType; paymentDetails: Record<string, unknown>; expiresAt: Date | null; currency: string }, amount: string): CheckoutProgress {
-  return { ...nothingYet, state, paymentType: charge.paymentType, details: charge.paymentDetails, amount, currency: charge.currency, expiresAt: charge.expiresAt };
+type Charge = { paymentType: PaymentType; paymentDetails: Record<string, unknown>; expiresAt: Date | null; currency: string; orderId: string };
+
+/**
+ * A waiting charge: `pending` with its instructions, or `confirming` while they are unknown
+ * because the gateway's answer to the charge was lost (it may or may not have been made).
+ */
+function chargeProgress(charge: Charge, amount: string): CheckoutProgress {
+  return {
+    ...nothingYet,
+    state: Object.keys(charge.paymentDetails).length === 0 ? 'confirming' : 'pending',
+    paymentType: charge.paymentType,
+    details: charge.paymentDetails,
+    amount,
+    currency: charge.currency,
+    expiresAt: charge.expiresAt,
+    orderId: charge.orderId,
+  };
+}
+
+/**
+ * How long a submit's claim on its checkout holds: longer than the few gateway calls a choice
+ * makes (a cancel, a status, a charge, each up to the gateway timeout), so that only a claim
+ * left behind by a process that died is ever taken over.
+ */
+function claimMs(ctx: Pick<ServiceContext, 'config'>): number {
+  return Math.max(2 * 60_000, 4 * ctx.config.gateway.timeoutMs);
+}
+
+function isChoosing(ctx: Pick<ServiceContext, 'config' | 'clock'>, session: HostedSession): boolean {
+  return session.choosingAt !== null && ctx.clock.now().getTime() - session.choosingAt.getTime() < claimMs(ctx);
 }
 
 /**
  * Reads what the customer's choice on the page made: the subscription and its latest payment,
  * or the top-up. A payment that failed, was cancelled or expired sends the page back to the
  * choice (a new attempt replaces a never-paid subscription, as POST /subscriptions/ does).
+ * While another submit of the page is charging, the page says so (`processing`).
  */
-export async function checkoutProgress(ctx: Pick<ServiceContext, 'em'>, session: HostedSession): Promise<CheckoutProgress> {
+export async function checkoutProgress(ctx: Pick<ServiceContext, 'em' | 'config' | 'clock'>, session: HostedSession): Promise<CheckoutProgress> {
+  // Read again: another request may have charged or claimed the checkout since this one loaded it.
+  await ctx.em.findOneOrFail(HostedSession, session.id, { refresh: true });
+  const made = await madeProgress(ctx, session);
+  if (made.state !== 'paid' && made.state !== 'trialing' && isChoosing(ctx, session)) return { ...nothingYet, state: 'processing' };
+  return made;
+}
+
+async function madeProgress(ctx: Pick<ServiceContext, 'em'>, session: HostedSession): Promise<CheckoutProgress> {
   if (session.topup) {
     const topup = await ctx.em.findOneOrFail(Topup, session.topup.id, { refresh: true });
-    if (topup.status === 'success') return chargeProgress('paid', topup, topup.amount);
-    if (topup.status === 'pending') return chargeProgress('pending', topup, topup.amount);
+    if (topup.status === 'success') return { ...nothingYet, state: 'paid' };
+    if (topup.status === 'pending') return chargeProgress(topup, topup.amount);
     return { ...nothingYet, state: 'failed' };
   }
   if (session.subscription) {
     const subscription = await ctx.em.findOneOrFail(Subscription, session.subscription.id, { refresh: true });
     if (subscription.status === 'trialing') return { ...nothingYet, state: 'trialing', trialEnd: subscription.trialEnd, cardSaved: subscription.cardToken !== null };
     if (subscription.status === 'active') return { ...nothingYet, state: 'paid' };
-    const payment = await ctx.em.findOne(Payment, { subscription: subscription.id }, { orderBy: { createdAt: 'desc' }, refresh: true });
+    // The payment waiting for the customer, else the latest (another method chosen withdraws the one before).
+    const payments = await ctx.em.find(Payment, { subscription: subscription.id }, { orderBy: { createdAt: 'desc' }, refresh: true });
+    const payment = payments.find((p) => p.status === 'pending') ?? payments[0] ?? null;
     if (payment?.status === 'settled') return { ...nothingYet, state: 'paid' };
     if (payment?.status === 'pending' && (subscription.status === 'pending' || subscription.status === 'past_due')) {
-      return chargeProgress('pending', payment, payment.grossAmount);
+      return chargeProgress(payment, payment.grossAmount);
     }
     // Pending with no payment at all: only a trial's card waiting for 3-D Secure is (create-subscription.ts).
     if (!payment && subscription.status === 'pending' && subscription.paymentType === 'credit_card') return { ...nothingYet, state: 'card_check' };
@@ -71,37 +124,89 @@ export async function checkoutProgress(ctx: Pick<ServiceContext, 'em'>, session:
     if (!payment && subscription.status === 'canceled' && subscription.cancelReason === 'card_declined') {
       return { ...nothingYet, state: 'failed', failure: 'card_declined' };
     }
+    // A card charge the bank denied (at once, or after its 3-D Secure step).
+    if (payment?.status === 'failed' && payment.paymentType === 'credit_card' && payment.gatewayStatus === 'deny') {
+      return { ...nothingYet, state: 'failed', failure: 'card_declined' };
+    }
     return { ...nothingYet, state: 'failed' };
   }
   return nothingYet;
 }
 
-/** When we last asked the gateway about a session's waiting trial card (ms), so polling asks at most every few seconds. */
-const lastCardAsk = new Map<string, number>();
-const CARD_ASK_EVERY_MS = 4000;
+/** When we last asked the gateway about a session's waiting charge (ms), so polling asks at most every few seconds. */
+const lastAsk = new Map<string, number>();
+/** Every few seconds while a charge is young (a customer at the screen), then less often (a virtual account paid later). */
+const ASK_EVERY_MS = 4000;
+const ASK_LATER_EVERY_MS = 30_000;
+const YOUNG_CHARGE_MS = 10 * 60_000;
+
+function dueToAsk(ctx: Pick<ServiceContext, 'clock'>, session: HostedSession): boolean {
+  const now = Date.now();
+  const young = ctx.clock.now().getTime() - (session.choosingAt ?? session.createdAt).getTime() < YOUNG_CHARGE_MS;
+  if (now - (lastAsk.get(session.id) ?? 0) < (young ? ASK_EVERY_MS : ASK_LATER_EVERY_MS)) return false;
+  lastAsk.set(session.id, now);
+  // Bounded: forget asks older than a day.
+  if (lastAsk.size > 10_000) for (const [id, at] of lastAsk) if (now - at > 24 * 60 * 60_000) lastAsk.delete(id);
+  return true;
+}
 
 /**
- * The checkout's progress, as its polling page asks for it. A trial card waiting for 3-D Secure
- * is also asked about at the gateway (at most every few seconds per page): the gateway's
- * notification normally starts the trial, but the page must not wait forever for one that is
- * late or lost. confirmTrialCard reads the gateway's own status and is safe to repeat.
+ * The checkout's progress, as its polling page asks for it. A waiting charge is also asked
+ * about at the gateway (at most every few seconds per page): its notification normally moves
+ * the checkout on, but the page must not wait forever for one that is late or lost. The answer
+ * is applied as `payments sync` applies it, so a notification that comes later is a duplicate.
  */
 export async function followCheckout(ctx: ServiceContext, session: HostedSession): Promise<CheckoutProgress> {
   const progress = await checkoutProgress(ctx, session);
-  if (progress.state !== 'card_check' || !session.subscription) return progress;
-  const now = Date.now();
-  if (now - (lastCardAsk.get(session.id) ?? 0) < CARD_ASK_EVERY_MS) return progress;
-  lastCardAsk.set(session.id, now);
-  // Bounded: forget asks older than a page's life.
-  if (lastCardAsk.size > 10_000) for (const [id, at] of lastCardAsk) if (now - at > 60 * 60_000) lastCardAsk.delete(id);
+  if (progress.state !== 'card_check' && progress.state !== 'pending' && progress.state !== 'confirming') return progress;
+  if (!dueToAsk(ctx, session)) return progress;
   try {
-    await confirmTrialCard(ctx, session.subscription.id);
+    if (progress.state === 'card_check') await confirmTrialCard(ctx, session.subscription!.id);
+    else await askGatewayAbout(ctx, session, progress);
+    // A charge confirmed only now (its answer had been lost) has its expiry known only now.
+    if (progress.state === 'confirming') await keepLinkForCharge(ctx, session);
   } catch (err) {
     // The gateway cannot be reached now: the page keeps waiting and asks again on a later poll.
     if (!(err instanceof GatewayError)) throw err;
     return progress;
   }
   return checkoutProgress(ctx, session);
+}
+
+/**
+ * The gateway's status of the waiting order, applied as `payments sync` applies it (the
+ * payment's instructions kept when the charge's own answer was lost), unless it says nothing new.
+ */
+async function askGatewayAbout(ctx: ServiceContext, session: HostedSession, progress: CheckoutProgress): Promise<void> {
+  const orderId = progress.orderId!;
+  let answer: GatewayTransaction;
+  try {
+    answer = await ctx.gateway.status(orderId);
+  } catch (err) {
+    // Never made at the gateway: `payments sync` closes it once nobody can still be sending it.
+    if (err instanceof GatewayError && err.kind === 'not_found') return;
+    throw err;
+  }
+  const event = eventFromTransaction(answer);
+  // A waiting charge the gateway says still waits: nothing to record on every poll.
+  if (progress.state === 'pending' && (await previewGatewayEvent(ctx, event)).result === 'duplicate') return;
+  if (session.subscription) {
+    const payment = await ctx.em.fork().findOneOrFail(Payment, { orderId }, { fields: ['id'] });
+    await applyStatusAnswer(ctx, payment.id, answer);
+    return;
+  }
+  await keepTopupInstructions(ctx, orderId, answer);
+  await recordAndApplyGatewayEvent(ctx, { event, source: 'sync' });
+}
+
+/** How to pay a top-up whose charge answer was lost, from the gateway's status answer (never overwriting the charge's own). */
+async function keepTopupInstructions(ctx: ServiceContext, orderId: string, answer: GatewayTransaction): Promise<void> {
+  const em = ctx.em.fork();
+  const topup = await em.findOneOrFail(Topup, { orderId });
+  if (Object.keys(topup.paymentDetails).length > 0 || answer.transactionStatus !== 'pending') return;
+  topup.paymentDetails = { ...answer.paymentDetails };
+  topup.expiresAt = answer.expiryTime;
+  await em.flush();
 }
 
 /** A trial the checkout's customer would get: its length, its end if it started now, and its first charge (PPN included). */
@@ -120,36 +225,156 @@ export async function trialOffer(ctx: Pick<ServiceContext, 'em' | 'config' | 'cl
 
 export interface CheckoutChoice {
   paymentType: Exclude<PaymentType, 'wallet'>;
-  bank?: string;
+  bank?: Bank;
   token?: string;
+  /** The waiting order the customer chose another method for (the pending page's switch form). */
+  replaces?: string;
 }
+
+export type ChoiceResult =
+  /** The choice was charged; a trial card's 3-D Secure page when the gateway asked for one. */
+  | { outcome: 'charged'; threeDsUrl: string | null }
+  /** Nothing was charged: another submit of this page is charging, or already has (a double click, a second tab). */
+  | { outcome: 'already_chosen' }
+  /** Another method was chosen, but the waiting order was paid before it could be canceled: nothing new was charged. */
+  | { outcome: 'earlier_paid' }
+  /** Another method was chosen, but the gateway would not cancel the waiting order: nothing new was charged. */
+  | { outcome: 'earlier_not_canceled' };
 
 /**
  * The customer's choice on a checkout page: the same use case as POST /subscriptions/ (or
  * POST /topups/), as the session's user, then remembered on the session so the page can follow it.
+ *
+ * NOTE: one charge per checkout. The checkout is claimed first (one conditional UPDATE of
+ * `choosing_at`), so of any number of concurrent submits one charges; the others, and any
+ * submit once a charge waits or is paid, answer `already_chosen`. A waiting charge is replaced
+ * only when the page's switch form names it, and only once the gateway has canceled it: an
+ * order the gateway will not cancel, or that was paid, stays the checkout's one charge.
  */
-export async function checkoutChoose(ctx: ServiceContext, session: HostedSession, choice: CheckoutChoice): Promise<{ threeDsUrl: string | null }> {
+export async function checkoutChoose(ctx: ServiceContext, session: HostedSession, choice: CheckoutChoice): Promise<ChoiceResult> {
+  const claimedAt = ctx.clock.now();
+  const stale = new Date(claimedAt.getTime() - claimMs(ctx));
+  const claimed = await ctx.em.nativeUpdate(
+    HostedSession,
+    { id: session.id, $or: [{ choosingAt: null }, { choosingAt: { $lt: stale } }] },
+    { choosingAt: claimedAt },
+  );
+  if (claimed !== 1) return { outcome: 'already_chosen' };
+  try {
+    const progress = await madeProgressNow(ctx, session);
+    const switching = (progress.state === 'pending' || progress.state === 'confirming') && choice.replaces !== undefined && choice.replaces === progress.orderId;
+    if (!switching && progress.state !== 'choose' && progress.state !== 'failed' && progress.state !== 'card_check') return { outcome: 'already_chosen' };
+    if (switching) {
+      const earlier = await cancelWaitingOrder(ctx, session, progress.orderId!);
+      if (earlier !== 'canceled') return { outcome: earlier === 'paid' ? 'earlier_paid' : 'earlier_not_canceled' };
+    }
+    const result = await charge(ctx, session, choice, claimedAt, switching);
+    await keepLinkForCharge(ctx, session);
+    return result;
+  } finally {
+    await ctx.em.nativeUpdate(HostedSession, { id: session.id, choosingAt: claimedAt }, { choosingAt: null });
+    session.choosingAt = null;
+  }
+}
+
+/** A checkout link lives at least as long as the payment its page shows (a VA paid at the ATM a day later). */
+async function keepLinkForCharge(ctx: ServiceContext, session: HostedSession): Promise<void> {
+  const made = await madeProgressNow(ctx, session);
+  if (made.state === 'pending') await extendCheckoutLink(ctx, session, made.expiresAt);
+}
+
+/** The checkout's progress read again under the claim, leaving the claim itself out. */
+async function madeProgressNow(ctx: ServiceContext, session: HostedSession): Promise<CheckoutProgress> {
+  await ctx.em.findOneOrFail(HostedSession, session.id, { refresh: true });
+  return madeProgress(ctx, session);
+}
+
+/**
+ * NOTE: before another method is charged, the waiting order is canceled at the gateway: the
+ * API's rule for paying again (cancelOrAskGateway: a refused cancel asks the order's status and
+ * applies it, so a paid order counts as paid). Only `canceled` lets the new charge go: `paid`
+ * when the old order was paid meanwhile, `unsure` when the gateway would not cancel it or could
+ * not be asked (the customer may still pay it).
+ */
+async function cancelWaitingOrder(ctx: ServiceContext, session: HostedSession, orderId: string): Promise<'canceled' | 'paid' | 'unsure'> {
+  if (session.subscription) {
+    await cancelOrAskGateway(ctx, [orderId]);
+    const payment = await ctx.em.fork().findOneOrFail(Payment, { orderId });
+    if (['settled', 'partially_refunded', 'refunded'].includes(payment.status)) return 'paid';
+    // Failed, expired or withdrawn, or canceled at the gateway now: nothing of it can be paid any more.
+    return payment.status !== 'pending' || payment.gatewayStatus === 'cancel' ? 'canceled' : 'unsure';
+  }
+  // A top-up has no payment row for cancelOrAskGateway to stamp: the same steps, its answer
+  // applied to the top-up as a status answer is (a cancel fails the top-up, a settlement credits it).
+  let answer: GatewayTransaction;
+  try {
+    answer = await ctx.gateway.cancel(orderId);
+  } catch (err) {
+    if (!(err instanceof GatewayError)) throw err;
+    try {
+      answer = await ctx.gateway.status(orderId);
+    } catch (asked) {
+      if (!(asked instanceof GatewayError)) throw asked;
+      return 'unsure';
+    }
+  }
+  await recordAndApplyGatewayEvent(ctx, { event: eventFromTransaction(answer), source: 'sync' });
+  const topup = await ctx.em.fork().findOneOrFail(Topup, { orderId });
+  if (topup.status === 'pending') return 'unsure';
+  return topup.status === 'failed' || topup.status === 'expired' ? 'canceled' : 'paid';
+}
+
+/**
+ * Charges the choice through the API's use cases. What they made is remembered on the session
+ * even when the charge then fails (a lost answer keeps the payment waiting to be confirmed), so
+ * that the page follows that charge instead of letting a second one be made.
+ */
+async function charge(ctx: ServiceContext, session: HostedSession, choice: CheckoutChoice, claimedAt: Date, switching: boolean): Promise<ChoiceResult> {
   const user = session.user;
   if (session.plan) {
-    const { subscription, cardCheck } = await createSubscription(ctx, user, {
-      planId: session.plan.id,
-      paymentType: choice.paymentType,
-      token: choice.token,
-      metadata: choice.paymentType === 'bank_transfer' && choice.bank ? { bank: choice.bank } : undefined,
-    });
-    await ctx.em.nativeUpdate(HostedSession, { id: session.id }, { subscription: subscription.id, topup: null });
-    session.subscription = subscription;
-    // The gateway gives the 3-D Secure page's address in its charge answer only: the page shows it now.
-    return { threeDsUrl: cardCheck?.status === 'pending' ? cardCheck.redirectUrl : null };
-  } else {
+    const remember = async (subscriptionId: string) => {
+      await ctx.em.nativeUpdate(HostedSession, { id: session.id }, { subscription: subscriptionId, topup: null });
+      session.subscription = ctx.em.getReference(Subscription, subscriptionId);
+    };
+    try {
+      if (switching) {
+        // The same subscription and invoice, paid another way: the API's paying again.
+        await chargeSubscription(ctx, user, { subscriptionId: session.subscription!.id, paymentType: choice.paymentType, token: choice.token, bank: choice.bank });
+        return { outcome: 'charged', threeDsUrl: null };
+      }
+      const { subscription, cardCheck } = await createSubscription(ctx, user, {
+        planId: session.plan.id,
+        paymentType: choice.paymentType,
+        token: choice.token,
+        metadata: choice.paymentType === 'bank_transfer' && choice.bank ? { bank: choice.bank } : undefined,
+      });
+      await remember(subscription.id);
+      // The gateway gives the 3-D Secure page's address in its charge answer only: the page shows it now.
+      return { outcome: 'charged', threeDsUrl: cardCheck?.status === 'pending' ? cardCheck.redirectUrl : null };
+    } catch (err) {
+      // Paying again found the invoice paid by the order it replaced (cancelOrAskGateway applied it).
+      if (switching && err instanceof DomainError && err.code === 'nothing_due') return { outcome: 'earlier_paid' };
+      const made = await ctx.em.fork().findOne(Subscription, { user: user.id, plan: session.plan.id, createdAt: { $gte: claimedAt } }, { orderBy: { createdAt: 'desc' } });
+      if (made && !switching) await remember(made.id);
+      throw err;
+    }
+  }
+  const remember = async (topupId: string) => {
+    await ctx.em.nativeUpdate(HostedSession, { id: session.id }, { topup: topupId, subscription: null });
+    session.topup = ctx.em.getReference(Topup, topupId);
+  };
+  try {
     const topup = await createTopup(ctx, user, {
       amount: session.topupAmount,
       paymentType: choice.paymentType,
       bank: choice.paymentType === 'bank_transfer' ? choice.bank : undefined,
       token: choice.paymentType === 'credit_card' ? choice.token : undefined,
     });
-    await ctx.em.nativeUpdate(HostedSession, { id: session.id }, { topup: topup.id, subscription: null });
-    session.topup = topup;
+    await remember(topup.id);
+  } catch (err) {
+    const made = await ctx.em.fork().findOne(Topup, { user: user.id, createdAt: { $gte: claimedAt } }, { orderBy: { createdAt: 'desc' } });
+    if (made) await remember(made.id);
+    throw err;
   }
-  return { threeDsUrl: null };
+  return { outcome: 'charged', threeDsUrl: null };
 }
