@@ -108,11 +108,11 @@ describe('a start that cannot work ends with one line (issue 30, operator edges)
     const run = await startProcess({ NODE_ENV: 'production', DATABASE_URL: 'sqlite::memory:' });
     expect(run.code).toBe(2);
     expect(run.stderr.trim()).toBe(
-      'Cannot start: configuration: required in production and not set: GATEWAY_SERVER_KEY, SESSION_SECRET, GATEWAY_BASE_URL (the simulator is never mounted in production)',
+      'Cannot start: configuration: required in production and not set: GATEWAY_SERVER_KEY, SESSION_SECRET, GATEWAY_BASE_URL (the simulator is never mounted in production), PUBLIC_URL (the origin hosted checkout and portal links are made on)',
     );
     const secret = 'SB-Mid-server-do-not-print-me';
     const partial = await startProcess({ NODE_ENV: 'production', DATABASE_URL: 'sqlite::memory:', GATEWAY_SERVER_KEY: secret });
-    expect(partial.stderr.trim()).toBe('Cannot start: configuration: required in production and not set: SESSION_SECRET, GATEWAY_BASE_URL (the simulator is never mounted in production)');
+    expect(partial.stderr.trim()).toBe('Cannot start: configuration: required in production and not set: SESSION_SECRET, GATEWAY_BASE_URL (the simulator is never mounted in production), PUBLIC_URL (the origin hosted checkout and portal links are made on)');
     expect(partial.stderr + partial.stdout).not.toContain(secret);
   });
 });

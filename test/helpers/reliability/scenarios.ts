@@ -18,7 +18,7 @@ import { baseEnv, startServerProcess, type ServerProcess } from './server-proces
  * Webhook load needs no gateway, so these servers run as deployed: NODE_ENV=production (no
  * simulator, no per-response contract check), a gateway URL nobody calls.
  */
-export const PRODUCTION_ENV = { NODE_ENV: 'production', GATEWAY_BASE_URL: 'http://127.0.0.1:9' };
+export const PRODUCTION_ENV = { NODE_ENV: 'production', GATEWAY_BASE_URL: 'http://127.0.0.1:9', PUBLIC_URL: 'https://billing.example.com' };
 
 export interface LoadRun {
   scenario: Scenario;
