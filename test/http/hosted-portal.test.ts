@@ -260,7 +260,39 @@ describe.each(DATABASES)('the customer portal\'s money rules (%s)', (kind) => {
     });
   });
 
-  it('a not-found says what was not found: an invoice, a credit note', async () => {
+  describe('prices as they will be charged, with a seller that charges PPN', () => {
+    let taxed: TestServer;
+    beforeAll(async () => {
+      taxed = await startTestServer(kind, { clock, env: { HOSTED_RETURN_ORIGINS: SHOP, BILLING_PKP: 'true', BILLING_TAX_ID: '0012345678091000', BILLING_SELLER_NITKU: '0012345678091000000000' } });
+      await taxed.seedPlans([
+        { slug: 'basic-tax', name: 'Basic', description: 'PPN added', price: 50000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 1, tax_behavior: 'exclusive' },
+        { slug: 'pro-tax', name: 'Pro', description: 'PPN added', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 2, tax_behavior: 'exclusive' },
+        { slug: 'flat', name: 'Flat', description: 'PPN included', price: 166500, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 3, tax_behavior: 'inclusive' },
+      ]);
+    });
+    afterAll(() => taxed?.stop());
+
+    it('the plan line and the picker show the price with PPN, as its invoice charges it, and one line says how PPN is worked out', async () => {
+      const user = await taxed.createUser();
+      const { payment } = await activeSubscription(taxed, user, 'basic-tax');
+      expect(payment.amount ?? payment.gross_amount).toBe('55500.00');
+      const saved = server;
+      server = taxed;
+      try {
+        const portal = await openPortal(user);
+        const page = (await portal.get()).text;
+        expect(/id="plan-price">([^<]+)</.exec(page)![1]).toBe('Rp\u00a055.500');
+        expect(page).toContain('Harga Basic Rp\u00a050.000 belum termasuk PPN. PPN 12% dihitung dari DPP nilai lain, yaitu 11/12 dari harga (Rp\u00a045.833,33): PPN Rp\u00a05.500, sehingga yang ditagih Rp\u00a055.500 per periode.');
+        expect(page).toContain('>Pro · Rp\u00a0166.500 termasuk PPN</option>');
+        expect(page).toContain('>Flat · Rp\u00a0166.500 termasuk PPN</option>');
+        expect(page).toContain('id="plans-tax-note"');
+      } finally {
+        server = saved;
+      }
+    });
+  });
+
+  it('a not-found says what was not found (an invoice, a credit note), and a refused state says it in the page\'s words', async () => {
     const { user } = await subscriber();
     const portal = await openPortal(user);
     const missing = '00000000-0000-4000-8000-000000000000';
@@ -268,5 +300,9 @@ describe.each(DATABASES)('the customer portal\'s money rules (%s)', (kind) => {
     expect([noInvoice.status, /class="error" role="alert">([^<]+)</.exec(noInvoice.text)?.[1]]).toEqual([404, 'Faktur ini tidak ditemukan.']);
     const noNote = await portal.at(`credit-notes/${missing}/pdf`);
     expect([noNote.status, /class="error" role="alert">([^<]+)</.exec(noNote.text)?.[1]]).toEqual([404, 'Nota kredit ini tidak ditemukan.']);
+    // A pause sent again from a page shown before the first: said in Bahasa, not the rule's English.
+    expect((await portal.post('pause', {})).status).toBe(303);
+    const again = await portal.post('pause', {});
+    expect([again.status, /class="error" role="alert">([^<]+)</.exec(again.text)?.[1]]).toEqual([400, 'Ini tidak bisa dilakukan selama langganan dijeda.']);
   });
 });
