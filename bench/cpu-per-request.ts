@@ -65,7 +65,7 @@ const port = 4900 + Math.floor(Math.random() * 90);
 const server = spawn(process.execPath, productionNodeArgs(root), {
   cwd: root,
   stdio: 'ignore',
-  env: { ...process.env, NODE_ENV: 'production', PORT: String(port), DATABASE_URL: db.url, MIGRATE_ON_START: 'true', GATEWAY_BASE_URL: 'http://127.0.0.1:9', GATEWAY_SERVER_KEY: 'k', SESSION_SECRET: 's', LOG_REQUESTS: 'false' },
+  env: { ...process.env, NODE_ENV: 'production', PORT: String(port), DATABASE_URL: db.url, MIGRATE_ON_START: 'true', GATEWAY_BASE_URL: 'http://127.0.0.1:9', PUBLIC_URL: 'https://billing.example.com', GATEWAY_SERVER_KEY: 'k', SESSION_SECRET: 's', LOG_REQUESTS: 'false' },
 });
 const base = `http://127.0.0.1:${port}/api/subscriptions`;
 await waitFor(`${base}/plans/`);

@@ -73,7 +73,7 @@ try {
     cwd: ROOT,
     env: {
       ...process.env, NODE_ENV: 'production', PORT: String(port), DATABASE_URL: db.url, MIGRATE_ON_START: 'true',
-      GATEWAY_BASE_URL: 'http://127.0.0.1:9', GATEWAY_SERVER_KEY: SERVER_KEY, SESSION_SECRET: 'bench-session-secret', LOG_REQUESTS: 'false',
+      GATEWAY_BASE_URL: 'http://127.0.0.1:9', PUBLIC_URL: 'https://billing.example.com', GATEWAY_SERVER_KEY: SERVER_KEY, SESSION_SECRET: 'bench-session-secret', LOG_REQUESTS: 'false',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

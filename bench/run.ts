@@ -162,7 +162,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
       PORT: String(port),
       DATABASE_URL: db.url,
       MIGRATE_ON_START: 'true',
-      GATEWAY_BASE_URL: 'http://127.0.0.1:9',
+      GATEWAY_BASE_URL: 'http://127.0.0.1:9', PUBLIC_URL: 'https://billing.example.com',
       GATEWAY_SERVER_KEY: SERVER_KEY,
       SESSION_SECRET: 'bench-session-secret',
       LOG_REQUESTS: 'false',
