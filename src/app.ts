@@ -8,7 +8,7 @@ import { assertSchemaCurrent, migrateUp, openOrm, type Orm } from './db/orm.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import { MidtransClient } from './gateway/midtrans-client.js';
 import type { PaymentGateway } from './gateway/types.js';
-import { subscriptionAccessMiddleware } from './http/access-middleware.js';
+import { subscriptionAccessMiddleware, subscriptionAccessRule, type SubscriptionAccessOptions } from './http/access-middleware.js';
 import { API_ROOT, createApiMiddleware } from './http/api.js';
 import { canonicalPath } from './http/canonical-path.js';
 import { AccessCache } from './http/auth/access-cache.js';
@@ -214,13 +214,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.use(authenticationMiddleware(orm, credentialCache, throttler, accessCache));
   app.use(staffGate(orm, clock, API_ROOT));
   app.use(documentBurstLimit(documents));
-  app.use(
-    subscriptionAccessMiddleware({
-      settings: config.subscriptionSettings,
-      getUser: (ctx) => ctx.state.userFields ?? ctx.state.user ?? null,
-      hasAccess: (user, ctx) => accessCache.hasAccess(orm.em as EntityManager, user.id, ctx),
-    }),
-  );
+  const accessOptions: SubscriptionAccessOptions = {
+    settings: config.subscriptionSettings,
+    getUser: (ctx) => ctx.state.userFields ?? ctx.state.user ?? null,
+    hasAccess: (user, ctx) => accessCache.hasAccess(orm.em as EntityManager, user.id, ctx),
+  };
+  // One rule for the middleware and the staff API's access check (GET /admin/customers/{customer}/access/).
+  const accessRule = subscriptionAccessRule(accessOptions);
+  app.use(subscriptionAccessMiddleware(accessOptions, accessRule));
   app.use((_ctx, next) => RequestContext.create(orm.em, next));
   app.use(
     await createApiMiddleware({
@@ -228,7 +229,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       orm,
       gateway,
       clock,
-      handlers: allHandlers({ throttler, catalogue: new CatalogueCache(config.planCacheSeconds, clock), invalidWebhookQuota, documents }),
+      handlers: allHandlers({ throttler, catalogue: new CatalogueCache(config.planCacheSeconds, clock), invalidWebhookQuota, documents, accessRule }),
       validateResponses: options.validateResponses ?? config.env === 'test',
     }),
   );

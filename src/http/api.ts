@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { RequestContext } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
@@ -21,7 +22,8 @@ import { requestFingerprint, withIdempotency, type StoredResponse } from './idem
 import { requireUserId, type OperationHandlers, type OperationId, type OperationRequest } from './operations.js';
 import { mayWrite } from './methods.js';
 import { problem, sendProblem } from './problem.js';
-import { sendNoSuchRoute } from './auth/staff-gate.js';
+import { BILLING_CUSTOMER_HEADER, sendNoSuchRoute, staffActor } from './auth/staff-gate.js';
+import { recordAuditEvent } from '../services/audit/record-audit-event.js';
 
 export const API_ROOT = '/api/subscriptions';
 export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi.yaml');
@@ -88,6 +90,21 @@ function requiresAuthentication(operation: Operation): boolean {
   return (operation.security ?? []).length > 0;
 }
 
+/** A customer operation: one an API key may call for the customer Billing-Customer names. */
+function isCustomerOperation(operation: Operation | undefined): boolean {
+  return (operation?.security ?? []).some((requirement) => 'customerApiKey' in requirement);
+}
+
+/**
+ * The idempotency scope of a key's request for a customer: neither the key's own requests nor
+ * the customer's, nor another customer's through the same key (a UUID-shaped digest, as the
+ * records' user column holds).
+ */
+function onBehalfScope(keyId: string, customerId: string): string {
+  const hex = createHash('sha256').update(`on-behalf\u0000${keyId}\u0000${customerId}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
 /**
  * Builds the contract-driven API: openapi-backend routes by operationId, authorises by the
  * contract's security schemes and validates every request before a handler runs. Operations
@@ -119,12 +136,21 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   api.registerSecurityHandler('basicAuth', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'basic');
   api.registerSecurityHandler('sessionCookie', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'session');
   api.registerSecurityHandler('staffApiKey', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'api_key');
+  api.registerSecurityHandler('customerApiKey', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'api_key' && ctx.state.onBehalfOf !== undefined);
 
   api.register({
     notFound: (_c: OpenApiContext, ctx: KoaContext) => sendProblem(ctx, problem('not_found', `No operation at ${ctx.method} ${ctx.path}.`)),
     methodNotAllowed: (_c: OpenApiContext, ctx: KoaContext) =>
       sendProblem(ctx, problem('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`)),
-    unauthorizedHandler: (_c: OpenApiContext, ctx: KoaContext) => {
+    unauthorizedHandler: (c: OpenApiContext, ctx: KoaContext) => {
+      if (ctx.state.authMethod === 'api_key' && isCustomerOperation(c.operation)) {
+        return sendProblem(
+          ctx,
+          problem('validation_error', `An API key calling a customer operation names the customer in the ${BILLING_CUSTOMER_HEADER} header.`, [
+            { field: BILLING_CUSTOMER_HEADER, message: 'is required with an API key: the customer (id, username or ext:<external_id>) the request acts for' },
+          ]),
+        );
+      }
       ctx.set('WWW-Authenticate', 'Basic realm="billing"');
       sendProblem(ctx, problem('not_authenticated', 'Authentication required: HTTP Basic or a session cookie.'));
     },
@@ -177,6 +203,21 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       }
     }
 
+    if (isCustomerOperation(operation)) {
+      if (ctx.state.authMethod === 'api_key' && mayWrite(ctx.method) && ctx.state.staff?.scope !== 'write') {
+        return sendProblem(ctx, problem('insufficient_scope', 'This API key may only read; acting for a customer needs a write key.'));
+      }
+      if (ctx.state.authMethod !== 'api_key' && ctx.get(BILLING_CUSTOMER_HEADER) !== '') {
+        return sendProblem(
+          ctx,
+          problem('validation_error', `${BILLING_CUSTOMER_HEADER} applies to API keys only.`, [
+            { field: BILLING_CUSTOMER_HEADER, message: 'applies to API keys only; a customer acts for themselves' },
+          ]),
+        );
+      }
+    }
+
+    // Session cookies only: a key (on a staff route or for a customer) is no ambient credential.
     if (requiresAuthentication(operation) && ctx.state.authMethod === 'session' && mayWrite(ctx.method)) {
       const expected = ctx.session?.csrfToken;
       if (typeof expected !== 'string' || ctx.get('x-csrf-token') !== expected) {
@@ -209,9 +250,25 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       services,
     } satisfies OperationRequest<OperationId>;
 
+    const onBehalfOf = ctx.state.authMethod === 'api_key' ? ctx.state.onBehalfOf : undefined;
+    /**
+     * NOTE: what a key did for a customer is kept in the audit trail: the key as actor, the
+     * customer as target, `on_behalf_of` among the changes. It is recorded after the operation's
+     * own transaction committed: a process that dies in between keeps the change without it.
+     */
+    const recordOnBehalf = async (body: unknown): Promise<void> => {
+      const resource = body !== null && typeof body === 'object' && typeof (body as { id?: unknown }).id === 'string' ? (body as { id: string }).id : null;
+      await recordAuditEvent({ em: deps.orm.em.fork() as EntityManager }, staffActor(ctx), {
+        action: `on_behalf.${operationId}`,
+        target: { type: 'customer', id: onBehalfOf!.id },
+        changes: { on_behalf_of: [null, onBehalfOf!.id], operation: [null, `${ctx.method} ${ctx.path}`], resource: [null, resource] },
+      });
+    };
+
     const execute = async (): Promise<StoredResponse> => {
       const result = await handler(request);
       if (result.headers) ctx.set(result.headers);
+      if (onBehalfOf && mayWrite(ctx.method) && result.status < 300) await recordOnBehalf(result.body);
       return { status: result.status, contentType: result.contentType ?? 'application/json', body: result.body };
     };
 
@@ -221,8 +278,13 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
         ? await withIdempotency(
             deps.orm,
             {
-              // A key's requests are its own: its id scopes its idempotency keys as a user's id does.
-              userId: ctx.state.authMethod === 'api_key' && ctx.state.staff ? ctx.state.staff.id : requireUserId(request),
+              // A key's requests are its own: its id scopes its idempotency keys as a user's id does;
+              // for a customer, the key and that customer together.
+              userId: onBehalfOf
+                ? onBehalfScope(ctx.state.staff!.id, onBehalfOf.id)
+                : ctx.state.authMethod === 'api_key' && ctx.state.staff
+                  ? ctx.state.staff.id
+                  : requireUserId(request),
               key: idempotencyKey,
               fingerprint: requestFingerprint(ctx.method, ctx.path.replace(/\/?$/, '/'), ctx.state.rawBody ?? ''),
               now: deps.clock.now(),

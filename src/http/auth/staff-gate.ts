@@ -6,6 +6,7 @@ import type { Orm } from '../../db/orm.js';
 import type { Clock } from '../../domain/clock.js';
 import { authenticateApiKey } from '../../services/api-keys/authenticate-api-key.js';
 import type { Actor } from '../../services/audit/actor.js';
+import { findCustomer } from '../../services/users/find-customer.js';
 import { problem, sendProblem } from '../problem.js';
 
 /** Who acts on a staff route: a staff user (session or Basic) or an API key. */
@@ -16,9 +17,20 @@ export interface StaffPrincipal {
   scope: ApiKeyScope;
 }
 
+/** The customer an API key acts for (the Billing-Customer header). */
+export interface OnBehalfOf {
+  id: string;
+  username: string;
+}
+
+/** The header an API key names its customer in, on a customer operation (docs/integrating.md). */
+export const BILLING_CUSTOMER_HEADER = 'Billing-Customer';
+
 declare module 'koa' {
   interface DefaultState {
     staff?: StaffPrincipal;
+    /** Set when an API key acts for a customer: `user` is then that customer. */
+    onBehalfOf?: OnBehalfOf;
     /** The request's id on staff routes (X-Request-Id), kept with its audit events. */
     requestId?: string;
   }
@@ -31,15 +43,8 @@ export function isStaffPath(apiRoot: string, path: string): boolean {
   return path === `${apiRoot}/admin` || path.startsWith(`${apiRoot}/admin/`);
 }
 
-/**
- * Paths outside the staff API where a write API key may act for a customer it names: the
- * hosted-page links a client's backend asks for.
- */
-const ON_BEHALF_PATHS = ['/checkout-sessions', '/portal-sessions'];
-
-function isOnBehalfPath(apiRoot: string, path: string): boolean {
-  const trimmed = path.endsWith('/') ? path.slice(0, -1) : path;
-  return ON_BEHALF_PATHS.some((p) => trimmed === `${apiRoot}${p}`);
+function isApiPath(apiRoot: string, path: string): boolean {
+  return path === apiRoot || path.startsWith(`${apiRoot}/`);
 }
 
 /** What every non-staff caller gets on a staff route: the answer of a path that does not exist. */
@@ -48,7 +53,8 @@ export function sendNoSuchRoute(ctx: Context): void {
 }
 
 /**
- * The gate in front of the staff routes (docs/support.md): a Bearer API key, or a staff
+ * The gate in front of the staff routes (docs/support.md), and of the customer operations an
+ * API key calls for a customer (docs/integrating.md). On a staff route: a Bearer API key, or a staff
  * user already authenticated by Basic or session, goes on with `ctx.state.staff`; a wrong or
  * revoked key answers 401 (as a wrong password does); anyone else gets the 404 of a route
  * that does not exist, so the staff API's very existence is not shown to customers. The key
@@ -70,22 +76,41 @@ export function staffGate(orm: Orm, clock: Clock, apiRoot: string) {
     return true;
   }
 
-  /** A hosted-page link asked for by a key (for the customer the body names) or by the customer. */
-  async function onBehalf(ctx: Context, next: Next): Promise<void> {
+  const identifyRequest = (ctx: Context): void => {
+    const given = ctx.get('x-request-id');
+    ctx.state.requestId = REQUEST_ID.test(given) ? given : randomUUID();
+    ctx.set('X-Request-Id', ctx.state.requestId);
+  };
+
+  /**
+   * A key outside the staff API: it acts for the customer the Billing-Customer header names,
+   * as that customer's own request would (the same `user` for everything after this gate, the
+   * access middleware included). What a key may call there, its scope and a missing header are
+   * the API's to decide (api.ts), by the operation's contract; a key alone is no customer.
+   */
+  async function customerRequest(ctx: Context, next: Next): Promise<void> {
     if (!bearerOf(ctx)) return next();
+    identifyRequest(ctx);
     if (!(await keyAccepted(ctx))) return;
-    if (ctx.state.staff!.scope !== 'write') {
-      return sendProblem(ctx, problem('insufficient_scope', 'This API key may only read; asking for a customer\'s link needs a write key.'));
-    }
+    ctx.state.user = null;
+    ctx.state.userFields = undefined;
+    ctx.state.accessVersion = undefined;
+    const named = ctx.get(BILLING_CUSTOMER_HEADER);
+    if (named === '') return next();
+    const customer = await findCustomer({ em: orm.em.fork() as EntityManager }, named);
+    // NOTE: a disabled customer gets what their own login would: 401 (docs/integrating.md).
+    if (customer.disabledAt !== null) return sendProblem(ctx, problem('not_authenticated', `Customer "${named}" is disabled.`));
+    ctx.state.user = customer;
+    ctx.state.onBehalfOf = { id: customer.id, username: customer.username };
     return next();
   }
 
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (isOnBehalfPath(apiRoot, ctx.path)) return onBehalf(ctx, next);
-    if (!isStaffPath(apiRoot, ctx.path)) return next();
-    const given = ctx.get('x-request-id');
-    ctx.state.requestId = REQUEST_ID.test(given) ? given : randomUUID();
-    ctx.set('X-Request-Id', ctx.state.requestId);
+    ctx.state.onBehalfOf = undefined;
+    if (!isApiPath(apiRoot, ctx.path)) return next();
+    if (!isStaffPath(apiRoot, ctx.path)) return customerRequest(ctx, next);
+    // NOTE: Billing-Customer means nothing on a staff route, which names its customers itself: ignored.
+    identifyRequest(ctx);
 
     if (bearerOf(ctx)) return (await keyAccepted(ctx)) ? next() : undefined;
     const user = ctx.state.userFields ?? ctx.state.user;

@@ -1,3 +1,4 @@
+import type { AccessRule } from '../access-middleware.js';
 import { createCustomer, listCustomers, updateCustomer, type CustomerFields } from '../../services/users/customers.js';
 import { findCustomer } from '../../services/users/find-customer.js';
 import { staffActor } from '../auth/staff-gate.js';
@@ -20,8 +21,11 @@ function customerFields(body: UpdateBody): CustomerFields {
   return fields;
 }
 
-/** Customers made and changed by an integrator's backend or by staff (/admin/customers/). */
-export const adminCustomerHandlers: OperationHandlers = {
+/**
+ * Customers made and changed by an integrator's backend or by staff (/admin/customers/), and
+ * the access check: `accessRule` is the very rule the access middleware asks.
+ */
+export const adminCustomerHandlers = (accessRule: AccessRule): OperationHandlers => ({
   async adminListCustomers(req) {
     const page = pageRequest(req.query);
     const found = await listCustomers(req.services, { externalId: req.query.external_id, email: req.query.email, q: req.query.q }, page);
@@ -42,4 +46,16 @@ export const adminCustomerHandlers: OperationHandlers = {
     const customer = await updateCustomer(req.services, staffActor(req.koa), req.path.customer, { ...customerFields(req.body), reason: req.body.reason });
     return { status: 200, body: serializeCustomer(customer) };
   },
-};
+
+  async adminCheckCustomerAccess(req) {
+    const customer = await findCustomer(req.services, req.path.customer);
+    // The host's router reads no query string or fragment as part of the path.
+    const path = req.query.path.split(/[?#]/, 1)[0]!;
+    // A disabled customer is no user to the middleware (authentication refuses them).
+    const disabled = customer.disabledAt !== null;
+    const decision = await accessRule(path, () => (disabled ? null : customer), req.koa);
+    const reason = disabled && decision.reason === 'not_authenticated' ? 'customer_disabled' : decision.reason;
+    if (reason === 'not_authenticated') throw new Error('the access rule found no user for a named customer');
+    return { status: 200, body: { allowed: decision.allowed, reason } };
+  },
+});

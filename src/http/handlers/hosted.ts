@@ -16,14 +16,24 @@ export function hostedOrigin(config: Config, _request?: Context): string {
 }
 
 /**
- * The customer a link is for: the caller, or with a write API key (the gate checked its scope)
- * the user the body names. `user` with the customer's own credentials is refused, not ignored.
+ * The customer a link is for: the caller, or with a write API key (api.ts checked its scope)
+ * the customer the Billing-Customer header names (the request's user) or the body's `user`
+ * (kept for clients from before the header); with both, they must name the same customer.
+ * `user` with the customer's own credentials is refused, not ignored.
  */
 async function customerOf(req: OperationRequest<'createCheckoutSession' | 'createPortalSession'>): Promise<User> {
   const named = req.body.user;
   if (req.koa.state.authMethod === 'api_key') {
-    if (named === undefined) throw new ValidationError([{ field: 'user', message: 'is required with an API key: the customer the link is for' }]);
-    return findWalletOwner(req.services, named);
+    const onBehalfOf = req.koa.state.onBehalfOf;
+    if (named === undefined) {
+      if (!onBehalfOf) throw new ValidationError([{ field: 'user', message: 'is required with an API key unless the Billing-Customer header names the customer' }]);
+      return requireUser(req);
+    }
+    const customer = await findWalletOwner(req.services, named);
+    if (onBehalfOf && customer.id !== onBehalfOf.id) {
+      throw new ValidationError([{ field: 'user', message: 'names another customer than the Billing-Customer header' }]);
+    }
+    return customer;
   }
   if (named !== undefined) throw new ValidationError([{ field: 'user', message: 'applies to API keys only; a customer asks for their own link' }]);
   return requireUser(req);

@@ -1,6 +1,7 @@
 import type { InvalidLogQuota } from '../../services/gateway-events/invalid-notification-quota.js';
 import type { DocumentRenderer } from '../../services/documents/document-renderer.js';
 import type { CatalogueCache } from '../../services/plans/catalogue-cache.js';
+import type { AccessRule } from '../access-middleware.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { adminActionHandlers } from './admin-actions.js';
@@ -21,7 +22,13 @@ import { walletHandlers } from './wallet.js';
 import { webhookHandlers } from './webhook.js';
 
 /** Every implemented operation's handler; operations missing here answer 501. */
-export function allHandlers(deps: { throttler: LoginThrottler; catalogue: CatalogueCache; invalidWebhookQuota: InvalidLogQuota; documents: DocumentRenderer }): OperationHandlers {
+export function allHandlers(deps: {
+  throttler: LoginThrottler;
+  catalogue: CatalogueCache;
+  invalidWebhookQuota: InvalidLogQuota;
+  documents: DocumentRenderer;
+  accessRule: AccessRule;
+}): OperationHandlers {
   return {
     ...authHandlers(deps.throttler),
     ...planHandlers(deps.catalogue),
@@ -38,6 +45,6 @@ export function allHandlers(deps: { throttler: LoginThrottler; catalogue: Catalo
     ...documentHandlers(deps.documents),
     ...adminReadHandlers,
     ...adminActionHandlers,
-    ...adminCustomerHandlers,
+    ...adminCustomerHandlers(deps.accessRule),
   };
 }
