@@ -9,7 +9,7 @@ import { ManualClock } from '../../src/domain/clock.js';
 import { previewPlanChange } from '../../src/services/subscriptions/change-subscription-plan.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type HttpResult, type TestServer } from '../helpers/server.js';
-import { activeSubscription, dbOf, type TestUser } from '../helpers/subscriptions.js';
+import { activeSubscription, dbOf, openInvoice, type TestUser } from '../helpers/subscriptions.js';
 
 const SHOP = 'https://shop.example.com';
 
@@ -258,6 +258,30 @@ describe.each(DATABASES)('the customer portal\'s money rules (%s)', (kind) => {
       expect(endsAt).toContain('Perubahan ke Pro masih menunggu pembayaran');
       expect(endsAt).toContain('jika tidak, perubahan batal tanpa biaya');
     });
+  });
+
+  it('cancel at the period end beside an open bill says what becomes of the bill, not only "no more bills"', async () => {
+    const { user, subscriptionId } = await subscriber();
+    await openInvoice(server, subscriptionId, '20000.00');
+    const portal = await openPortal(user, 'en');
+    expect((await portal.post('cancel', { when: 'period_end' })).status).toBe(303);
+    const endsAt = /id="ends-at">([^<]+)</.exec((await portal.get('done=cancel')).text)![1]!;
+    expect(endsAt).toMatch(/^The subscription ends on .+\. The open bill of Rp\u00a020\.000 can still be paid until then; if it is unpaid, it is canceled when the subscription ends\. After that there are no more bills\.$/);
+  });
+
+  it('a trial\'s plan change confirms its quote too (nothing is charged, the trial runs on)', async () => {
+    const user = await server.createUser();
+    const made = await server.api('POST', '/subscriptions/', { auth: user, body: { plan_id: 'pro-trial', payment_type: 'bank_transfer' } });
+    expect(made.status).toBe(201);
+    expect(made.body.subscription.status).toBe('trialing');
+    const portal = await openPortal(user);
+    const preview = await portal.get('change=basic-monthly');
+    expect(preview.text).toContain('masa uji coba tetap berjalan');
+    const confirmed = await portal.post('change-plan', { plan_id: 'basic-monthly', quote: field(preview.text, 'quote')! });
+    expect(confirmed.status).toBe(303);
+    const sub = await dbOf(server).findOneOrFail(Subscription, made.body.subscription.id, { populate: ['plan'] });
+    expect([sub.plan.slug, sub.status]).toEqual(['basic-monthly', 'trialing']);
+    expect(await payments(sub.id)).toBe(0);
   });
 
   describe('prices as they will be charged, with a seller that charges PPN', () => {

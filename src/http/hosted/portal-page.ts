@@ -67,13 +67,15 @@ function subscriptionView(page: PageRequest, overview: PortalOverview) {
   const periodEnd = sub.currentPeriodEnd ? format.date(sub.currentPeriodEnd) : null;
   const pending = overview.pendingPayment;
   const change = pendingChangeView(page, sub, overview);
-  const openBill = pending ?? null;
+  // What is still owed: the payment waiting for the customer, else an open invoice nobody is paying yet.
+  const openInvoice = overview.invoices.find((i) => i.status === 'open' && i.subscription?.id === sub.id) ?? null;
+  const openBill = pending ? { amount: pending.grossAmount, currency: pending.currency } : openInvoice ? { amount: openInvoice.totalAmount, currency: openInvoice.currency } : null;
   let endsAt: string | null = null;
   if (live && sub.cancelAtPeriodEnd && periodEnd) {
     if (change) {
       endsAt = t('portal.ends_at_pending_change', { date: periodEnd, plan: change.planName, amount: change.amount, changeEnd: change.periodEnd });
     } else if (openBill) {
-      endsAt = t('portal.ends_at_open_bill', { date: periodEnd, amount: format.money(openBill.grossAmount, openBill.currency) });
+      endsAt = t('portal.ends_at_open_bill', { date: periodEnd, amount: format.money(openBill.amount, openBill.currency) });
     } else {
       endsAt = t('portal.ends_at', { date: periodEnd });
     }
@@ -97,7 +99,7 @@ function subscriptionView(page: PageRequest, overview: PortalOverview) {
     canCancelAtEnd: subscriptionActions.can(sub, 'cancel_at_period_end') && !sub.cancelAtPeriodEnd,
     canPause: subscriptionStates.can(sub, 'pause'),
     canResume: subscriptionStates.can(sub, 'resume'),
-    canPay: subscriptionActions.can(sub, 'charge') && !pending && overview.invoices.some((i) => i.status === 'open' && i.subscription?.id === sub.id),
+    canPay: subscriptionActions.can(sub, 'charge') && !pending && openInvoice !== null,
   };
 }
 
