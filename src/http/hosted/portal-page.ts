@@ -66,6 +66,7 @@ function subscriptionView(page: PageRequest, overview: PortalOverview) {
   const renews = live && !sub.cancelAtPeriodEnd && (sub.status === 'active' || sub.status === 'trialing');
   const periodEnd = sub.currentPeriodEnd ? format.date(sub.currentPeriodEnd) : null;
   const pending = overview.pendingPayment;
+  const price = billedPrice(page, sub.plan);
   const change = pendingChangeView(page, sub, overview);
   // What is still owed: the payment waiting for the customer, else an open invoice nobody is paying yet.
   const openInvoice = overview.invoices.find((i) => i.status === 'open' && i.subscription?.id === sub.id) ?? null;
@@ -84,8 +85,8 @@ function subscriptionView(page: PageRequest, overview: PortalOverview) {
     id: sub.id,
     live,
     planName: sub.plan.name,
-    price: billedPrice(page, sub.plan).total,
-    priceTaxed: billedPrice(page, sub.plan).taxed,
+    price: price.total,
+    priceTaxed: price.taxed,
     taxNote: taxNote(page, sub.plan),
     every: every(page, sub.plan),
     statusText: t(`status.${sub.status}`),
