@@ -16,11 +16,13 @@ import { registerUserCommands } from './commands/users.js';
 import { registerCustomerCommands } from './commands/customers.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
 import { registerWalletCommands } from './commands/wallet.js';
-import { exitCodeFor } from './runtime.js';
+import { VERSION } from '../src/version.js';
+import { exitCodeFor, failureJson } from './runtime.js';
 
 const program = new Command('billing-admin')
   .description('Operator commands for the billing service (same configuration as the server).')
-  .option('--json', 'print one JSON document on stdout (human output and progress go to stderr)')
+  .version(VERSION, '-V, --version', "print this build's version")
+  .option('--json', 'print one JSON document on stdout (human output and progress go to stderr); a failure too, as {"error": {"code", "message"}}')
   .showHelpAfterError()
   .exitOverride();
 
@@ -47,9 +49,15 @@ try {
 } catch (err) {
   const e = err as { code?: string; exitCode?: number };
   if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
-    process.exit(e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? 0 : 2);
+    const shown = e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help';
+    if (!shown && process.argv.includes('--json')) {
+      process.stdout.write(`${JSON.stringify({ error: { code: 'usage_error', message: (err as Error).message.replace(/^error: /, '') } }, null, 2)}\n`);
+    }
+    process.exit(shown ? 0 : 2);
   }
   const { code, message } = exitCodeFor(err);
+  // With --json a failure is one JSON document on stdout too, so a script reads every outcome the same way.
+  if (program.opts().json) process.stdout.write(`${JSON.stringify(failureJson(err, message), null, 2)}\n`);
   process.stderr.write(`error: ${message}\n`);
   process.exit(code);
 }

@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
 import { stringify } from 'csv-stringify/sync';
-import { loadConfig, loadDotEnv, type Config } from '../src/config.js';
+import { ConfigError, loadConfig, loadDotEnv, type Config } from '../src/config.js';
 import { assertSchemaCurrent, openOrm, type Orm } from '../src/db/orm.js';
 import { systemClock } from '../src/domain/clock.js';
 import { MidtransClient } from '../src/gateway/midtrans-client.js';
 import { API_ROOT } from '../src/http/api.js';
 import type { ServiceContext } from '../src/services/context.js';
-import { EXIT, exitStatusFor } from '../src/services/common/classify-failure.js';
+import { classifyFailure, EXIT, exitStatusFor } from '../src/services/common/classify-failure.js';
 
 export { EXIT };
 
@@ -20,6 +20,16 @@ export class CliFailure extends Error {
 export function exitCodeFor(err: unknown): { code: number; message: string } {
   if (err instanceof CliFailure) return { code: err.exitCode, message: err.message };
   return exitStatusFor(err);
+}
+
+/**
+ * A failure as `--json` prints it: the error's stable code (the API's codes; `usage_error` for
+ * the CLI's own refusals and bad configuration, `internal_error` for a bug) and the message.
+ */
+export function failureJson(err: unknown, message: string): { error: { code: string; message: string } } {
+  if (err instanceof CliFailure) return { error: { code: err.exitCode === EXIT.usage ? 'usage_error' : 'failed', message } };
+  if (err instanceof ConfigError) return { error: { code: 'usage_error', message } };
+  return { error: { code: classifyFailure(err)?.code ?? 'internal_error', message } };
 }
 
 export interface GlobalOptions {
@@ -87,7 +97,7 @@ export function gatewayFor(config: Config): MidtransClient {
  * refuses an unreachable one or one whose schema is behind this build.
  */
 export async function openDatabase(config: Config, opts: { create?: boolean; requireCurrentSchema?: boolean } = {}): Promise<Orm> {
-  const orm = await openOrm(config.databaseUrl, { create: opts.create ?? false });
+  const orm = await openOrm(config.databaseUrl, { create: opts.create ?? false, busyTimeoutMs: config.sqliteBusyTimeoutMs });
   if (opts.requireCurrentSchema ?? true) {
     try {
       await assertSchemaCurrent(orm);

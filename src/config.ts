@@ -13,6 +13,11 @@ export interface Config {
   /** `sqlite:/ABSOLUTE/PATH`, `sqlite::memory:` or `postgres://…` (a relative SQLite path is resolved from the project root). */
   databaseUrl: string;
   /**
+   * SQLite: how long a statement waits for a write lock another process holds (a billing run, a
+   * migration) before failing with "database is locked" (SQLITE_BUSY_TIMEOUT_MS, default 30,000).
+   */
+  sqliteBusyTimeoutMs: number;
+  /**
    * Apply pending migrations when the server starts, creating the database if it is missing.
    * Default: only on the default SQLite database (DATABASE_URL unset), so that `npm start` works
    * out of the box while a mistyped URL never makes a new, empty database.
@@ -383,6 +388,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 3000),
     databaseUrl,
+    sqliteBusyTimeoutMs: integer(env, 'SQLITE_BUSY_TIMEOUT_MS', 30_000),
     migrateOnStart: bool(env, 'MIGRATE_ON_START', !env.DATABASE_URL),
     gateway: {
       baseUrl: gatewayBaseUrl,

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { dialectOf, migratorOf } from '../../src/db/orm.js';
-import { cliConfig, globalOptions, note, openDatabase, output, table } from '../runtime.js';
+import { dialectOf, migrateUp, migratorOf } from '../../src/db/orm.js';
+import { cliConfig, EXIT, globalOptions, note, openDatabase, output, table } from '../runtime.js';
 
 export function registerDbCommands(program: Command): void {
   const db = program.command('db').description('database migrations');
@@ -11,7 +11,8 @@ export function registerDbCommands(program: Command): void {
       const config = cliConfig();
       const orm = await openDatabase(config, { create: true, requireCurrentSchema: false });
       try {
-        const applied = (await (await migratorOf(orm)).up()).map((m) => m.name);
+        // Under the migration lock: a second `db migrate` at once waits, then has nothing to do.
+        const applied = await migrateUp(orm);
         output(globalOptions(cmd), { dialect: dialectOf(config.databaseUrl), applied }, () =>
           applied.length ? `Applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}` : 'Nothing to apply; the database is up to date.',
         );
@@ -21,7 +22,7 @@ export function registerDbCommands(program: Command): void {
     });
 
   db.command('status')
-    .description('list applied and pending migrations')
+    .description('list applied and pending migrations; exits 3 while any is pending, so a deploy script can wait for or refuse a database behind this build')
     .action(async (_opts, cmd: Command) => {
       const config = cliConfig();
       const orm = await openDatabase(config, { requireCurrentSchema: false });
@@ -34,7 +35,10 @@ export function registerDbCommands(program: Command): void {
           ...pending.map((m) => ({ name: m.name, status: 'pending', applied_at: null })),
         ];
         output(globalOptions(cmd), { dialect: dialectOf(config.databaseUrl), migrations: rows }, () => table(rows, ['name', 'status', 'applied_at']));
-        if (pending.length > 0) note(`${pending.length} migration(s) pending: run billing-admin db migrate`);
+        if (pending.length > 0) {
+          note(`${pending.length} migration(s) pending: run billing-admin db migrate`);
+          process.exitCode = EXIT.conflict;
+        }
       } finally {
         await orm.close(true);
       }

@@ -15,8 +15,8 @@ export type LockedRun<T> = { acquired: true; value: T } | { acquired: false };
 
 /**
  * Runs `fn` while this process holds the PostgreSQL advisory lock `key`, or not at all when
- * another session holds it (`acquired: false`, at once, no waiting). On SQLite, which one
- * process serves, it just runs `fn`.
+ * another session holds it (`acquired: false`, at once, no waiting; with `wait`, after that
+ * session lets it go). On SQLite, which one process serves, it just runs `fn`.
  *
  * NOTE: a session-level lock, taken and released on one connection this function holds for the
  * whole run: `fn` itself uses many transactions on other connections of the pool, so a
@@ -25,13 +25,17 @@ export type LockedRun<T> = { acquired: true; value: T } | { acquired: false };
  * fail, the connection is closed, which ends its session and so the lock; a process that dies
  * loses its connection and the lock with it.
  */
-export async function withAdvisoryLock<T>(em: EntityManager, key: bigint, fn: () => Promise<T>): Promise<LockedRun<T>> {
+export async function withAdvisoryLock<T>(em: EntityManager, key: bigint, fn: () => Promise<T>, opts: { wait?: boolean } = {}): Promise<LockedRun<T>> {
   if (!isPostgres(em)) return { acquired: true, value: await fn() };
   const pool = em.getConnection().getKnex().client as unknown as Pool;
   const connection = (await pool.acquireConnection()) as PgConnection;
   let locked = false;
   try {
-    const { rows } = await connection.query('select pg_try_advisory_lock($1::bigint) as locked', [key.toString()]);
+    // `wait`: queue behind the session that holds it (pg_advisory_lock) instead of giving up.
+    const { rows } = await connection.query(
+      opts.wait ? 'select pg_advisory_lock($1::bigint) is not null as locked' : 'select pg_try_advisory_lock($1::bigint) as locked',
+      [key.toString()],
+    );
     locked = rows[0]?.locked === true;
     if (!locked) return { acquired: false };
     return { acquired: true, value: await fn() };

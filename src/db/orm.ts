@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { PROJECT_ROOT } from '../project-root.js';
 import type { MikroORM, Options } from '@mikro-orm/core';
-import type { AbstractSqlDriver } from '@mikro-orm/knex';
+import type { AbstractSqlDriver, EntityManager } from '@mikro-orm/knex';
 import type { Migrator } from '@mikro-orm/migrations';
 import { migrationNames as postgresqlMigrationNames } from '../../migrations/postgresql/names.js';
 import { migrationNames as sqliteMigrationNames } from '../../migrations/sqlite/names.js';
@@ -10,6 +10,7 @@ import { DatabaseUnavailableError } from '../domain/errors.js';
 import { describeDatabaseFailure } from './database-failure.js';
 import { dialectOf, dialectOfPlatform, type Dialect } from './dialect.js';
 import { allEntities } from './entities/index.js';
+import { withMigrationLock } from './migration-lock.js';
 
 export { dialectOf, type Dialect };
 
@@ -33,6 +34,8 @@ export interface OrmOptions {
   debug?: boolean;
   /** Connection pool size on PostgreSQL. */
   poolMax?: number;
+  /** SQLite: how long to wait for another process's write lock (ms); default 30,000. */
+  busyTimeoutMs?: number;
   /**
    * Read and write `migrations/<dialect>/.snapshot.json`: only the scripts that write and check
    * migrations. NOTE: MikroORM rewrites the snapshot from the live schema after every migration
@@ -102,9 +105,10 @@ async function initOrm(databaseUrl: string, opts: OrmOptions): Promise<Orm> {
       pool: {
         afterCreate: (conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
           // WAL lets readers proceed during a write; the busy timeout makes a second process
-          // wait for the write lock instead of failing at once.
+          // (an operator's command during a billing run) wait for the write lock instead of
+          // failing at once with "database is locked".
           if (file !== ':memory:') conn.pragma('journal_mode = WAL');
-          conn.pragma('busy_timeout = 10000');
+          conn.pragma(`busy_timeout = ${Math.trunc(opts.busyTimeoutMs ?? 30_000)}`);
           conn.pragma('foreign_keys = ON');
           done(null, conn);
         },
@@ -161,8 +165,16 @@ export async function assertSchemaCurrent(orm: Orm): Promise<void> {
   );
 }
 
+/**
+ * Applies the pending migrations under the migration lock (migration-lock.ts): a second process
+ * migrating at once waits, then finds nothing left to apply.
+ */
 export async function migrateUp(orm: Orm): Promise<string[]> {
   if ((await pendingMigrations(orm)).length === 0) return [];
-  const applied = await (await migratorOf(orm)).up();
-  return applied.map((m) => m.name);
+  const em = orm.em as unknown as EntityManager;
+  const sqliteFile = dialectOfPlatform(em.getPlatform()) === 'sqlite' ? (orm.config.get('dbName') ?? null) : null;
+  return withMigrationLock(em, sqliteFile, async () => {
+    const applied = await (await migratorOf(orm)).up();
+    return applied.map((m) => m.name);
+  });
 }

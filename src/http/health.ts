@@ -5,6 +5,7 @@ import type { SchedulerStatus } from '../services/billing/scheduler-status.js';
 import { checkReadiness, type Readiness } from '../services/health/check-readiness.js';
 import type { Schemas } from './operations.js';
 import { problem, sendProblem } from './problem.js';
+import { VERSION } from '../version.js';
 
 /** Where load balancers and orchestrators probe: the host's root, outside the API mount (openapi.yaml `health`). */
 export const HEALTH_PATHS = { live: '/healthz', ready: '/readyz' } as const;
@@ -28,7 +29,7 @@ export function healthMiddleware(deps: { orm: Orm; config: Config; schedulerStat
     }
     ctx.set('Cache-Control', 'no-store');
     if (path === HEALTH_PATHS.live) {
-      ctx.body = { status: 'ok' } satisfies Schemas['Health'];
+      ctx.body = { status: 'ok', version: VERSION } satisfies Schemas['Health'];
       return;
     }
     const readiness = await checkReadiness({ em: deps.orm.em, config: deps.config, scheduler: deps.schedulerStatus });
@@ -40,7 +41,7 @@ export function healthMiddleware(deps: { orm: Orm; config: Config; schedulerStat
 /** What the probes answer while the app is still being built (src/server.ts): alive, not ready. */
 export function startingProbeAnswer(path: string): { status: number; body: unknown } | null {
   const p = path.split('?')[0].replace(/\/$/, '');
-  if (p === HEALTH_PATHS.live) return { status: 200, body: { status: 'ok' } };
+  if (p === HEALTH_PATHS.live) return { status: 200, body: { status: 'ok', version: VERSION } };
   if (p === HEALTH_PATHS.ready) {
     const starting = { ok: false, detail: 'the service is starting' };
     return { status: 503, body: { status: 'not_ready', checks: { database: starting, schema: starting, gateway: starting } } };

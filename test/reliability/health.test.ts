@@ -48,7 +48,7 @@ describe.each(DATABASES)('health probes on %s', (kind) => {
   it('answer at the host root, outside the API mount, without credentials', async () => {
     const live = await call(server.url, 'GET', '/healthz');
     expect(live.status).toBe(200);
-    expect(live.body).toEqual({ status: 'ok' });
+    expect(live.body).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     const ready = await call(server.url, 'GET', '/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({

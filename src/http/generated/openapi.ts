@@ -1674,10 +1674,12 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description The liveness answer. */
+        /** @description The liveness answer, with the version of the build that answers (to see a rolling deploy's progress). */
         Health: {
             /** @enum {string} */
             status: "ok";
+            /** @example 0.1.0 */
+            version: string;
         };
         /** @description One readiness check; `detail` says why it failed (never a credential or a host name). */
         ReadinessCheck: {
@@ -4646,7 +4648,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "status": "ok"
+                     *       "status": "ok",
+                     *       "version": "0.1.0"
                      *     }
                      */
                     "application/json": components["schemas"]["Health"];
