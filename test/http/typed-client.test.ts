@@ -99,4 +99,27 @@ describe('a client generated from openapi.yaml', () => {
     const audit = await staff.GET('/admin/audit-events/', { params: { query: { target: subscription.id } } });
     expect(audit.data?.results.map((e) => e.action)).toEqual(['subscription.sync', 'subscription.cancel', 'subscription.resume', 'subscription.pause']);
   });
+
+  it('acts for a customer with a key and the typed Billing-Customer header, and asks the access check', async () => {
+    const billing = server.running.billing;
+    const { key } = await createApiKey({ em: billing.orm.em.fork(), config: billing.config, clock: billing.clock }, cliActor(), { name: 'typed-backend', scope: 'write' });
+    const backend = createClient<paths>({ baseUrl: `${server.url}/api/subscriptions`, headers: { authorization: `Bearer ${key}` } });
+    const made = await backend.POST('/admin/customers/', { body: { external_id: `typed_${process.pid}`, email: 'typed@example.com' } });
+    const customer = `ext:${made.data!.external_id!}`;
+    // The header is a typed parameter of every customer operation.
+    const header: { 'Billing-Customer'?: string } = { 'Billing-Customer': customer };
+    const subscribed = await backend.POST('/subscriptions/', { params: { header }, body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+    const status: string | undefined = subscribed.data?.subscription.status;
+    expect(status).toBe('pending');
+    const mine = await backend.GET('/subscriptions/', { params: { header: { 'Billing-Customer': customer }, query: { status: 'pending' } } });
+    expect(mine.data?.results.map((s) => s.id)).toEqual([subscribed.data!.subscription.id]);
+    const link = await backend.POST('/portal-sessions/', { params: { header }, body: { return_url: `${server.url}/account` } });
+    expect(link.data?.url).toMatch(/^http/);
+    const missing = await backend.GET('/wallet/me/', {});
+    expect(missing.response.status).toBe(400);
+    expect(missing.error?.errors?.[0]?.field).toBe('Billing-Customer');
+    const access = await backend.GET('/admin/customers/{customer}/access/', { params: { path: { customer }, query: { path: '/app/' } } });
+    const reason: 'path_not_protected' | 'staff' | 'subscription_active' | 'subscription_required' | 'customer_disabled' | undefined = access.data?.reason;
+    expect(reason).toBe('path_not_protected');
+  });
 });
