@@ -18,6 +18,7 @@ import { Migration20261127223538 } from './Migration20261127223538.js';
 import { Migration20261127235129 } from './Migration20261127235129.js';
 import { Migration20261128015534 } from './Migration20261128015534.js';
 import { Migration20261128015812 } from './Migration20261128015812.js';
+import { Migration20261128022957 } from './Migration20261128022957.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -39,4 +40,5 @@ export const migrations = [
   { name: 'Migration20261127235129', class: Migration20261127235129 },
   { name: 'Migration20261128015534', class: Migration20261128015534 },
   { name: 'Migration20261128015812', class: Migration20261128015812 },
+  { name: 'Migration20261128022957', class: Migration20261128022957 },
 ];

@@ -19,4 +19,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261127235129',
   'Migration20261128015534',
   'Migration20261128015812',
+  'Migration20261128022957',
 ];

@@ -26,6 +26,14 @@ export class AuditEvent {
   /** The API request's id, or the CLI's command line. */
   requestId: string | null = null;
   changes: AuditChanges = {};
+  /**
+   * The hash chain that makes the trail tamper-evident: each event's place in the chain (unique,
+   * so two appends at once cannot both follow the same event), the SHA-256 of the event before
+   * it, and the SHA-256 of its own content and that previous hash.
+   */
+  chainPosition: number | null = null;
+  previousHash: string | null = null;
+  hash: string | null = null;
 }
 
 export const AuditEventSchema = new EntitySchema<AuditEvent>({
@@ -44,5 +52,8 @@ export const AuditEventSchema = new EntitySchema<AuditEvent>({
     reason: { type: 'text', nullable: true },
     requestId: { type: 'text', nullable: true },
     changes: { type: 'json' },
+    chainPosition: { type: 'integer', nullable: true, unique: true },
+    previousHash: { type: 'string', length: 64, nullable: true },
+    hash: { type: 'string', length: 64, nullable: true },
   },
 });
