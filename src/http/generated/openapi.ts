@@ -440,7 +440,9 @@ export interface paths {
          *       payment leaves `plan` as it is and shows the change in `pending_change` until the
          *       payment settles. If the payment fails, expires or is canceled, or another change
          *       replaces it, the pending change is dropped and its payment canceled. Asking for the
-         *       current plan while a change is pending just drops it. A zero or negative amount
+         *       current plan withdraws a change waiting for its payment (its order is canceled at the
+         *       gateway) or scheduled for the next renewal; with neither, it answers `409`
+         *       `invalid_state`. A zero or negative amount
          *       switches now and credits the excess to the wallet; `payment` is `null`. On a trial the
          *       plan switches now, free, and the trial runs on.
          *     - `immediate: false`: sets `pending_plan`, applied at the next renewal; `payment` is
