@@ -37,6 +37,7 @@
     // gone (410, 404) says so and stops, leading back to the shop.
     var statusUrl = payment.getAttribute('data-status-url');
     var shownState = payment.getAttribute('data-state');
+    var shownOrder = payment.getAttribute('data-order');
     var started = Date.now();
     var failures = 0;
     var gone = document.getElementById('link-gone');
@@ -64,8 +65,9 @@
               window.location.assign(status.next);
               return;
             }
-            // Anything else new (the charge made, failed, declined or expired): the page shows it.
-            if (status.state !== shownState) {
+            // Anything else new (the charge made, failed, declined or expired, or another method
+            // chosen in another tab or on another device): the page shows it.
+            if (status.state !== shownState || (shownOrder && status.order_id && status.order_id !== shownOrder)) {
               window.location.assign(window.location.pathname + window.location.search);
               return;
             }

@@ -65,7 +65,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       const opened = await page.goto(url);
       expect(opened?.status()).toBe(200);
       expect(await page.locator('h1').textContent()).toBe(heading);
-      expect(await page.locator('.amounts .total dd').textContent()).toBe('Rp 150.000');
+      expect(await page.locator('.amounts .total dd').textContent()).toBe('Rp\u00a0150.000');
       await expectAccessible(page);
       if (lang === 'id' && kind === 'sqlite') await screenshotForReadme(page, 'checkout');
       await page.check('#pt-bank_transfer');
@@ -74,7 +74,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       await page.waitForSelector('#va-number');
       const va = (await page.locator('#va-number').textContent())!.trim();
       expect(va).toMatch(/^\d{10,}$/);
-      expect(await page.locator('.due').textContent()).toBe('Rp 150.000');
+      expect(await page.locator('.due').textContent()).toBe('Rp\u00a0150.000');
       expect(await page.locator('#countdown').textContent()).toMatch(/^\d/);
       await expectAccessible(page);
       if (lang === 'id' && kind === 'sqlite') await screenshotForReadme(page, 'checkout-virtual-account');
@@ -150,15 +150,15 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
   const trialEndText = (lang: Lang, days: number): string => pageFormat(lang, server.config.documents.timeZone).date(new Date(Date.now() + days * 86_400_000));
 
   it.each<[Lang, RegExp, RegExp]>([
-    ['id', /^Rp 0 hari ini/, /Tagihan pertama sebesar Rp 150\.000 jatuh pada (.+), saat masa uji coba berakhir/],
-    ['en', /^Rp 0 today/, /The first charge, Rp 150\.000, is on (.+), when the free trial ends/],
+    ['id', /^Rp\s0 hari ini/, /Tagihan pertama sebesar Rp\s150\.000 jatuh pada (.+), saat masa uji coba berakhir/],
+    ['en', /^Rp\s0 today/, /The first charge, Rp\s150\.000, is on (.+), when the free trial ends/],
   ])('starts a trial with a card through 3-D Secure (%s): Rp 0 today and the first charge said up front, the bank\'s check in the frame, then on to the shop', async (lang, today, firstCharge) => {
     const user = await server.createUser();
     const url = await checkoutLink(user, { plan_id: 'pro-trial' });
     const { context, page } = await browse(lang);
     try {
       await page.goto(url);
-      expect(await page.locator('.amounts .total dd').textContent()).toBe('Rp 0');
+      expect(await page.locator('.amounts .total dd').textContent()).toBe('Rp\u00a00');
       const terms = await page.locator('.trial-terms').allTextContents();
       expect(terms[0]).toMatch(today);
       const date = firstCharge.exec(terms[1] ?? '')?.[1];
@@ -257,7 +257,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     const { context, page } = await browse(lang, PHONE);
     try {
       await page.goto(url);
-      expect(await page.locator('.amounts .total dd').textContent()).toBe('Rp 100.000');
+      expect(await page.locator('.amounts .total dd').textContent()).toBe('Rp\u00a0100.000');
       await page.check('#pt-bank_transfer');
       await page.click('#pay');
       await page.waitForSelector('#va-number');
@@ -265,6 +265,253 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       const topup = await dbOf(server).findOneOrFail(Topup, { user: user.id });
       expect(topup.status).toBe('success');
     } finally {
+      await context.close();
+    }
+  });
+
+
+  /** The page's script is the subject here: how it shows each way to pay, holds its button, and follows its charge. */
+  const chargesAtGateway = () => server.running.billing.simulator!.transactions().length;
+
+  /** Opens `url` in a new customer's browser of `lang` and `viewport`. */
+  async function opened(url: string, lang: Lang, viewport?: { width: number; height: number }) {
+    const b = await browse(lang, viewport);
+    expect((await b.page.goto(url))?.status()).toBe(200);
+    return b;
+  }
+
+  const fitsPhone = async (page: Page) => expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+
+  it.each<Lang>(['id', 'en'])('pays by Mandiri bill key (%s): the biller code and bill key, copyable, at 360 px and on a desktop', async (lang) => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
+    const desktop = await opened(url, lang);
+    const phone = await opened(url, lang, PHONE);
+    await desktop.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    try {
+      await desktop.page.check('#pt-echannel');
+      await desktop.page.click('#pay');
+      await desktop.page.waitForSelector('#bill-key');
+      expect(await desktop.page.locator('#biller-code').textContent()).toMatch(/^\d+$/);
+      expect((await desktop.page.locator('#bill-key').textContent())!.trim()).toMatch(/^\d{6,}$/);
+      await desktop.page.click('button[data-copy="bill-key"]');
+      await expect.poll(() => desktop.page.locator('button[data-copy="bill-key"]').textContent()).toBe(lang === 'id' ? 'Tersalin' : 'Copied');
+      expect(await desktop.page.evaluate(() => navigator.clipboard.readText())).toBe((await desktop.page.locator('#bill-key').textContent())!.trim());
+      await expectAccessible(desktop.page);
+      if (lang === 'id' && kind === 'sqlite') await screenshotForReadme(desktop.page, 'checkout-mandiri-bill-key');
+      // The same link on the phone shows the same bill key.
+      await phone.page.reload();
+      expect(await phone.page.locator('#bill-key').textContent()).toBe(await desktop.page.locator('#bill-key').textContent());
+      await fitsPhone(phone.page);
+      await expectAccessible(phone.page);
+      await settleAndExpectShop(phone.page, user.id);
+      await desktop.page.waitForURL(`${server.url}/shop/thanks`, { timeout: 20_000 });
+    } finally {
+      await desktop.context.close();
+      await phone.context.close();
+    }
+  });
+
+  it.each<Lang>(['en', 'id'])('pays by GoPay (%s): a desktop shows the QR code and no app button; the same link on a 360 px phone opens the app', async (lang) => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'basic-monthly' });
+    const desktop = await opened(url, lang);
+    const phone = await opened(url, lang, PHONE);
+    try {
+      await desktop.page.check('#pt-gopay');
+      await desktop.page.click('#pay');
+      await desktop.page.waitForSelector('img.qr');
+      expect(await desktop.page.locator('img.qr').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
+      expect(await desktop.page.locator('.phone-only a.button').isVisible()).toBe(false);
+      await expectAccessible(desktop.page);
+      await phone.page.reload();
+      const app = phone.page.locator('.phone-only a.button');
+      expect(await app.isVisible()).toBe(true);
+      expect(await app.textContent()).toBe(lang === 'id' ? 'Buka aplikasi GoPay' : 'Open the GoPay app');
+      await fitsPhone(phone.page);
+      await expectAccessible(phone.page);
+      await settleAndExpectShop(phone.page, user.id);
+    } finally {
+      await desktop.context.close();
+      await phone.context.close();
+    }
+  });
+
+  it.each<Lang>(['id', 'en'])('ShopeePay on a desktop (%s): the page says to pay from the phone and gives its address, the phone gets the app button, and the desktop may choose QRIS instead (the ShopeePay order canceled first)', async (lang) => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
+    const desktop = await opened(url, lang);
+    const phone = await opened(url, lang, PHONE);
+    try {
+      await desktop.page.check('#pt-shopeepay');
+      await desktop.page.click('#pay');
+      await desktop.page.waitForSelector('#shopeepay-desktop');
+      expect(await desktop.page.locator('#shopeepay-desktop').isVisible()).toBe(true);
+      expect(await desktop.page.locator('#page-link').inputValue()).toBe(url);
+      expect(await desktop.page.locator('.phone-only a.button').isVisible()).toBe(false);
+      await expectAccessible(desktop.page);
+      if (lang === 'id' && kind === 'sqlite') await screenshotForReadme(desktop.page, 'checkout-shopeepay-desktop');
+      await phone.page.reload();
+      expect(await phone.page.locator('.phone-only a.button').isVisible()).toBe(true);
+      expect(await phone.page.locator('#shopeepay-desktop').isVisible()).toBe(false);
+      await fitsPhone(phone.page);
+      await expectAccessible(phone.page);
+
+      const shopeepay = await pendingOrderOf(user.id);
+      await desktop.page.click('#switch summary');
+      expect(await desktop.page.locator('#switch summary').textContent()).toBe(lang === 'id' ? 'Pilih metode lain' : 'Choose another method');
+      await expectAccessible(desktop.page);
+      await desktop.page.check('#pt-qris');
+      await desktop.page.click('#pay');
+      await desktop.page.waitForSelector('img.qr');
+      expect(server.running.billing.simulator!.transaction(shopeepay)?.transaction_status).toBe('cancel');
+      expect(await pendingOrderOf(user.id)).not.toBe(shopeepay);
+      if (lang === 'id' && kind === 'sqlite') await screenshotForReadme(desktop.page, 'checkout-switched-to-qris');
+      // The phone, still on the ShopeePay page, follows to the new charge by itself.
+      await phone.page.waitForSelector('img.qr', { timeout: 20_000 });
+      await settleAndExpectShop(desktop.page, user.id);
+      expect(await dbOf(server).count(Subscription, { user: user.id })).toBe(1);
+    } finally {
+      await desktop.context.close();
+      await phone.context.close();
+    }
+  });
+
+  it('the pay button holds once pressed (id): "Memproses…", a second press or submit sends nothing, one charge', async () => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
+    const { context, page } = await opened(url, 'id');
+    try {
+      const before = chargesAtGateway();
+      // What each submit of the form would send, seen after the page's own script (which holds the
+      // button and stops a second submit); the test stops them all, to look at the page between presses.
+      await page.evaluate(() => {
+        const seen: { sent: boolean; disabled: boolean; text: string | null }[] = [];
+        (window as unknown as { seen: typeof seen }).seen = seen;
+        document.getElementById('checkout-form')!.addEventListener('submit', (event) => {
+          const pay = document.getElementById('pay') as HTMLButtonElement;
+          seen.push({ sent: !event.defaultPrevented, disabled: pay.disabled, text: pay.textContent });
+          event.preventDefault();
+        });
+      });
+      await page.check('#pt-bank_transfer');
+      await page.click('#pay');
+      await page.click('#pay', { force: true });
+      await page.evaluate(() => (document.getElementById('checkout-form') as HTMLFormElement).requestSubmit());
+      const seen = await page.evaluate(() => (window as unknown as { seen: unknown[] }).seen);
+      expect(seen).toEqual([{ sent: true, disabled: true, text: 'Memproses…' }, { sent: false, disabled: true, text: 'Memproses…' }]);
+      expect(await page.locator('#pay').getAttribute('aria-busy')).toBe('true');
+      // The one submit goes through.
+      await page.evaluate(() => (document.getElementById('checkout-form') as HTMLFormElement).submit());
+      await page.waitForSelector('#va-number');
+      expect(chargesAtGateway() - before).toBe(1);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a double click on the card\'s pay button (en) tokenises once and posts once: one charge, one 3-D Secure page', async () => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
+    const { context, page } = await opened(url, 'en');
+    const posts: string[] = [];
+    page.on('request', (req) => {
+      if (req.method() === 'POST' && req.url().startsWith(`${server.url}/pay/`)) posts.push(req.postData() ?? '');
+    });
+    try {
+      const before = chargesAtGateway();
+      await fillCard(page);
+      await page.dblclick('#pay');
+      await page.waitForSelector('iframe.three-ds');
+      expect(posts).toHaveLength(1);
+      expect(chargesAtGateway() - before).toBe(1);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a lost notification (en): the payment settles at the gateway unheard, and the waiting page still moves on to the shop', async () => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'basic-monthly' });
+    const { context, page } = await opened(url, 'en');
+    try {
+      await page.check('#pt-qris');
+      await page.click('#pay');
+      await page.waitForSelector('img.qr');
+      await simulate(server, await pendingOrderOf(user.id), 'settle?notify=false');
+      await page.waitForURL(`${server.url}/shop/thanks`, { timeout: 20_000 });
+      expect((await subscriptionOf(user.id))?.status).toBe('active');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('the waiting page\'s poll (id): network errors back off and say so; a link gone (410) says it expired and leads back to the shop', async () => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
+    const { context, page } = await opened(url, 'id');
+    try {
+      await page.check('#pt-bank_transfer');
+      await page.click('#pay');
+      await page.waitForSelector('#va-number');
+      const polls: number[] = [];
+      await page.route(/\/status(\?|$)/, (route) => {
+        polls.push(Date.now());
+        return route.abort('internetdisconnected');
+      });
+      await page.waitForSelector('#poll-trouble:not([hidden])', { timeout: 20_000 });
+      expect(await page.locator('#poll-trouble').textContent()).toBe('Koneksi terputus; mencoba lagi…');
+      // Backing off: the second wait is longer than the first.
+      expect(polls.length).toBeGreaterThanOrEqual(2);
+      await page.unroute(/\/status(\?|$)/);
+      await page.route(/\/status(\?|$)/, (route) => route.fulfill({ status: 410, contentType: 'text/html', body: 'gone' }));
+      await page.waitForSelector('#link-gone:not([hidden])', { timeout: 30_000 });
+      expect(await page.locator('#link-gone').textContent()).toContain('Tautan pembayaran ini sudah tidak berlaku');
+      expect(await page.locator('#link-gone a').getAttribute('href')).toBe(`${server.url}/shop/plans`);
+      expect(await page.locator('#payment').isVisible()).toBe(false);
+      await expectAccessible(page);
+      if (kind === 'sqlite') await screenshotForReadme(page, 'checkout-link-gone-while-waiting');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a card declined after 3-D Secure (en): the page comes back to the form by itself and says so next to the card', async () => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
+    const { context, page } = await opened(url, 'en');
+    try {
+      await fillCard(page);
+      await page.click('#pay');
+      await page.waitForSelector('iframe.three-ds');
+      await page.frameLocator('iframe.three-ds').locator('button[value="fail"]').click();
+      await page.waitForSelector('#card-error:not([hidden])', { timeout: 20_000 });
+      expect(await page.locator('#card-error').textContent()).toContain('3-D Secure check did not succeed');
+      expect(await page.locator('#pt-credit_card').isChecked()).toBe(true);
+      await expectAccessible(page);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a 5xx after the gateway took the charge (id): the page says it is checking, offers no second charge, and shows the VA by itself', async () => {
+    const user = await server.createUser();
+    const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
+    const { context, page } = await opened(url, 'id');
+    try {
+      const before = chargesAtGateway();
+      await server.request('POST', '/_simulator/faults', { body: { mode: 'http_500', when: 'after', operations: ['charge'], count: 1 } });
+      await page.check('#pt-bank_transfer');
+      await page.click('#pay');
+      await page.waitForSelector('#payment[data-state="confirming"]');
+      expect(await page.locator('#payment').textContent()).toContain('jangan membayar dua kali');
+      await expectAccessible(page);
+      if (kind === 'sqlite') await screenshotForReadme(page, 'checkout-confirming');
+      await page.waitForSelector('#va-number', { timeout: 20_000 });
+      expect(chargesAtGateway() - before).toBe(1);
+      await settleAndExpectShop(page, user.id);
+    } finally {
+      await server.request('POST', '/_simulator/faults', { body: { mode: 'none' } });
       await context.close();
     }
   });

@@ -163,13 +163,14 @@ export async function showCheckout(ctx: Context, deps: PageDeps, token: string):
   await renderCheckout(page, await checkoutProgress(page.services, page.session));
 }
 
-/** Polled by the page: `{state, next}`, `next` being where a paid checkout goes. */
+/** Polled by the page: `{state, next, order_id}`, `next` being where a paid checkout goes. */
 export async function checkoutStatus(ctx: Context, deps: PageDeps, token: string): Promise<void> {
   const page = await openPage(ctx, deps, 'checkout', token);
   if (!page) return;
   const progress = await followCheckout(page.services, page.session);
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = { state: progress.state, next: progress.state === 'paid' || progress.state === 'trialing' ? page.session.successUrl : null };
+  // order_id: the waiting order, so that a page left open elsewhere sees another method chosen.
+  ctx.body = { state: progress.state, next: progress.state === 'paid' || progress.state === 'trialing' ? page.session.successUrl : null, order_id: progress.orderId };
 }
 
 /** The customer's choice: checked, then handed to the same use case as the API, then shown. */
