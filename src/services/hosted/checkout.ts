@@ -135,14 +135,14 @@ async function madeProgress(ctx: Pick<ServiceContext, 'em'>, session: HostedSess
 
 /** When we last asked the gateway about a session's waiting charge (ms), so polling asks at most every few seconds. */
 const lastAsk = new Map<string, number>();
-/** Every few seconds while a charge is young (a customer at the screen), then less often (a virtual account paid later). */
+/** Every few seconds while the link is young (a customer at the screen), then less often (a virtual account paid later). */
 const ASK_EVERY_MS = 4000;
 const ASK_LATER_EVERY_MS = 30_000;
-const YOUNG_CHARGE_MS = 10 * 60_000;
+const YOUNG_LINK_MS = 30 * 60_000;
 
 function dueToAsk(ctx: Pick<ServiceContext, 'clock'>, session: HostedSession): boolean {
   const now = Date.now();
-  const young = ctx.clock.now().getTime() - (session.choosingAt ?? session.createdAt).getTime() < YOUNG_CHARGE_MS;
+  const young = ctx.clock.now().getTime() - session.createdAt.getTime() < YOUNG_LINK_MS;
   if (now - (lastAsk.get(session.id) ?? 0) < (young ? ASK_EVERY_MS : ASK_LATER_EVERY_MS)) return false;
   lastAsk.set(session.id, now);
   // Bounded: forget asks older than a day.

@@ -104,7 +104,6 @@ export const en: Messages = {
   'pay.poll_trouble': 'Connection lost; trying again…',
   'pay.shopeepay_desktop': 'ShopeePay is paid from its app on a phone. Open this page\'s address on a phone with ShopeePay installed, or choose another method below.',
   'pay.page_link': 'This page\'s address:',
-  'pay.paid_next': 'Payment received. Taking you back to the shop…',
 
   'portal.title': 'Your subscription',
   'portal.back': 'Back to the shop',

@@ -106,7 +106,6 @@ export const id = {
   'pay.poll_trouble': 'Koneksi terputus; mencoba lagi…',
   'pay.shopeepay_desktop': 'ShopeePay dibayar dari aplikasinya di ponsel. Buka alamat halaman ini di ponsel yang memasang ShopeePay, atau pilih metode lain di bawah.',
   'pay.page_link': 'Alamat halaman ini:',
-  'pay.paid_next': 'Pembayaran diterima. Mengalihkan ke toko…',
 
   'portal.title': 'Akun langganan',
   'portal.back': 'Kembali ke toko',
