@@ -1,6 +1,6 @@
 import type { Messages } from './id.js';
 
-/** Every text of the hosted pages in English, by Accept-Language or ?lang=en (DECISIONS §13). */
+/** Every text of the hosted pages in English, by Accept-Language or ?lang=en, kept on the link once chosen (docs/hosted.md). */
 export const en: Messages = {
   'lang.name': 'English',
   'lang.switch': 'Bahasa Indonesia',

@@ -1,5 +1,5 @@
 /**
- * Every text of the hosted pages in Bahasa Indonesia, the default language (DECISIONS §13).
+ * Every text of the hosted pages in Bahasa Indonesia, the default language (docs/hosted.md).
  * Keys are named by page and part; en.ts must have the same keys (its type says so). `{x}` is
  * filled in by the page.
  */
