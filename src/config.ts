@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { PROJECT_ROOT } from './project-root.js';
+import { sslSettingsOf } from './db/database-url.js';
 import { normaliseNitku, normaliseNpwp } from './domain/tax-profile.js';
 
 /** The one typed configuration object; `loadConfig()` builds it from the environment. */
@@ -23,6 +24,11 @@ export interface Config {
    * out of the box while a mistyped URL never makes a new, empty database.
    */
   migrateOnStart: boolean;
+  /**
+   * On SIGTERM or SIGINT, how long requests already being answered may take to finish before
+   * their connections are closed (SHUTDOWN_GRACE_SECONDS, default 10); new ones are refused at once.
+   */
+  shutdownGraceSeconds: number;
   gateway: {
     /** null means the built-in simulator mounted on this server. */
     baseUrl: string | null;
@@ -217,7 +223,7 @@ export function developmentSessionSecret(databaseUrl: string): string {
  * relative SQLite path from the project root, so that the CLI run from a subfolder and the
  * server open the same file.
  */
-export function normaliseDatabaseUrl(url: string): string {
+export function normaliseDatabaseUrl(url: string, env: Env = process.env): string {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     if (path === '') throw new ConfigError('DATABASE_URL sqlite: needs a path (sqlite:./data/billing.sqlite) or :memory:');
@@ -236,6 +242,9 @@ export function normaliseDatabaseUrl(url: string): string {
   if (database === '' || database.includes('/')) {
     throw new ConfigError('DATABASE_URL names no database (postgres://USER@HOST[:PORT]/DATABASE)');
   }
+  // An unknown sslmode (or PGSSLMODE), a missing certificate file: refused before anything connects.
+  const ssl = sslSettingsOf(url, env);
+  if ('problem' in ssl) throw new ConfigError(ssl.problem);
   return url;
 }
 
@@ -359,7 +368,7 @@ function originProblem(entry: string): string | null {
 
 export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
   const nodeEnv = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
-  const databaseUrl = normaliseDatabaseUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL);
+  const databaseUrl = normaliseDatabaseUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL, env);
   const gatewayBaseUrl = env.GATEWAY_BASE_URL ? env.GATEWAY_BASE_URL.replace(/\/+$/, '') : null;
   const serverKey = env.GATEWAY_SERVER_KEY || '';
   const sessionSecrets = list(env.SESSION_SECRET);
@@ -390,6 +399,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     databaseUrl,
     sqliteBusyTimeoutMs: integer(env, 'SQLITE_BUSY_TIMEOUT_MS', 30_000),
     migrateOnStart: bool(env, 'MIGRATE_ON_START', !env.DATABASE_URL),
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 10),
     gateway: {
       baseUrl: gatewayBaseUrl,
       serverKey: serverKey || DEVELOPMENT_SERVER_KEY,

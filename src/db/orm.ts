@@ -8,6 +8,7 @@ import { migrationNames as postgresqlMigrationNames } from '../../migrations/pos
 import { migrationNames as sqliteMigrationNames } from '../../migrations/sqlite/names.js';
 import { DatabaseUnavailableError } from '../domain/errors.js';
 import { describeDatabaseFailure } from './database-failure.js';
+import { pgSslOption, sslAttempts, sslSettingsOf, withoutSslParams, type SslSettings } from './database-url.js';
 import { dialectOf, dialectOfPlatform, type Dialect } from './dialect.js';
 import { allEntities } from './entities/index.js';
 import { withMigrationLock } from './migration-lock.js';
@@ -81,9 +82,18 @@ export async function openOrm(databaseUrl: string, opts: OrmOptions = {}): Promi
   const check = await orm.checkConnection();
   if (!check.ok) {
     await orm.close(true).catch(() => undefined);
-    throw new DatabaseUnavailableError(`database unavailable: ${describeDatabaseFailure(check.error ?? check.reason)}`);
+    throw new DatabaseUnavailableError(`database unavailable: ${describeDatabaseFailure(check.error ?? check.reason)}`, tlsHint(databaseUrl, check.error ?? check.reason));
   }
   return orm;
+}
+
+/** What to change when a connection failed over TLS: the mode asked for it, and where the mode came from. */
+function tlsHint(databaseUrl: string, err: unknown): string | null {
+  if (dialectOf(databaseUrl) !== 'postgresql') return null;
+  const settings = sslSettingsOf(databaseUrl);
+  if ('problem' in settings || !/ssl|certificate|tls/i.test(describeDatabaseFailure(err))) return null;
+  const where = settings.source === 'PGSSLMODE' ? 'PGSSLMODE' : "DATABASE_URL's sslmode";
+  return `${where}=${settings.mode} asks for TLS: enable TLS on the server (or give the right sslrootcert), or choose another sslmode (docs/operations.md, 'TLS to PostgreSQL')`;
 }
 
 async function initOrm(databaseUrl: string, opts: OrmOptions): Promise<Orm> {
@@ -115,12 +125,72 @@ async function initOrm(databaseUrl: string, opts: OrmOptions): Promise<Orm> {
       },
     }) as unknown as Orm;
   }
+  const settings = sslSettingsOf(databaseUrl);
+  // The configuration refused these already; a caller with its own URL (a test) gets the same words.
+  if ('problem' in settings) throw new DatabaseUnavailableError(`database unavailable: ${settings.problem}`, 'fix DATABASE_URL or PGSSLMODE');
+  const tls = await chooseTls(databaseUrl, settings);
   const { MikroORM: PostgresORM } = await import('@mikro-orm/postgresql');
   return PostgresORM.init({
     ...baseOptions(dialect, opts),
     clientUrl: databaseUrl,
     pool: { min: 0, max: opts.poolMax ?? 10 },
+    // Always explicit: MikroORM drops the URL's sslmode, and pg alone would read PGSSLMODE its own way.
+    driverOptions: { connection: { ssl: pgSslOption(settings, tls) } },
   }) as unknown as Orm;
+}
+
+/**
+ * Whether the pool's connections use TLS. One mode, one answer (require: TLS or no connection).
+ * prefer and allow try a first connection as libpq does and keep what worked, so that `prefer`
+ * against a server offering no TLS connects unencrypted, and `allow` against one that insists
+ * connects encrypted. When no attempt connects, the first mode is kept and openOrm reports why.
+ */
+async function chooseTls(databaseUrl: string, settings: SslSettings): Promise<boolean> {
+  const attempts = sslAttempts(settings.mode);
+  if (attempts.length === 1) return attempts[0];
+  const { default: pg } = await import('pg');
+  for (const tls of attempts) {
+    const client = new pg.Client({ connectionString: withoutSslParams(databaseUrl), ssl: pgSslOption(settings, tls), connectionTimeoutMillis: 10_000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      return tls;
+    } catch {
+      // the next attempt, as libpq makes it
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+  return attempts[0];
+}
+
+/**
+ * How the connection to the database is protected, for the start-up line: SQLite is a local
+ * file; on PostgreSQL the server's own view of this session (pg_stat_ssl).
+ */
+export async function connectionSecurity(orm: Orm): Promise<string> {
+  if (dialectOfPlatform(orm.em.getPlatform()) === 'sqlite') return 'local file';
+  const sslmode = (() => {
+    const settings = sslSettingsOf(orm.config.get('clientUrl') ?? '');
+    return 'problem' in settings ? '' : `sslmode=${settings.mode}${settings.source === 'default' ? ', the default' : settings.source === 'PGSSLMODE' ? ' from PGSSLMODE' : ''}`;
+  })();
+  const rows = await orm.em
+    .getConnection()
+    .execute<{ ssl: boolean; version: string | null }[]>('select ssl, version from pg_stat_ssl where pid = pg_backend_pid()');
+  const row = rows[0];
+  return row?.ssl ? `encrypted (TLS, ${row.version ?? 'unknown version'}; ${sslmode})` : `NOT encrypted (${sslmode})`;
+}
+
+/**
+ * SQLite: moves everything in the write-ahead log into the database file and empties the log,
+ * so that the file alone is a complete copy once the server has stopped. Called at a server's
+ * close, when its own writers have stopped; a reader elsewhere (a CLI command) only makes it
+ * wait up to the busy timeout. Nothing on PostgreSQL.
+ */
+export async function checkpointWal(orm: Orm): Promise<void> {
+  if (dialectOfPlatform(orm.em.getPlatform()) !== 'sqlite') return;
+  if ((orm.config.get('dbName') ?? ':memory:') === ':memory:') return;
+  await orm.em.getConnection().execute('pragma wal_checkpoint(TRUNCATE)');
 }
 
 /**
