@@ -33,6 +33,7 @@ import { InvalidNotificationQuota } from './services/gateway-events/invalid-noti
 import { DocumentRenderer } from './services/documents/document-renderer.js';
 import { RenderPool } from './services/documents/render-pool.js';
 import { CatalogueCache } from './services/plans/catalogue-cache.js';
+import { GatewayCredentialCheck } from './services/health/gateway-credentials.js';
 import type { Simulator } from './simulator/index.js';
 
 export interface AppOptions {
@@ -62,6 +63,8 @@ export interface BillingApp {
   throttler: LoginThrottler;
   config: Config;
   logger: Logger;
+  /** Proves the gateway's server key for /readyz (src/services/health/gateway-credentials.ts). */
+  gatewayCredentials: GatewayCredentialCheck;
   /** The webhook URL the gateway is told to notify. */
   notificationUrl: string;
   close(): Promise<void>;
@@ -140,9 +143,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         baseUrl: config.gateway.baseUrl ?? `${selfUrl}/_simulator`,
         serverKey: config.gateway.serverKey,
         timeoutMs: config.gateway.timeoutMs,
+        // Sent as X-Override-Notification on every charge (docs/gateway.md); unset, the dashboard's URL stands.
+        notificationUrl: config.gateway.notificationUrl ?? undefined,
       }),
     metrics,
   );
+
+  // /readyz proves the server key at start and every 5 minutes (src/services/health/gateway-credentials.ts).
+  const gatewayCredentials = new GatewayCredentialCheck(gateway, clock);
 
   const throttler = new LoginThrottler(orm, config.loginThrottleLimit, config.loginThrottleWindowSeconds * 1000);
   const credentialCache = new VerifiedCredentialCache(config.basicAuthCacheSeconds * 1000);
@@ -171,7 +179,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     return next();
   });
   if (config.corsOrigins.length > 0) app.use(apiCors(config.corsOrigins));
-  app.use(healthMiddleware({ orm, config, schedulerStatus }));
+  app.use(healthMiddleware({ orm, config, schedulerStatus, credentials: gatewayCredentials }));
   app.use(metricsEndpoint(metrics, config.metricsToken));
   if (config.logRequests) app.use(requestLogger(logger));
   if (simulator) app.use(simulator.middleware);
@@ -247,6 +255,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     config,
     logger,
     notificationUrl,
+    gatewayCredentials,
     async close() {
       simulator?.close();
       await renderPool.close();

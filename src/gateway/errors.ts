@@ -84,8 +84,19 @@ export function merchantSideFailure(e: GatewayError): MerchantSideFailure | null
   return null;
 }
 
-/** The gateway client's part of the one classification (src/domain/failure.ts). */
+/** What a client is told when the gateway refused our credentials: the fix is the operator's, and its hint stays in the log. */
+export const GATEWAY_REFUSED_MESSAGE = 'The payment gateway could not take this payment now; please try again later.';
+
+/**
+ * The gateway client's part of the one classification (src/domain/failure.ts). NOTE: a refused
+ * server key (401) is the operator's problem: the client gets a generic message, never the
+ * gateway's "check client or server key", which goes to the operator's log (operatorDetail) with
+ * the setting that fixes it.
+ */
 export function recogniseGatewayFailure(err: unknown): Failure | null {
   if (!(err instanceof GatewayError)) return null;
+  if (err.kind === 'unauthorized') {
+    return { code: 'gateway_error', message: GATEWAY_REFUSED_MESSAGE, errors: [], operatorDetail: `gateway unauthorized: ${err.message} (check GATEWAY_SERVER_KEY and GATEWAY_BASE_URL)` };
+  }
   return { code: gatewayErrorToProblemCode(err), message: `The payment gateway answered: ${err.message}`, errors: [], operatorDetail: `gateway ${err.kind}: ${err.message}` };
 }

@@ -8,6 +8,11 @@ export interface MidtransClientOptions {
   /** Core API base, e.g. https://api.sandbox.midtrans.com or http://127.0.0.1:3000/_simulator. */
   baseUrl: string;
   serverKey: string;
+  /**
+   * GATEWAY_NOTIFICATION_URL: sent as X-Override-Notification on every charge that names no URL
+   * of its own, so the gateway notifies this URL instead of the one set in its dashboard.
+   */
+  notificationUrl?: string;
   timeoutMs?: number;
   /** Extra attempts for status() after a timeout or an outage. */
   statusRetries?: number;
@@ -41,6 +46,7 @@ export class MidtransClient implements PaymentGateway {
   readonly #baseUrl: string;
   readonly #serverKey: string;
   readonly #authorization: string;
+  readonly #notificationUrl: string | undefined;
   readonly #timeoutMs: number;
   readonly #statusRetries: number;
   readonly #fetch: typeof fetch;
@@ -51,6 +57,7 @@ export class MidtransClient implements PaymentGateway {
     this.#baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.#serverKey = opts.serverKey;
     this.#authorization = 'Basic ' + Buffer.from(`${opts.serverKey}:`, 'utf8').toString('base64');
+    this.#notificationUrl = opts.notificationUrl || undefined;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
     this.#statusRetries = Math.max(0, opts.statusRetries ?? 2);
     this.#fetch = opts.fetch ?? globalThis.fetch;
@@ -60,7 +67,8 @@ export class MidtransClient implements PaymentGateway {
   async charge(req: ChargeRequest): Promise<GatewayTransaction> {
     const body = buildChargeBody(req);
     const headers: Record<string, string> = {};
-    if (req.notificationUrl) headers['X-Override-Notification'] = req.notificationUrl;
+    const notificationUrl = req.notificationUrl || this.#notificationUrl;
+    if (notificationUrl) headers['X-Override-Notification'] = notificationUrl;
     if (req.idempotencyKey) {
       // Midtrans silently ignores a longer key, which would hide a lost idempotency guarantee.
       if (req.idempotencyKey.length > IDEMPOTENCY_KEY_MAX) {

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Orm } from '../db/orm.js';
 import type { SchedulerStatus } from '../services/billing/scheduler-status.js';
 import { checkReadiness, type Readiness } from '../services/health/check-readiness.js';
+import type { GatewayCredentialCheck } from '../services/health/gateway-credentials.js';
 import type { Schemas } from './operations.js';
 import { problem, sendProblem } from './problem.js';
 import { VERSION } from '../version.js';
@@ -17,9 +18,9 @@ export function serializeReadiness(r: Readiness): Schemas['Readiness'] {
 /**
  * Answers the probes before sessions, authentication and request logging: a probe every few
  * seconds must not write sessions or fill the log. `/healthz` touches nothing; `/readyz` checks
- * the database, its schema and the gateway configuration, and shows the billing scheduler.
+ * the database, its schema and the gateway's server key, and shows the billing scheduler.
  */
-export function healthMiddleware(deps: { orm: Orm; config: Config; schedulerStatus?: SchedulerStatus }): Middleware {
+export function healthMiddleware(deps: { orm: Orm; config: Config; schedulerStatus?: SchedulerStatus; credentials?: GatewayCredentialCheck }): Middleware {
   return async (ctx, next) => {
     const path = ctx.path.replace(/\/$/, '');
     if (path !== HEALTH_PATHS.live && path !== HEALTH_PATHS.ready) return next();
@@ -32,7 +33,7 @@ export function healthMiddleware(deps: { orm: Orm; config: Config; schedulerStat
       ctx.body = { status: 'ok', version: VERSION } satisfies Schemas['Health'];
       return;
     }
-    const readiness = await checkReadiness({ em: deps.orm.em, config: deps.config, scheduler: deps.schedulerStatus });
+    const readiness = await checkReadiness({ em: deps.orm.em, config: deps.config, scheduler: deps.schedulerStatus, credentials: deps.credentials });
     ctx.status = readiness.ready ? 200 : 503;
     ctx.body = serializeReadiness(readiness);
   };

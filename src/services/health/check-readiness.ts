@@ -1,6 +1,7 @@
 import type { Config } from '../../config.js';
 import { MIGRATE_COMMAND, pendingMigrations, type Orm } from '../../db/orm.js';
 import type { SchedulerHealth, SchedulerStatus } from '../billing/scheduler-status.js';
+import type { GatewayCredentialCheck } from './gateway-credentials.js';
 
 /** The gateway in use: a configured Midtrans URL, or the built-in simulator outside production (src/app.ts). */
 export function gatewayConfigured(config: Config): boolean {
@@ -23,6 +24,8 @@ export interface ReadinessDependencies {
   config: Config;
   /** The in-server billing scheduler, shown (never counted) in the answer. */
   scheduler?: SchedulerStatus;
+  /** Proves the gateway's server key (asked at start and every 5 minutes, never on every probe). */
+  credentials?: GatewayCredentialCheck;
   /** How long the database may take to answer before it counts as down (default 2 s). */
   timeoutMs?: number;
 }
@@ -40,7 +43,8 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 /**
  * Whether this process can serve requests now: the database answers, its schema has every
- * migration of this build, and a gateway is configured. Reads only; a failed check is reported,
+ * migration of this build, and a gateway is configured whose server key it accepts (the
+ * credential check's standing answer: src/services/health/gateway-credentials.ts). Reads only; a failed check is reported,
  * never thrown.
  *
  * NOTE: the billing scheduler is shown, stalled or failing included, but never makes the process
@@ -69,10 +73,15 @@ export async function checkReadiness(deps: ReadinessDependencies): Promise<Readi
       schema = { ok: false, detail: 'the migrations table could not be read' };
     }
   }
-  const gateway =
-    gatewayConfigured(deps.config)
-      ? PASS
-      : { ok: false, detail: 'no gateway: set GATEWAY_BASE_URL and GATEWAY_SERVER_KEY' };
+  let gateway = gatewayConfigured(deps.config) ? PASS : { ok: false, detail: 'no gateway: set GATEWAY_BASE_URL and GATEWAY_SERVER_KEY' };
+  if (gateway.ok && deps.credentials) {
+    try {
+      gateway = await within(deps.credentials.current(), timeoutMs);
+    } catch {
+      // The first answer is still on its way (a slow gateway at start): not proven yet.
+      gateway = { ok: false, detail: 'checking the gateway server key' };
+    }
+  }
   const scheduler = deps.scheduler ? { scheduler: deps.scheduler.health() } : {};
   return { ready: database.ok && schema.ok && gateway.ok, checks: { database, schema, gateway, ...scheduler } };
 }
