@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describeConfig, loadConfig, loadDotEnv, type Config } from './config.js';
-import { dialectOf } from './db/orm.js';
+import { connectionSecurity, dialectOf } from './db/orm.js';
 import { API_ROOT } from './http/api.js';
 import { ListenError, startServer, type RunningServer } from './server.js';
 import { EXIT, exitStatusFor } from './services/common/classify-failure.js';
@@ -24,7 +25,7 @@ try {
 }
 const described = describeConfig(config);
 console.log(`Billing service listening on ${running.url}${API_ROOT}/`);
-console.log(`  database: ${described.database} (${dialectOf(config.databaseUrl)})`);
+console.log(`  database: ${described.database} (${dialectOf(config.databaseUrl)}, ${await connectionSecurity(running.billing.orm).catch((err) => `encryption unknown: ${String(err)}`)})`);
 console.log(`  gateway:  ${running.billing.simulator ? `built-in simulator at ${running.url}/_simulator/` : described.gateway}`);
 console.log(`  webhook:  ${running.billing.notificationUrl}`);
 console.log(`  docs:     ${running.url}${API_ROOT}/docs/`);
@@ -32,14 +33,92 @@ console.log(
   `  billing:  ${config.billingSchedulerIntervalSeconds > 0 ? `a pass every ${config.billingSchedulerIntervalSeconds} s (BILLING_SCHEDULER_INTERVAL=0 turns it off)` : 'no in-server pass (BILLING_SCHEDULER_INTERVAL=0): run billing-admin billing run from a scheduler'}`,
 );
 
+console.log(`  process:  pid ${process.pid}; SIGTERM or SIGINT drains requests (up to ${config.shutdownGraceSeconds} s, SHUTDOWN_GRACE_SECONDS) and closes the database`);
+
+/*
+ * SIGTERM and SIGINT however the server was started: `node dist/main.js` (a container's PID 1,
+ * systemd), `npm start` (npm relays both to its child), `tsx src/main.ts` (tsx relays them too).
+ * NOTE: a signal again during the drain is ignored, not a reason to exit at once: Ctrl-C or a
+ * kill of the process group reaches the server twice, once directly and once relayed by npm.
+ * SIGKILL remains for a drain an operator will not wait for.
+ */
 let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    running.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
+function stop(why: string): void {
+  if (stopping) return;
+  stopping = true;
+  running
+    .stop({ onDraining: (inFlight) => console.log(`${why}: no new connections; draining ${inFlight} request(s) in flight (up to ${config.shutdownGraceSeconds} s)`) })
+    .then(
+      ({ cutOff }) => {
+        console.log(cutOff > 0 ? `stopped: ${cutOff} request(s) cut off after ${config.shutdownGraceSeconds} s; database closed` : 'stopped: every request answered; database closed');
+        process.exit(0);
+      },
+      (err) => {
+        console.error(`stop failed: ${String(err)}`);
+        process.exit(1);
+      },
     );
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop(signal));
+
+/*
+ * A wrapper that is killed outright (SIGKILL: nothing to relay) used to leave this server running
+ * as an orphan. Started by a wrapper — npm or npx (npm_* variables), tsx (an IPC channel) — the
+ * server stops as on SIGTERM when one of the wrappers above it is gone (npx → sh → tsx → node:
+ * any of the three). Started directly by node it does not: under nohup, or from a shell that
+ * exits, the server is meant to outlive its parent.
+ */
+const startedByWrapper = Boolean(process.env.npm_lifecycle_event || process.env.npm_command) || process.connected;
+if (startedByWrapper) {
+  const wrappers = wrapperAncestors();
+  process.once('disconnect', () => {
+    if (!stopping) stop('parent process gone');
   });
+  setInterval(() => {
+    if (stopping) return;
+    const gone = wrappers.find(({ pid, parent }, i) => !alive(pid) || (i === 0 ? process.ppid : parentOf(pid)) !== (i === 0 ? pid : parent));
+    if (gone) stop(`wrapper process ${gone.pid} (${gone.command}) gone`);
+  }, 500).unref();
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A process's parent, from /proc (Linux); null elsewhere or when it is gone. */
+function parentOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The chain of wrappers above this process, nearest first: the parent always, then on Linux each
+ * ancestor that is itself a wrapper (`sh -c`, npm, npx, tsx), up to the first that is not (a
+ * login shell, a supervisor).
+ */
+function wrapperAncestors(): { pid: number; parent: number | null; command: string }[] {
+  const chain: { pid: number; parent: number | null; command: string }[] = [];
+  for (let pid: number | null = process.ppid; pid !== null && pid > 1 && chain.length < 6; ) {
+    let command = '';
+    try {
+      command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+    } catch {
+      // not Linux: the parent alone
+    }
+    const wrapper = /(^|\/)(sh|bash|dash) -c |(^|[\/ ])(npm|npx|npm-cli\.js|npx-cli\.js|tsx)( |$)|\/tsx\/dist\/cli\.m?js/.test(command);
+    if (chain.length > 0 && !wrapper) break;
+    const parent = parentOf(pid);
+    chain.push({ pid, parent, command: command.split(' ').slice(0, 3).join(' ') || 'parent' });
+    pid = parent;
+  }
+  return chain;
 }

@@ -1,7 +1,8 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, type AppOptions, type BillingApp } from './app.js';
 import type { Config } from './config.js';
+import { checkpointWal } from './db/orm.js';
 import { deleteExpiredSessions } from './http/auth/session-store.js';
 import { deleteExpiredHostedSessions } from './services/hosted/hosted-sessions.js';
 import { startingProbeAnswer } from './http/health.js';
@@ -14,7 +15,13 @@ export interface RunningServer {
   url: string;
   /** Sends queued email and webhook notifications; null when neither channel is configured. */
   delivery: DeliveryWorker | null;
-  stop(): Promise<void>;
+  /**
+   * Stops gracefully: new connections are refused at once, requests already being answered get
+   * up to `graceMs` (default SHUTDOWN_GRACE_SECONDS) to finish, then the background jobs stop,
+   * SQLite's log is checkpointed into its file and the database is closed. `onDraining` is told
+   * how many requests are in flight once the listener is closed.
+   */
+  stop(options?: { graceMs?: number; onDraining?: (inFlight: number) => void }): Promise<{ inFlight: number; cutOff: number }>;
 }
 
 /**
@@ -45,7 +52,18 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
     res.end(JSON.stringify({ type: 'https://billing.example/problems/service-unavailable', title: 'Service unavailable', status: 503, detail: 'The service is starting; retry shortly.', code: 'service_unavailable' }));
   };
-  const server = createServer((req, res) => handle(req, res));
+  // Requests being answered, so that a stop lets them finish; once draining, each response closes its connection.
+  const inFlight = new Set<ServerResponse>();
+  let draining = false;
+  const server = createServer((req, res) => {
+    inFlight.add(res);
+    res.once('close', () => {
+      inFlight.delete(res);
+      if (draining) server.closeIdleConnections();
+    });
+    if (draining) res.shouldKeepAlive = false;
+    handle(req, res);
+  });
   // The gateway's sender gives up after 15 s; keep-alive longer than typical proxies' 60 s.
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -84,15 +102,32 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     server,
     url,
     delivery,
-    async stop() {
+    async stop({ graceMs = config.shutdownGraceSeconds * 1000, onDraining } = {}) {
+      draining = true;
       clearInterval(sweeper);
-      await billingScheduler?.stop();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      // Stop listening (idle keep-alive connections close too); requests under way answer with
+      // `Connection: close` so that their clients do not send another on the same connection.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+      server.closeIdleConnections();
+      const waiting = inFlight.size;
+      onDraining?.(waiting);
+      const schedulerStopped = billingScheduler?.stop();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([...inFlight].map((res) => new Promise<void>((resolve) => (res.closed ? resolve() : res.once('close', () => resolve()))))),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))),
+      ]);
+      clearTimeout(timer);
+      const cutOff = inFlight.size;
+      server.closeAllConnections();
+      await closed;
+      await schedulerStopped;
       await delivery?.stop();
+      // The file alone is then a complete copy (a backup of the file after a stop has everything).
+      await checkpointWal(billing.orm).catch((err) => billing.logger.warn('SQLite checkpoint at stop failed', { error: String(err) }));
       await billing.close();
+      return { inFlight: waiting, cutOff };
     },
   };
 }
