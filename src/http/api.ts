@@ -144,6 +144,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
       sendProblem(ctx, problem('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`)),
     unauthorizedHandler: (c: OpenApiContext, ctx: KoaContext) => {
       if (ctx.state.authMethod === 'api_key' && isCustomerOperation(c.operation)) {
+        if (ctx.state.onBehalfUnknown !== undefined) return sendProblem(ctx, problem('not_found', `Customer "${ctx.state.onBehalfUnknown}" not found.`));
         return sendProblem(
           ctx,
           problem('validation_error', `An API key calling a customer operation names the customer in the ${BILLING_CUSTOMER_HEADER} header.`, [

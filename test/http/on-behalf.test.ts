@@ -112,6 +112,9 @@ describe.each(DATABASES)('acting for a customer with an API key (%s)', { timeout
       expect(unknown.body.code).toBe('not_found');
     }
 
+    // Public operations need no customer: there the header is not read.
+    expect((await server.api('GET', '/plans/', { headers: as(readKey, 'ext:nobody-has-this') })).status).toBe(200);
+
     const own = await server.api('GET', '/subscriptions/', { auth: customer, headers: { 'billing-customer': customer.ref } });
     expect(own.status).toBe(400);
     expect(own.body.errors[0].field).toBe('Billing-Customer');

@@ -6,6 +6,7 @@ import type { Orm } from '../../db/orm.js';
 import type { Clock } from '../../domain/clock.js';
 import { authenticateApiKey } from '../../services/api-keys/authenticate-api-key.js';
 import type { Actor } from '../../services/audit/actor.js';
+import { NotFoundError } from '../../domain/errors.js';
 import { findCustomer } from '../../services/users/find-customer.js';
 import { problem, sendProblem } from '../problem.js';
 
@@ -31,6 +32,8 @@ declare module 'koa' {
     staff?: StaffPrincipal;
     /** Set when an API key acts for a customer: `user` is then that customer. */
     onBehalfOf?: OnBehalfOf;
+    /** The Billing-Customer a key sent names no customer (the API answers 404 on a customer operation). */
+    onBehalfUnknown?: string;
     /** The request's id on staff routes (X-Request-Id), kept with its audit events. */
     requestId?: string;
   }
@@ -97,7 +100,16 @@ export function staffGate(orm: Orm, clock: Clock, apiRoot: string) {
     ctx.state.accessVersion = undefined;
     const named = ctx.get(BILLING_CUSTOMER_HEADER);
     if (named === '') return next();
-    const customer = await findCustomer({ em: orm.em.fork() as EntityManager }, named);
+    // An unknown customer is answered by the API: 404 on a customer operation; elsewhere (the
+    // plan catalogue) the header means nothing.
+    const customer = await findCustomer({ em: orm.em.fork() as EntityManager }, named).catch((err: unknown) => {
+      if (err instanceof NotFoundError) return null;
+      throw err;
+    });
+    if (!customer) {
+      ctx.state.onBehalfUnknown = named;
+      return next();
+    }
     // NOTE: a disabled customer gets what their own login would: 401 (docs/integrating.md).
     if (customer.disabledAt !== null) return sendProblem(ctx, problem('not_authenticated', `Customer "${named}" is disabled.`));
     ctx.state.user = customer;
@@ -107,6 +119,7 @@ export function staffGate(orm: Orm, clock: Clock, apiRoot: string) {
 
   return async (ctx: Context, next: Next): Promise<void> => {
     ctx.state.onBehalfOf = undefined;
+    ctx.state.onBehalfUnknown = undefined;
     if (!isApiPath(apiRoot, ctx.path)) return next();
     if (!isStaffPath(apiRoot, ctx.path)) return customerRequest(ctx, next);
     // NOTE: Billing-Customer means nothing on a staff route, which names its customers itself: ignored.
