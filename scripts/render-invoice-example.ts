@@ -1,5 +1,5 @@
 /**
- * Makes docs/invoice-example.png, the rendered page the README shows: a real server on a
+ * Makes docs/invoice-example.png, the rendered page docs/documents.md shows: a real server on a
  * throwaway SQLite database with the built-in simulator, a customer who subscribes to Basic,
  * upgrades to Pro ten days in (the proration invoice: the unused Basic time credited, the Pro
  * time charged), pays, and is refunded part of it. Page 1 of the invoice's PDF and of the

@@ -78,7 +78,7 @@ const CORS_EXPOSED_HEADERS = ['Retry-After', 'ETag', 'WWW-Authenticate', 'Conten
 const CORS_ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-CSRF-Token', 'Idempotency-Key', 'If-None-Match', 'X-Request-Id'];
 
 /**
- * CORS for the API's paths only (CORS_ORIGINS, README "Configuration"): a listed origin gets
+ * CORS for the API's paths only (CORS_ORIGINS, docs/configuration.md): a listed origin gets
  * its own name back with credentials allowed, on requests and on preflights (answered 204
  * here, before authentication, which a preflight never carries); any other origin gets no
  * Access-Control-* header, and its preflight goes on to the API like any OPTIONS request.

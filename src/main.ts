@@ -6,7 +6,7 @@ import { ListenError, startServer, type RunningServer } from './server.js';
 import { EXIT, exitStatusFor } from './services/common/classify-failure.js';
 
 // A start that cannot work (bad configuration, a database that is unreachable, missing or behind)
-// ends with one line and the documented exit status (README "Exit codes"), not a stack trace.
+// ends with one line and the documented exit status (docs/operations.md, "Exit codes"), not a stack trace.
 let config: Config;
 let running: RunningServer;
 try {

@@ -36,7 +36,7 @@ export function classifyFailure(err: unknown, recognisers: readonly FailureRecog
 }
 
 /**
- * Exit statuses of `billing-admin` and of the server's start (README "Exit codes"):
+ * Exit statuses of `billing-admin` and of the server's start (docs/operations.md, "Exit codes"):
  * 0 success, 1 a check found a problem, 2 bad input or configuration, 3 refused by a rule or a
  * state, 4 not found, 5 the database or the gateway unavailable, 70 an unexpected error (a bug).
  */

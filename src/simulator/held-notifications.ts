@@ -1,7 +1,7 @@
 import type { Body } from './payload.js';
 
 /*
- * The notification proxy's hold (README, "The simulator"): Midtrans delivers notifications late,
+ * The notification proxy's hold (docs/gateway.md, "Using the Midtrans sandbox, and driving the simulator"): Midtrans delivers notifications late,
  * twice and out of order (a settlement behind the reversal that followed it), and a merchant
  * must end in the same state whatever the order. A test, or a developer, holds what the
  * simulator would send (for one order or for all), then releases it in the order it chooses:

@@ -43,7 +43,7 @@ export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> 
 }
 
 /**
- * The README's pictures of the hosted pages are taken here, by the browser tests, when
+ * The pictures of the hosted pages in docs/hosted.md are taken here, by the browser tests, when
  * UPDATE_SCREENSHOTS=1 (docs/screenshots/NAME.png); otherwise nothing is written.
  */
 export async function screenshotForReadme(page: Page, name: string): Promise<void> {

@@ -6,7 +6,7 @@ import pg from 'pg';
 
 export type DatabaseKind = 'sqlite' | 'postgresql';
 
-/** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set (README, 'Tests'). */
+/** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set (docs/contributing.md, 'Tests'). */
 export const DATABASES: DatabaseKind[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgresql'] : ['sqlite'];
 
 export interface TestDatabase {

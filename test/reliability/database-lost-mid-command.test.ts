@@ -4,7 +4,7 @@ import { runCli, type CliResult } from '../helpers/cli.js';
 import { baseEnv } from '../helpers/reliability/server-process.js';
 
 /*
- * README "Exit codes" promises 5 when the database is unavailable, whenever that happens: before
+ * docs/operations.md ("Exit codes") promises 5 when the database is unavailable, whenever that happens: before
  * the command starts (wrong-database.test.ts) or in its middle, when the server ends the
  * command's connection. Either way the operator reads one line, without a stack trace and
  * without the password of DATABASE_URL.

@@ -13,7 +13,7 @@ const MAX_BODY_BYTES = 4096;
 const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
 
 /*
- * The README promises that every status the server answers is documented. This walks every
+ * docs/api.md promises that every status the server answers is documented. This walks every
  * operation of openapi.yaml through the answers that come from outside its handler (wrong or
  * malformed credentials, the failed-login throttle, bodies too large or not JSON, a database
  * that is down) and a share of generated requests, logs every answer, and fails on any status,

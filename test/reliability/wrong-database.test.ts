@@ -11,7 +11,7 @@ import { baseEnv, PROJECT_ROOT } from '../helpers/reliability/server-process.js'
 
 /*
  * An operator's wrong or missing database, against the real CLI and the real server process:
- * each refuses with one line and the documented exit status (README "Exit codes": 5 the database
+ * each refuses with one line and the documented exit status (docs/operations.md, "Exit codes": 5 the database
  * unavailable or behind, 2 bad configuration), and nothing — no PostgreSQL database, no SQLite
  * file or folder — is created by anything but `db migrate`.
  */

@@ -5,7 +5,7 @@ export type PlanEvent = 'activate' | 'deactivate' | 'archive';
 
 /**
  * A plan's place in the catalogue. Every move is allowed because the seed file is the
- * operator's catalogue (README "plans seed" creates or updates by slug, status included), so an
+ * operator's catalogue (docs/operations.md, "plans seed" creates or updates by slug, status included), so an
  * archived plan can be brought back; subscriptions keep their plan whatever its status.
  */
 export const planStates = new StateMachine<PlanStatus, PlanEvent, Plan>('plan', {

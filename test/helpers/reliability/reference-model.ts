@@ -3,7 +3,7 @@
  * simplest possible way: from the DISTINCT notifications of each order, ignoring the order in
  * which they arrived and how often. Amounts are whole rupiah (numbers), formatted at the end.
  *
- * The rules (docs/billing.md; README, 'The webhook') read literally:
+ * The rules (docs/billing.md; docs/webhook.md) read literally:
  * - money arrived (settlement, or capture with fraud_status accept) wins over everything: the
  *   payment is settled (or refunded by the refunds listed), its invoice paid, its subscription
  *   active (canceled once the refunds add up to the whole payment), a top-up `success` and the
@@ -63,7 +63,7 @@ export interface ExpectedState {
 
 export const amountString = (n: number): string => `${n}.00`;
 
-/** The webhook's deduplication key (README, 'The webhook'). */
+/** The webhook's deduplication key (docs/webhook.md). */
 export function noticeKey(n: Notice): string {
   const parts: string[] = [n.orderId, n.transactionStatus];
   if (n.transactionStatus === 'capture') parts.push(n.fraudStatus ?? '');
