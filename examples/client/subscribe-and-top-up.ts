@@ -8,6 +8,8 @@
  *
  * It needs a server running with the built-in simulator (no GATEWAY_BASE_URL) and a user
  * (`npx billing-admin users create`). It prints one JSON line per step and exits 1 on a failure.
+ * It runs any number of times for the same user: it first ends the subscription a run before
+ * left active (canceled at the period's end), since a customer has one live subscription.
  * Your own project would import `paths` from the file its `openapi-typescript` run wrote.
  */
 import { randomUUID } from 'node:crypto';
@@ -53,6 +55,16 @@ async function main(): Promise<void> {
   const again = await api.GET('/plans/', { params: { query: { ordering: 'price' }, header: { 'If-None-Match': etag ?? undefined } } });
   const revalidated = again.response.status === 304;
   step('plans', { plan: plan.slug, price: plan.price, revalidated, data: again.data ?? null });
+
+  // One live subscription per customer: a run before this one left its subscription active until
+  // the period's end, and subscribing again would answer 409 subscription_exists. End it now, so
+  // that the example runs any number of times. (A never-paid one needs nothing: subscribing
+  // replaces it.)
+  const live = await api.GET('/subscriptions/active/');
+  if (live.data) {
+    must(await api.POST('/subscriptions/{id}/cancel/', { params: { path: { id: live.data.id } }, body: { immediate: true, reason: 'example run again' } }), 'end the previous run');
+  }
+  step('made_room', { ended: live.data?.id ?? null });
 
   // Subscribe: an Idempotency-Key makes a retry after a lost answer safe (same key, same body).
   const subscribeKey = randomUUID();

@@ -16,7 +16,7 @@ function runScript(file: string, env: Record<string, string>): Promise<{ code: n
   });
 }
 
-// The README's client example, type-checked by `tsc` (tsconfig includes examples/) and run here.
+// docs/api.md's client example, type-checked by `tsc` (tsconfig includes examples/) and run here, twice.
 describe('examples/client/subscribe-and-top-up.ts against a running server', () => {
   let db: TestDatabase;
   let server: ServerProcess;
@@ -52,5 +52,25 @@ describe('examples/client/subscribe-and-top-up.ts against a running server', () 
     expect(wallet.body.balance).toBe('50000.00');
     const subscriptions = await call(server.url, 'GET', `${API}/subscriptions/`, { basic });
     expect(subscriptions.body.count).toBe(1);
+    expect(steps.made_room).toEqual({ ended: null });
+  }, 60_000);
+
+  it('runs again for the same user: it ends the subscription the first run left active, then does it all again', async () => {
+    const run = await runScript('examples/client/subscribe-and-top-up.ts', { BILLING_URL: server.url, BILLING_USERNAME: alice.username, BILLING_PASSWORD: alice.password });
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    const steps = Object.fromEntries(run.stdout.trim().split('\n').map((line) => {
+      const { step, ...rest } = JSON.parse(line) as { step: string } & Record<string, unknown>;
+      return [step, rest];
+    }));
+    const basic = alice;
+    const subscriptions = await call(server.url, 'GET', `${API}/subscriptions/?ordering=created_at`, { basic });
+    expect(subscriptions.body.count).toBe(2);
+    const [first, second] = subscriptions.body.results as Array<{ id: string; status: string }>;
+    expect(steps.made_room).toEqual({ ended: first.id });
+    expect(first.status).toBe('canceled');
+    expect(steps.paid).toMatchObject({ subscription: second.id, status: 'active' });
+    expect(steps.invoices).toMatchObject({ count: 2, statuses: ['paid', 'paid'] });
+    expect(steps.topped_up).toMatchObject({ balance: '100000.00' });
+    expect(steps.session).toMatchObject({ cancel_at_period_end: true, status: 'active' });
   }, 60_000);
 });
