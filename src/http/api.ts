@@ -135,7 +135,12 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
 
   api.registerSecurityHandler('basicAuth', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'basic');
   api.registerSecurityHandler('sessionCookie', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'session');
-  api.registerSecurityHandler('staffApiKey', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'api_key');
+  // A key's Billing-Customer that names nobody fails a customer operation's security whatever else it
+  // lists (the hosted links also take a key alone): the unauthorized handler answers 404.
+  api.registerSecurityHandler(
+    'staffApiKey',
+    (c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'api_key' && !(ctx.state.onBehalfUnknown !== undefined && isCustomerOperation(c.operation)),
+  );
   api.registerSecurityHandler('customerApiKey', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'api_key' && ctx.state.onBehalfOf !== undefined);
 
   api.register({

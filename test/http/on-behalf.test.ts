@@ -5,6 +5,7 @@ import { User } from '../../src/db/entities/user.js';
 import { createApiKey } from '../../src/services/api-keys/manage-api-keys.js';
 import { cliActor } from '../../src/services/audit/actor.js';
 import { DATABASES } from '../helpers/database.js';
+import { loadContract } from '../helpers/reliability/contract.js';
 import { dbOf, serverOnClock, simulate } from '../helpers/subscriptions.js';
 
 /*
@@ -128,6 +129,33 @@ describe.each(DATABASES)('acting for a customer with an API key (%s)', { timeout
     expect(disabled.status).toBe(401);
     expect(disabled.body.code).toBe('not_authenticated');
     expect((await server.api('GET', '/subscriptions/', { auth: customer })).status).toBe(401);
+  });
+
+  it('on every customer operation of openapi.yaml: no header 400, an unknown customer 404, a disabled one 401, a read key acting 403 or 400 (a documented answer each, never a 5xx)', async () => {
+    const { server } = stage;
+    const contract = loadContract();
+    const customerOps = contract.operations.filter((op) => op.params.some((p) => p.in === 'header' && p.name === 'Billing-Customer'));
+    expect(customerOps.length).toBeGreaterThanOrEqual(30);
+    const customer = await newCustomer();
+    const disabled = await newCustomer();
+    await dbOf(server).nativeUpdate(User, { id: disabled.id }, { disabledAt: new Date() });
+    for (const op of customerOps) {
+      const path = op.path.replace(/\{\w+\}/g, '00000000-0000-4000-8000-000000000000');
+      const send = (headers: Record<string, string>) =>
+        server.api(op.method, path, { headers: { ...headers, 'content-type': 'application/json' }, ...(op.method === 'GET' ? {} : { body: {} }) });
+      const expectAnswer = async (headers: Record<string, string>, status: number) => {
+        const res = await send(headers);
+        expect(res.status, `${op.id} ${res.text}`).toBe(status);
+        expect(contract.check(op, res.status, res.headers.get('content-type')?.split(';')[0] ?? null, res.body), op.id).toEqual([]);
+      };
+      await expectAnswer(as(writeKey), 400);
+      await expectAnswer(as(writeKey, 'ext:nobody-has-this'), 404);
+      await expectAnswer(as(readKey, disabled.ref), 401);
+      if (op.method !== 'GET') {
+        const res = await send(as(readKey, customer.ref));
+        expect([400, 403], `${op.id} ${res.text}`).toContain(res.status);
+      }
+    }
   });
 
   it('a key acting for customer A cannot read or act on customer B\'s subscription (404, as for A themselves)', async () => {
