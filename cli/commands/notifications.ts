@@ -85,21 +85,22 @@ export function registerNotificationCommands(program: Command): void {
   notifications
     .command('deliver')
     .description('send every queued email and webhook entry that is due (what the server does every DELIVERY_INTERVAL_SECONDS)')
-    .action(async (_opts, cmd: Command) => {
+    .option('--now', 'also retry at once the entries waiting for a retry after a failed attempt (the SMTP server or webhook receiver is back)')
+    .action(async (opts: { now?: boolean }, cmd: Command) => {
       const report = await withDelivery(async (ctx, channels) => {
         // NOTE: a deployment without email or webhook delivery is a valid one (in-app entries need
         // no delivery), so a scheduler calling this must not see a failure: say so, exit 0.
         if (!channels.email && !channels.webhook) {
           note('Neither SMTP_URL nor OUTBOUND_WEBHOOK_URL is set: no channel to deliver with, nothing was sent (in-app entries need no delivery).');
-          return { delivered: [], retrying: [], failed: [] };
+          return { delivered: [], retrying: [], failed: [], errors: {} };
         }
-        return deliverDueNotifications(ctx);
+        return deliverDueNotifications(ctx, { now: opts.now === true });
       });
       output(globalOptions(cmd), report, () =>
         [
           `Delivered ${report.delivered.length}, retrying later ${report.retrying.length}, failed ${report.failed.length}.`,
-          ...report.retrying.map((id) => `  retrying ${id}`),
-          ...report.failed.map((id) => `  failed   ${id}`),
+          ...report.retrying.map((id) => `  retrying ${id}: ${report.errors[id] ?? ''}`),
+          ...report.failed.map((id) => `  failed   ${id}: ${report.errors[id] ?? ''}`),
           ...(report.retrying.length || report.failed.length ? ['See why with: billing-admin notifications show ID'] : []),
         ].join('\n'),
       );

@@ -122,7 +122,7 @@ describe.each(DATABASES)('billing-admin notifications on %s', (kind) => {
     const bare = { DATABASE_URL: db.url, SESSION_SECRET: 'cli-test' };
     const run = await runCli(['notifications', 'deliver', '--json'], bare);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.json).toEqual({ delivered: [], retrying: [], failed: [] });
+    expect(run.json).toEqual({ delivered: [], retrying: [], failed: [], errors: {} });
     expect(run.stderr).toContain('Neither SMTP_URL nor OUTBOUND_WEBHOOK_URL is set');
     const human = await runCli(['notifications', 'deliver'], bare);
     expect(human.code).toBe(0);

@@ -40,9 +40,11 @@ export interface DeliveryReport {
   retrying: string[];
   /** Failed for good (permanent error or retries used up). */
   failed: string[];
+  /** Why each entry of `retrying` and `failed` was not delivered (the SMTP or HTTP answer). */
+  errors: Record<string, string>;
 }
 
-type Result = keyof DeliveryReport | 'lost';
+type Result = 'delivered' | 'retrying' | 'failed' | 'lost';
 
 function configuredChannels(ctx: DeliveryContext): ('email' | 'webhook')[] {
   return (['email', 'webhook'] as const).filter((c) => ctx.channels[c] !== null);
@@ -52,14 +54,16 @@ function configuredChannels(ctx: DeliveryContext): ('email' | 'webhook')[] {
  * Takes an entry for this worker with a compare-and-set on (nextAttemptAt, attempts): of several
  * workers (processes) that saw the same due entry, exactly one UPDATE matches, so no entry is
  * sent twice at once. The attempt is counted here, before sending, so an entry whose sending
- * kills the process still runs out of attempts.
+ * kills the process still runs out of attempts. NOTE: the claim clears `lastError`, so that a
+ * queued entry with an error is one waiting for its retry, never one being sent now: `deliver
+ * --now` takes only those (a failed attempt writes its error back when it settles).
  */
 async function claim(ctx: DeliveryContext, entry: Notification): Promise<Date | null> {
   const leaseUntil = new Date(ctx.clock.now().getTime() + Math.max(LEASE_MS, 3 * ctx.config.outboundWebhookTimeoutMs));
   const updated = await ctx.em.fork().nativeUpdate(
     Notification,
     { id: entry.id, status: 'queued', nextAttemptAt: entry.nextAttemptAt, attempts: entry.attempts },
-    { nextAttemptAt: leaseUntil, attempts: entry.attempts + 1 },
+    { nextAttemptAt: leaseUntil, attempts: entry.attempts + 1, lastError: null },
   );
   return updated === 1 ? leaseUntil : null;
 }
@@ -101,7 +105,7 @@ async function settle(ctx: DeliveryContext, id: string, leaseUntil: Date, attemp
   });
 }
 
-async function deliverOne(ctx: DeliveryContext, candidate: Notification): Promise<Result | null> {
+async function deliverOne(ctx: DeliveryContext, candidate: Notification): Promise<{ result: Result; error: string | null } | null> {
   const leaseUntil = await claim(ctx, candidate);
   if (!leaseUntil) return null;
   const entry = await ctx.em.fork().findOneOrFail(Notification, candidate.id, { populate: ['user'] });
@@ -117,20 +121,24 @@ async function deliverOne(ctx: DeliveryContext, candidate: Notification): Promis
     // A bug in a sender must not strand the entry: it is an attempt like any other.
     outcome = retryable(`unexpected error: ${(err as Error).message}`);
   }
-  return settle(ctx, entry.id, leaseUntil, attemptedAt, performance.now() - started, outcome);
+  const result = await settle(ctx, entry.id, leaseUntil, attemptedAt, performance.now() - started, outcome);
+  return { result, error: outcome.ok ? null : (outcome.error ?? 'no reason given') };
 }
 
 /**
  * One delivery pass: sends every `email` and `webhook` entry that is queued and due (for the
  * channels this process has configuration for), a few at a time, until none is left, `limit`
  * entries were tried or `signal` aborts (sends under way finish first). Safe to run in several
- * processes at once.
+ * processes at once. With `now`, entries backed off after a failed attempt are tried at once too,
+ * whatever their next attempt time (`billing-admin notifications deliver --now`, once the SMTP
+ * server or the webhook receiver is back); each is tried once per pass.
  */
 export async function deliverDueNotifications(
   ctx: DeliveryContext,
-  input: { ids?: string[]; limit?: number; signal?: AbortSignal } = {},
+  input: { ids?: string[]; limit?: number; signal?: AbortSignal; now?: boolean } = {},
 ): Promise<DeliveryReport> {
-  const report: DeliveryReport = { delivered: [], retrying: [], failed: [] };
+  const report: DeliveryReport = { delivered: [], retrying: [], failed: [], errors: {} };
+  const triedIds: string[] = [];
   const channels = configuredChannels(ctx);
   if (channels.length === 0 || input.ids?.length === 0) return report;
   const limit = input.limit ?? Number.POSITIVE_INFINITY;
@@ -138,28 +146,36 @@ export async function deliverDueNotifications(
 
   const stopped = () => input.signal?.aborted === true;
   while (tried < limit && !stopped()) {
-    const where: FilterQuery<Notification> = { channel: { $in: channels }, status: 'queued', nextAttemptAt: { $lte: ctx.clock.now() } };
+    const due: FilterQuery<Notification> = input.now
+      ? { $or: [{ nextAttemptAt: { $lte: ctx.clock.now() } }, { lastError: { $ne: null } }] }
+      : { nextAttemptAt: { $lte: ctx.clock.now() } };
+    const where: FilterQuery<Notification> = { channel: { $in: channels }, status: 'queued', ...due };
     if (input.ids) where.id = { $in: input.ids };
-    const due = await ctx.em.fork().find(Notification, where, {
+    // A forced pass tries each entry once: one that fails again is backed off with an error.
+    if (input.now && triedIds.length > 0) where.$and = [{ id: { $nin: triedIds } }];
+    const batch = await ctx.em.fork().find(Notification, where, {
       orderBy: [{ nextAttemptAt: 'asc' }, { id: 'asc' }],
       limit: Math.min(BATCH, limit - tried),
     });
-    if (due.length === 0) break;
+    if (batch.length === 0) break;
 
     let next = 0;
     let claimedAny = false;
     const lane = async () => {
-      while (next < due.length && !stopped()) {
-        const candidate = due[next++];
-        const result = await deliverOne(ctx, candidate);
-        if (result === null) continue;
+      while (next < batch.length && !stopped()) {
+        const candidate = batch[next++];
+        triedIds.push(candidate.id);
+        const attempt = await deliverOne(ctx, candidate);
+        if (attempt === null) continue;
         claimedAny = true;
         tried += 1;
-        if (result !== 'lost') report[result].push(candidate.id);
+        if (attempt.result === 'lost') continue;
+        report[attempt.result].push(candidate.id);
+        if (attempt.error !== null) report.errors[candidate.id] = attempt.error;
       }
     };
     // Every lane finishes its send before a failure (the database going away) is reported.
-    const lanes = await Promise.allSettled(Array.from({ length: Math.min(PARALLEL_SENDS, due.length) }, lane));
+    const lanes = await Promise.allSettled(Array.from({ length: Math.min(PARALLEL_SENDS, batch.length) }, lane));
     const broken = lanes.find((l): l is PromiseRejectedResult => l.status === 'rejected');
     if (broken) throw broken.reason;
     // Every due entry went to other workers: they are ahead of us, let them finish.

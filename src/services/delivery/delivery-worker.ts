@@ -33,10 +33,10 @@ export function startDeliveryWorker(deps: { orm: Orm; config: Config; clock: Clo
 
   const pass = async (): Promise<DeliveryReport> => {
     const report = await deliverDueNotifications({ em: orm.em.fork(), config, clock, channels, renderPdf }, { limit: PER_TICK, signal: stopping.signal });
-    if (report.delivered.length || report.retrying.length || report.failed.length) {
-      logger.info('notification delivery', { delivered: report.delivered.length, retrying: report.retrying.length, failed: report.failed.length });
-    }
-    if (report.failed.length) logger.warn('notifications failed for good', { ids: report.failed });
+    if (report.delivered.length) logger.info('notifications delivered', { delivered: report.delivered.length });
+    // Each failure at warn with its reason (the SMTP or HTTP answer): an operator sees why without a query.
+    for (const id of report.retrying) logger.warn('notification not delivered; retried later', { id, reason: report.errors[id] });
+    for (const id of report.failed) logger.warn('notification failed for good', { id, reason: report.errors[id] });
     return report;
   };
   const run = (): Promise<DeliveryReport> => {

@@ -47,7 +47,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
     expect(attempts[0]).toMatchObject({ outcome: 'delivered', httpStatus: null, error: null });
 
     // A second pass has nothing to do: the entry is never sent twice.
-    expect(await h.deliver()).toEqual({ delivered: [], retrying: [], failed: [] });
+    expect(await h.deliver()).toEqual({ delivered: [], retrying: [], failed: [], errors: {} });
     expect(h.smtp.messages).toHaveLength(1);
   });
 
@@ -100,7 +100,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
 
       // Not due yet: a pass just before the retry time leaves it alone.
       h.clock.advance(wait - 1000);
-      expect(await h.deliver()).toEqual({ delivered: [], retrying: [], failed: [] });
+      expect(await h.deliver()).toEqual({ delivered: [], retrying: [], failed: [], errors: {} });
       h.clock.advance(1000);
     }
     expect((await h.deliver()).failed).toEqual([id]);
@@ -136,7 +136,7 @@ describe.each(DATABASES)('email delivery on %s', (kind) => {
     const id = emailOf(await recordEvent(h.store.orm, h.config, h.clock, user, 'topup_expired', { order_id: 'TOPUP-2', amount: '20000.00', currency: 'IDR' })).id;
 
     h.configure({});
-    expect(await h.deliver()).toEqual({ delivered: [], retrying: [], failed: [] });
+    expect(await h.deliver()).toEqual({ delivered: [], retrying: [], failed: [], errors: {} });
     expect(await entry(h.store.orm, id)).toMatchObject({ status: 'queued', attempts: 0 });
 
     // And notify() makes no email entries at all without SMTP_URL.
