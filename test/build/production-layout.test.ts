@@ -1,0 +1,126 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
+
+/*
+ * The production layout, as the Dockerfile's runtime stage has it, without Docker: the project
+ * copied outside the checkout, `npm run build`, `npm prune --omit=dev`, the sources removed;
+ * then `node dist/cli.js` migrates and `node dist/main.js` serves, with no TypeScript tooling.
+ * node_modules is copied as hard links (nothing is downloaded or compiled; better-sqlite3's
+ * native module is the one already built) and pruned by npm itself.
+ */
+
+const root = resolve(import.meta.dirname, '../..');
+const VERSION = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+
+let app: string;
+
+function run(command: string, args: string[], env: Record<string, string> = {}): { code: number; stdout: string; stderr: string } {
+  try {
+    const stdout = execFileSync(command, args, { cwd: app, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }, stdio: 'pipe', encoding: 'utf8' });
+    return { code: 0, stdout, stderr: '' };
+  } catch (err) {
+    const e = err as { status: number; stdout: string; stderr: string };
+    return { code: e.status, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('the production layout: dist/ and production dependencies only', { timeout: 180_000 }, () => {
+  beforeAll(() => {
+    app = mkdtempSync(join(tmpdir(), 'billing-production-'));
+    for (const entry of ['package.json', 'package-lock.json', 'openapi.yaml', 'tsconfig.json', 'hosted', 'src', 'cli', 'migrations']) {
+      cpSync(join(root, entry), join(app, entry), { recursive: true });
+    }
+    // Hard links: fast, and npm prune only removes files. Its own record (.package-lock.json),
+    // which npm rewrites in place, is a real copy so the checkout's is never touched.
+    execFileSync('cp', ['-al', join(root, 'node_modules'), join(app, 'node_modules')]);
+    rmSync(join(app, 'node_modules/.package-lock.json'), { force: true });
+    rmSync(join(app, 'node_modules/.cache'), { recursive: true, force: true });
+    cpSync(join(root, 'node_modules/.package-lock.json'), join(app, 'node_modules/.package-lock.json'));
+
+    expect(run('npm', ['run', '-s', 'build', '--', '--log-level=error']).code).toBe(0);
+    const pruned = run('npm', ['prune', '--omit=dev', '--offline', '--ignore-scripts', '--no-audit', '--no-fund']);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    // What the runtime image keeps: dist/, the contract, the hosted pages' files, the bin.
+    for (const entry of ['src', 'migrations', 'tsconfig.json']) rmSync(join(app, entry), { recursive: true, force: true });
+    for (const file of ['main.ts', 'runtime.ts', 'commands']) rmSync(join(app, 'cli', file), { recursive: true, force: true });
+  }, 180_000);
+
+  afterAll(() => {
+    if (app) rmSync(app, { recursive: true, force: true });
+  });
+
+  it('has the bundles and no development tooling: no tsx, esbuild, typescript or vitest', () => {
+    for (const file of ['dist/main.js', 'dist/cli.js', 'dist/render-worker.js']) expect(existsSync(join(app, file)), file).toBe(true);
+    for (const pkg of ['tsx', 'esbuild', 'typescript', 'vitest', '@redocly/cli']) expect(existsSync(join(app, 'node_modules', pkg)), pkg).toBe(false);
+    for (const pkg of ['better-sqlite3', 'pg', '@mikro-orm/core', 'koa']) expect(existsSync(join(app, 'node_modules', pkg)), pkg).toBe(true);
+  });
+
+  it('node dist/cli.js --version, and the package bin without tsx or sources', () => {
+    expect(run(process.execPath, ['dist/cli.js', '--version']).stdout.trim()).toBe(VERSION);
+    expect(run(process.execPath, ['cli/billing-admin.js', '--version']).stdout.trim()).toBe(VERSION);
+  });
+
+  describe.each(DATABASES)('on %s', (kind) => {
+    let db: TestDatabase;
+    afterAll(async () => {
+      await db?.drop();
+    });
+
+    it('node dist/cli.js db migrate (then db status exits 0), node dist/main.js serves in production mode, SIGTERM stops it (exit 0)', async () => {
+      db = await createTestDatabase(kind);
+      // The settings production requires, for the CLI as for the server (one configuration).
+      const env = {
+        DATABASE_URL: db.url,
+        NODE_ENV: 'production',
+        SESSION_SECRET: 'a production secret for this test',
+        GATEWAY_BASE_URL: 'http://127.0.0.1:9/gateway',
+        GATEWAY_SERVER_KEY: 'SB-Mid-server-test',
+        PUBLIC_URL: 'https://billing.example.com',
+      };
+      const before = run(process.execPath, ['dist/cli.js', 'db', 'status'], env);
+      if (kind === 'postgresql') expect(before.code, before.stderr).toBe(3);
+      const migrated = run(process.execPath, ['dist/cli.js', 'db', 'migrate', '--json'], env);
+      expect(migrated.code, migrated.stderr).toBe(0);
+      expect(JSON.parse(migrated.stdout).applied.length).toBeGreaterThan(0);
+      expect(run(process.execPath, ['dist/cli.js', 'db', 'status'], env).code).toBe(0);
+
+      const server = spawn(process.execPath, ['dist/main.js'], {
+        cwd: app,
+        env: {
+          PATH: process.env.PATH ?? '',
+          ...env,
+          PORT: '0',
+          BILLING_SCHEDULER_INTERVAL: '0',
+          LOG_REQUESTS: 'false',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      server.stdout.on('data', (d) => (out += d));
+      server.stderr.on('data', (d) => (out += d));
+      const exited = new Promise<number | null>((resolve) => server.on('exit', (code) => resolve(code)));
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.stdout.on('data', () => /process: +pid/.test(out) && resolve());
+          server.on('exit', () => reject(new Error(out)));
+        });
+        const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(out)![1]);
+        const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+        expect(health.status).toBe(200);
+        expect(await health.json()).toMatchObject({ version: VERSION });
+        const plans = await fetch(`http://127.0.0.1:${port}/api/subscriptions/plans/`);
+        expect(plans.status).toBe(200);
+        // The start-up line says how the database is reached.
+        expect(out).toMatch(kind === 'sqlite' ? /\(sqlite, local file\)/ : /\(postgresql, NOT encrypted/);
+      } finally {
+        server.kill('SIGTERM');
+      }
+      expect(await exited, out).toBe(0);
+      expect(out).toContain('stopped: every request answered; database closed');
+    });
+  });
+});
