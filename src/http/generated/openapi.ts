@@ -986,7 +986,8 @@ export interface paths {
          *     `HOSTED_RETURN_ORIGINS` (default: `PUBLIC_URL`'s), else `400`.
          *     `payment_type` limits the page to one payment type. A client's backend may ask with a
          *     write API key (`Authorization: Bearer`) instead of the customer's credentials, naming the
-         *     customer in `user`; a read key answers `403` `insufficient_scope`. Nothing is charged until the
+         *     customer in the `Billing-Customer` header or (as before the header) in `user`, or in
+         *     both when they agree; a read key answers `403` `insufficient_scope`. Nothing is charged until the
          *     customer chooses on the page, and the page applies the same rules as
          *     `POST /subscriptions/` and `POST /topups/`.
          */
@@ -1018,7 +1019,7 @@ export interface paths {
          *     invoices and credit notes with their PDFs, the wallet and top-ups. The portal's links
          *     back lead to `return_url`, which must lie on an origin of `HOSTED_RETURN_ORIGINS`
          *     (default: this server's own), else `400`. As for checkout, a write API key may ask for
-         *     the customer named in `user`.
+         *     the customer named in the `Billing-Customer` header or in `user`.
          */
         post: operations["createPortalSession"];
         delete?: never;
@@ -3652,8 +3653,10 @@ export interface components {
         /** @description Exactly one of `plan_id` and `topup_amount`. */
         CreateCheckoutSessionRequest: {
             /**
-             * @description With an API key only, and required then: the customer the link is for, by id or
-             *     username (`404` if there is none). Refused (`400`) with the customer's own credentials.
+             * @description With an API key only: the customer the link is for, by id, username or
+             *     `ext:<external_id>` (`404` if there is none), required unless the `Billing-Customer`
+             *     header names the customer; with both, they must name the same one (else `400`).
+             *     Refused (`400`) with the customer's own credentials.
              * @example alice
              */
             user?: string;
@@ -3669,8 +3672,10 @@ export interface components {
         };
         CreatePortalSessionRequest: {
             /**
-             * @description With an API key only, and required then: the customer the link is for, by id or
-             *     username (`404` if there is none). Refused (`400`) with the customer's own credentials.
+             * @description With an API key only: the customer the link is for, by id, username or
+             *     `ext:<external_id>` (`404` if there is none), required unless the `Billing-Customer`
+             *     header names the customer; with both, they must name the same one (else `400`).
+             *     Refused (`400`) with the customer's own credentials.
              * @example alice
              */
             user?: string;
