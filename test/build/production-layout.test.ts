@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
 
 /*
@@ -122,5 +123,44 @@ describe('the production layout: dist/ and production dependencies only', { time
       expect(await exited, out).toBe(0);
       expect(out).toContain('stopped: every request answered; database closed');
     });
+  });
+});
+
+/*
+ * Docker is not on the test machines: the image is proved by the layout above, and these checks
+ * hold the Dockerfile and compose.yaml to it.
+ */
+describe('the Dockerfile and compose.yaml describe that layout', () => {
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+  const runtime = dockerfile.slice(dockerfile.indexOf('AS runtime'));
+
+  it('multi-stage: the build stage has the C++ toolchain and builds and prunes; the runtime stage copies what the layout test keeps, as a non-root user, with a health check', () => {
+    expect(dockerfile).toMatch(/FROM node:20[^\n]* AS build/);
+    expect(dockerfile).toMatch(/apt-get install[^\n]*python3 make g\+\+/);
+    expect(dockerfile).toContain('RUN npm run build && npm prune --omit=dev');
+    expect(runtime).toMatch(/^AS runtime/);
+    const copied = [...runtime.matchAll(/^COPY --from=build (.+) (\S+)$/gm)].flatMap((m) => m[1].split(' ')).map((f) => f.replace(/^\/app\//, ''));
+    expect(copied.sort()).toEqual(['cli/billing-admin.js', 'dist', 'hosted', 'node_modules', 'openapi.yaml', 'package-lock.json', 'package.json']);
+    expect(runtime).toMatch(/^USER node$/m);
+    expect(runtime).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
+    expect(runtime).toMatch(/^CMD \["node", "--enable-source-maps", "dist\/main.js"\]$/m);
+    expect(runtime).toContain('ENV NODE_ENV=production');
+  });
+
+  it('compose: PostgreSQL 16, a one-shot migrate service, the service starting once it has completed, secrets from the environment', () => {
+    const compose = parse(readFileSync(join(root, 'compose.yaml'), 'utf8')) as {
+      services: Record<string, { image?: string; command?: string[]; environment?: Record<string, string>; depends_on?: Record<string, { condition: string }>; restart?: string }>;
+    };
+    const { postgres, migrate, billing } = compose.services;
+    expect(postgres.image).toBe('postgres:16');
+    expect(migrate.command).toEqual(['node', 'dist/cli.js', 'db', 'migrate']);
+    expect(migrate.restart).toBe('no');
+    expect(migrate.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
+    expect(billing.depends_on).toEqual({ migrate: { condition: 'service_completed_successfully' } });
+    expect(billing.image).toBe(migrate.image);
+    for (const name of ['SESSION_SECRET', 'GATEWAY_SERVER_KEY', 'PUBLIC_URL', 'DATABASE_URL']) {
+      expect(billing.environment?.[name], name).toMatch(/\$\{/);
+    }
+    expect(billing.environment?.NODE_ENV).toBe('production');
   });
 });
