@@ -30,7 +30,7 @@ function revenueRows(report: RevenueReport): Shown {
   return { rows, columns: REVENUE_COLUMNS };
 }
 
-const MRR_COLUMNS = ['month', 'mrr', 'new', 'expansion', 'contraction', 'churned', 'reactivated', 'net_new'];
+const MRR_COLUMNS = ['month', 'partial', 'mrr', 'new', 'expansion', 'contraction', 'churned', 'reactivated', 'net_new'];
 const PLAN_COLUMNS = ['month', 'plan_slug', 'plan_name', 'subscriptions', 'mrr'];
 
 function mrrRows(report: MrrReport): Shown {

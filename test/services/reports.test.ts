@@ -315,15 +315,15 @@ describe.each(DATABASES)('reports on %s', (kind) => {
     expect(report).toMatchObject({ from: '2026-01', to: '2026-03', timezone: 'Asia/Jakarta', currency: 'IDR' });
     expect(report.rows.map(({ by_plan, ...row }) => ({ ...row, by_plan: by_plan.map(({ plan_id, ...p }) => (expect(plan_id).toMatch(/^[0-9a-f-]{36}$/), p)) }))).toEqual([
       {
-        month: '2026-01', mrr: '580000.00', new: '130000.00', expansion: zero, contraction: zero, churned: zero, reactivated: zero, net_new: '130000.00',
+        month: '2026-01', partial: false, mrr: '580000.00', new: '130000.00', expansion: zero, contraction: zero, churned: zero, reactivated: zero, net_new: '130000.00',
         by_plan: [plan('basic', '200000.00', 2), plan('pro', '250000.00', 1), plan('weekly', '130000.00', 1)],
       },
       {
-        month: '2026-02', mrr: '900000.00', new: '300000.00', expansion: '150000.00', contraction: zero, churned: '230000.00', reactivated: '100000.00', net_new: '320000.00',
+        month: '2026-02', partial: false, mrr: '900000.00', new: '300000.00', expansion: '150000.00', contraction: zero, churned: '230000.00', reactivated: '100000.00', net_new: '320000.00',
         by_plan: [plan('basic', '300000.00', 3), plan('pro', '500000.00', 2), plan('annual', '100000.00', 1)],
       },
       {
-        month: '2026-03', mrr: '750000.00', new: zero, expansion: zero, contraction: '150000.00', churned: zero, reactivated: zero, net_new: '-150000.00',
+        month: '2026-03', partial: false, mrr: '750000.00', new: zero, expansion: zero, contraction: '150000.00', churned: zero, reactivated: zero, net_new: '-150000.00',
         by_plan: [plan('basic', '400000.00', 4), plan('pro', '250000.00', 1), plan('annual', '100000.00', 1)],
       },
     ]);

@@ -3998,6 +3998,14 @@ export interface components {
             currency: components["schemas"]["Currency"];
             rows: {
                 month: components["schemas"]["ReportMonth"];
+                /**
+                 * @description True for a month not yet ended (the current month, or a later one): its `mrr` is
+                 *     what stands now for the month's end, a projection that may still change. `mrr`
+                 *     is at the month's last instant: each paying subscription at the price it was
+                 *     invoiced at (without PPN: an inclusive price's DPP), normalised to a month (a
+                 *     yearly plan divided by 12); never today's catalogue price for a past month.
+                 */
+                partial: boolean;
                 mrr: components["schemas"]["Money"];
                 new: components["schemas"]["Money"];
                 expansion: components["schemas"]["Money"];

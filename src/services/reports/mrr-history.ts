@@ -1,9 +1,12 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { isPostgres } from '../../db/dialect.js';
+import { fromColumn } from '../../db/bulk-sql.js';
+import { InvoiceLine } from '../../db/entities/invoice.js';
 import { Notification } from '../../db/entities/notification.js';
 import { Plan } from '../../db/entities/plan.js';
 import { toDate } from '../../db/row-fields.js';
 import { add, compare, isPositive, multiplyAndRound, subtract, ZERO, type Money } from '../../domain/money.js';
+import { taxInvoice } from '../../domain/tax.js';
 import type { DataContext } from '../context.js';
 import { reportMonths, type ReportHeader, type ReportMonth, type ReportRange } from './report-months.js';
 
@@ -15,9 +18,11 @@ import { reportMonths, type ReportHeader, type ReportMonth, type ReportRange } f
  * moment, so the rows say when service was paid for), or when it is past due: its renewal
  * invoice for a period covering t is open or uncollectible and it had not ended by t. A trial
  * (no payment), a paused span (its funds moved past the pause) and time after the end are not
- * paying. Its amount is the price of the plan it was on at t, normalised to a month; the plan at
- * t comes from the in-app `subscription_plan_changed` notifications, the one dated record of a
- * plan change (a scheduled change applied at renewal takes effect at the period it starts).
+ * paying. Its amount is the price it was invoiced at for the plan it was on at t (without PPN),
+ * normalised to a month; the plan at t comes from the in-app `subscription_plan_changed`
+ * notifications, the one dated record of a plan change (a scheduled change applied at renewal
+ * takes effect at the period it starts). The catalogue's price today is used only where no
+ * invoice of the subscription ever priced that plan (invoicedPrices).
  */
 
 /** One plan's share of the MRR at an instant. */
@@ -52,6 +57,8 @@ export interface CustomerMovements extends MrrMovements {
 
 export interface MrrMonth {
   month: ReportMonth;
+  /** The month has not ended yet by the service's clock: its figures are what stands now. */
+  partial: boolean;
   /** MRR at the month's last instant. */
   end: MrrSnapshot;
   /** MRR at the previous month's last instant. */
@@ -100,6 +107,7 @@ export async function mrrMonths(ctx: DataContext, range: ReportRange): Promise<{
   const spans = [...(await fundSpans(em, first, last)), ...(await pastDueSpans(em, first, last))];
   const subscriptions = await subscriptionsOf(em, [...new Set(spans.map((s) => s.subscriptionId))]);
   const planAt = await planTimeline(em, plans, subscriptions);
+  const invoicedAt = await invoicedPrices(em, [...subscriptions.keys()]);
   const firstPaying = await firstPayingByCustomer(em);
 
   // Which instants each subscription pays at (a set: spans of one subscription may overlap).
@@ -120,7 +128,7 @@ export async function mrrMonths(ctx: DataContext, range: ReportRange): Promise<{
     for (const i of at) {
       const plan = planAt(subscriptionId, sub.planId, instants[i]);
       if (!plan || plan.currency !== currency) continue;
-      const amount = monthlyPrice(plan);
+      const amount = monthlyPrice({ ...plan, price: invoicedAt(subscriptionId, plan, instants[i]) ?? plan.price });
       if (!isPositive(amount)) continue;
       const snapshot = snapshots[i];
       snapshot.total = add(snapshot.total, amount);
@@ -135,7 +143,8 @@ export async function mrrMonths(ctx: DataContext, range: ReportRange): Promise<{
     months: months.map((month, i) => {
       const start = snapshots[i];
       const end = snapshots[i + 1];
-      return { month, start, end, movements: movementsBetween(start, end, month.start.getTime(), firstPaying) };
+      const partial = month.end.getTime() > ctx.clock.now().getTime();
+      return { month, partial, start, end, movements: movementsBetween(start, end, month.start.getTime(), firstPaying) };
     }),
   };
 }
@@ -236,6 +245,66 @@ async function firstPayingByCustomer(em: EntityManager): Promise<Map<string, num
     out.set(String(r.uid), Math.min(at, out.get(String(r.uid)) ?? Infinity));
   }
   return out;
+}
+
+interface PricePoint {
+  /** When the price took effect: the start of the period the line billed. */
+  at: number;
+  /** The plan's name as the line states it; null on lines that do not say. */
+  planName: string | null;
+  /** The line's amount without PPN. */
+  price: Money;
+}
+
+function subjectOf(raw: unknown): Record<string, unknown> | null {
+  if (typeof raw === 'string') {
+    try {
+      return JSON.parse(raw) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+  }
+  return raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>) : null;
+}
+
+/**
+ * NOTE: what each subscription was priced at (docs/reports.md, "MRR"): every plan-price line
+ * (`kind` subscription: a first, renewal or new-period invoice) of its invoices not voided, at
+ * the start of the period it billed, without PPN (an inclusive price's DPP as the invoice
+ * computes it; an exclusive price is already without it). At an instant, the subscription's
+ * price for the plan it is on is that of the last such line for that plan by then; before the
+ * first (a plan changed mid-period and invoiced in full only at its renewal), the first one
+ * after; with none at all, null (the caller falls back to the catalogue's price).
+ */
+async function invoicedPrices(em: EntityManager, ids: string[]): Promise<(subscriptionId: string, plan: Plan, at: number) => Money | null> {
+  const points = new Map<string, PricePoint[]>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    if (chunk.length === 0) continue;
+    const rows = (await em.execute(
+      'select i.subscription_id as sid, i.tax_behavior as tb, i.currency as cur, i.period_start as ips, i.created_at as ica, l.amount as amt, l.period_start as lps, l.subject as subj' +
+        " from invoice_lines l join invoices i on i.id = l.invoice_id where l.kind = 'subscription' and i.status <> 'void'" +
+        ` and i.subscription_id in (${chunk.map(() => '?').join(', ')})`,
+      chunk,
+      'all',
+    )) as { sid: string; tb: string; cur: string; ips: unknown; ica: unknown; amt: unknown; lps: unknown; subj: unknown }[];
+    for (const r of rows) {
+      const amount = fromColumn(em, InvoiceLine, 'amount', r.amt) as Money;
+      const price = r.tb === 'inclusive' ? taxInvoice(amount, 'inclusive', String(r.cur), true).taxBase : amount;
+      const at = (toDate(r.lps) ?? toDate(r.ips) ?? toDate(r.ica))!.getTime();
+      const plan = subjectOf(r.subj)?.['plan'];
+      const list = points.get(String(r.sid)) ?? [];
+      list.push({ at, planName: typeof plan === 'string' ? plan : null, price });
+      points.set(String(r.sid), list);
+    }
+  }
+  for (const list of points.values()) list.sort((a, b) => a.at - b.at);
+  return (subscriptionId, plan, at) => {
+    const list = (points.get(subscriptionId) ?? []).filter((p) => p.planName === null || p.planName === plan.name);
+    let found: PricePoint | null = null;
+    for (const p of list) if (p.at <= at) found = p;
+    return (found ?? list[0])?.price ?? null;
+  };
 }
 
 /**

@@ -17,6 +17,8 @@ export interface MrrByPlan {
 export interface MrrRow extends MrrMovements {
   /** YYYY-MM */
   month: string;
+  /** The month has not ended yet: its MRR is what stands now, not the month's final figure. */
+  partial: boolean;
   /** MRR at the month's last instant in BILLING_TIMEZONE. */
   mrr: Money;
   /** Plans with MRR at the month's end, in catalogue order (sort_order, then slug). */
@@ -32,8 +34,9 @@ export async function mrrReport(ctx: DataContext, range: ReportRange): Promise<M
   const { header, months } = await mrrMonths(ctx, range);
   return {
     ...header,
-    rows: months.map(({ month, end, movements: m }) => ({
+    rows: months.map(({ month, partial, end, movements: m }) => ({
       month: month.label,
+      partial,
       mrr: end.total,
       new: m.new,
       expansion: m.expansion,
