@@ -3,6 +3,7 @@ import { Payment, type PaymentStatus } from '../../src/db/entities/payment.js';
 import { NotFoundError } from '../../src/domain/errors.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { serializePayment, serializeRefund, serializeSubscription, serializeWebhookLog } from '../../src/http/serializers.js';
+import { ownersOf, serializeAdminRefund } from '../../src/http/admin-serializers.js';
 import { paymentStatusCheck, type PaymentStatusCheck } from '../../src/services/payments/check-payment-status.js';
 import { cliActor } from '../../src/services/audit/actor.js';
 import { refundByStaff } from '../../src/services/refunds/staff-refund.js';
@@ -161,7 +162,7 @@ export function registerPaymentCommands(program: Command): void {
     .option('--direct', "use the gateway's direct refund (gateway-refunded payment types only)")
     .action(async (orderId: string, opts, cmd: Command) => {
       if (!String(opts.reason).trim()) throw new CliFailure('--reason may not be empty', EXIT.usage);
-      const { refunded, subscription } = await withServices(async (s) => {
+      const { payment, refund, subscription } = await withServices(async (s) => {
         const found = await s.em.findOne(Payment, { orderId });
         if (!found) throw new NotFoundError('Payment');
         const result = await refundByStaff(s, cliActor(), found, {
@@ -174,10 +175,14 @@ export function registerPaymentCommands(program: Command): void {
         // The subscription as the refund left it, read anew: support staff must see whether it ended.
         const subscriptionId = result.payment.subscription?.id;
         const sub = subscriptionId ? await s.em.fork().findOne(Subscription, subscriptionId, { populate: ['plan', 'pendingPlan', 'user'] }) : null;
-        return { refunded: result, subscription: sub ? serializeSubscription(sub) : null };
+        // The staff API's refund answer, field for field (its serializers, the owner included).
+        const owner = await ownersOf(s.em, [result.payment]);
+        return {
+          payment: { ...serializePayment(result.payment), user: owner(result.payment) },
+          refund: serializeAdminRefund(result.refund, result.payment, owner(result.payment)),
+          subscription: sub ? serializeSubscription(sub) : null,
+        };
       });
-      const payment = serializePayment(refunded.payment);
-      const refund = serializeRefund(refunded.refund);
       output(globalOptions(cmd), { payment, refund, subscription }, () =>
         refund.status === 'pending'
           ? `Refund ${refund.refund_key} of ${refund.amount} ${payment.currency} of ${payment.order_id} sent, but the gateway's answer was lost: ` +

@@ -27,6 +27,9 @@ describe.each(DATABASES)('billing-admin payments refund on %s', (kind) => {
       refund: { amount: '20000.00', destination: 'wallet', status: 'succeeded' },
     });
     expect(await getSub(user, subscription.id)).toMatchObject({ status: 'active' });
+    // Issue 40, row 15: the staff API's refund answer, field for field (AdminRefund, the payment with its owner).
+    expect(first.json.refund).toMatchObject({ id: expect.any(String), payment_id: payment.id, order_id: payment.order_id, description: null, created_at: expect.any(String), user: { id: user.id, username: user.username } });
+    expect(first.json.payment.user).toEqual({ id: user.id, username: user.username });
 
     const rest = await cli(payment.order_id, '--reason', 'customer left', '--json');
     expect(rest.code).toBe(0);
