@@ -11,7 +11,8 @@ import { cancelSubscription } from '../../src/services/subscriptions/cancel-subs
 import { pauseSubscription } from '../../src/services/subscriptions/pause-subscription.js';
 import { runCli } from '../helpers/cli.js';
 import { DATABASES } from '../helpers/database.js';
-import { makeTopup, signedNotification } from '../helpers/factories.js';
+import { makeSubscriptionWithPayment, makeTopup, signedNotification } from '../helpers/factories.js';
+import { serverForCli } from '../helpers/cli-server.js';
 import { startBilling, type BillingHarness } from '../helpers/billing.js';
 
 /*
@@ -250,5 +251,52 @@ describe.each(DATABASES)('dry run against the real run on the same database (%s)
     expect((await em().findOneOrFail(Topup, wrong.id)).status).toBe('pending');
     // Unresolved logs remain: the real replay exits 1, the dry run 0.
     expect(real.code).toBe(1);
+  });
+});
+
+/*
+ * Issue 40, row 15: `payments sync --dry-run` said "would_process, 0 changed" and the real sync
+ * then activated a subscription. The dry run now rehearses the sync and reports the real run's
+ * changes, item for item.
+ */
+describe.each(DATABASES)('payments sync: the dry run against the real run (%s)', (kind) => {
+  const stage = serverForCli(kind);
+  const sync = (...args: string[]) => runCli(['payments', 'sync', ...args, '--json'], stage.env);
+  // Notifications for these charges go nowhere: only a sync learns what happened.
+  const LOST = 'http://127.0.0.1:9/lost';
+  const charge = (orderId: string, amount: string) =>
+    stage.server.running.billing.gateway.charge({ orderId, grossAmount: amount, currency: 'IDR', paymentType: 'bank_transfer', bank: 'bca', notificationUrl: LOST });
+  const shape = (json: any) =>
+    json.results
+      .map((r: any) => ({ order_id: r.order_id, status_before: r.status_before, status_after: r.status_after, changes: r.changes }))
+      .sort((a: any, b: any) => a.order_id.localeCompare(b.order_id));
+
+  it('lists the subscriptions it would activate and the payments it would settle, exactly as the real run then changes them', async () => {
+    const since = new Date();
+    const paid = await makeSubscriptionWithPayment(stage.em());
+    const waiting = await makeSubscriptionWithPayment(stage.em());
+    const expired = await makeTopup(stage.em());
+    await charge(paid.payment.orderId, '150000.00');
+    await charge(waiting.payment.orderId, '150000.00');
+    await charge(expired.orderId, '100000.00');
+    await stage.server.running.billing.simulator!.act(paid.payment.orderId, 'settle');
+    await stage.server.running.billing.simulator!.act(expired.orderId, 'expire');
+
+    const dry = await sync('--since', since.toISOString(), '--dry-run');
+    expect(dry.code, dry.stderr).toBe(0);
+    const predicted = dry.json.results.find((r: any) => r.order_id === paid.payment.orderId);
+    expect(predicted).toMatchObject({ result: 'would_process', status_before: 'pending', status_after: 'settled', webhook_log: null });
+    expect(predicted.changes).toContain('payment settled');
+    expect(predicted.changes.some((c: string) => /activ/.test(c))).toBe(true);
+    // Nothing happened.
+    expect((await stage.em().findOneOrFail(Payment, paid.payment.id)).status).toBe('pending');
+    expect((await stage.em().findOneOrFail(Subscription, paid.subscription.id)).status).toBe(paid.subscription.status);
+    expect(await stage.em().count(WebhookLog, { source: 'sync' })).toBe(0);
+
+    const real = await sync('--since', since.toISOString());
+    expect(real.code, real.stderr).toBe(0);
+    expect(shape(dry.json)).toEqual(shape(real.json));
+    expect(real.json.changed).toBe(dry.json.changed);
+    expect((await stage.em().findOneOrFail(Subscription, paid.subscription.id)).status).toBe('active');
   });
 });

@@ -36,7 +36,8 @@ describe.each(DATABASES)('billing-admin payments sync on %s', (kind) => {
     const dry = await sync('--since', since.toISOString(), '--dry-run');
     expect(dry.code).toBe(0);
     expect(dry.json).toMatchObject({ dry_run: true, count: 3 });
-    expect(result(dry.json, settled.payment.orderId)).toMatchObject({ kind: 'payment', gateway_status: 'settlement', result: 'would_process', status_after: 'pending', webhook_log: null });
+    // The dry run says what the real run will do (status_after, changes), and changes nothing.
+    expect(result(dry.json, settled.payment.orderId)).toMatchObject({ kind: 'payment', gateway_status: 'settlement', result: 'would_process', status_after: 'settled', webhook_log: null });
     expect((await em().findOneOrFail(Payment, settled.payment.id)).status).toBe('pending');
     expect(await em().count(WebhookLog, { source: 'sync' })).toBe(0);
 

@@ -214,7 +214,8 @@ async function insertLog(
 export async function recordNotification(ctx: DataContext, input: RecordInput): Promise<WebhookLog> {
   const evidence = evidenceOf(ctx, input);
   const note = evidence.payload === input.rawPayload ? null : 'NUL characters in the body were stored as U+FFFD.';
-  return insertLog(ctx.em.fork(), evidence, { status: 'received', error: note, attempts: 0 });
+  // Inside the caller's transaction when there is one: a dry-run sync records and rolls back (reconcile-payments.ts).
+  return insertLog(forkOf(ctx), evidence, { status: 'received', error: note, attempts: 0 });
 }
 
 /**
@@ -357,7 +358,7 @@ export async function processRecordedNotification(ctx: DataContext, logId: strin
 
 /** Whether an event would be processed or is a duplicate, without writing anything. */
 export async function previewGatewayEvent(ctx: DataContext, event: GatewayEvent): Promise<{ result: 'would_process' | 'duplicate'; error: string | null }> {
-  const holder = await ctx.em.fork().findOne(WebhookLog, { dedupKey: dedupKey(event) });
+  const holder = await forkOf(ctx).findOne(WebhookLog, { dedupKey: dedupKey(event) });
   if (holder) return { result: 'duplicate', error: `Already processed as webhook log ${holder.id}.` };
   return { result: 'would_process', error: null };
 }

@@ -1,4 +1,5 @@
 import type { FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/knex';
 import { Payment, Refund } from '../../db/entities/payment.js';
 import { Topup } from '../../db/entities/topup.js';
 import type { WebhookLog } from '../../db/entities/webhook-log.js';
@@ -8,7 +9,8 @@ import type { ServiceContext } from '../context.js';
 import { eventFromTransaction } from './gateway-event.js';
 import { refundAtGateway } from '../refunds/refund-payment.js';
 import { closeUnsentPayment, isPastReach } from './close-unsent-payment.js';
-import { previewGatewayEvent, recordAndApplyGatewayEvent, type NotificationResult } from './process-notification.js';
+import { previewGatewayEvent, processRecordedNotification, recordAndApplyGatewayEvent, recordNotification, type NotificationOutcome, type NotificationResult } from './process-notification.js';
+import type { GatewayEvent } from './gateway-event.js';
 import { answerAboutPaid, lookbackCutoff, settledPaymentsSince, settledTopupsSince } from './settled-lookback.js';
 
 export interface ReconcileInput {
@@ -22,6 +24,8 @@ export interface ReconcileInput {
 export type ReconcileResult =
   | NotificationResult
   | 'would_process'
+  /** Dry run: the real run's processing would fail (its error says why). */
+  | 'would_fail'
   /** The gateway does not know the order (a charge that never reached it). */
   | 'not_found'
   /** The gateway could not be asked. */
@@ -82,7 +86,7 @@ async function* settledWithinLookback(ctx: ServiceContext, input: ReconcileInput
     for (;;) {
       const page = after ? { $or: [{ paidAt: { $gt: after.paidAt } }, { paidAt: after.paidAt, id: { $gt: after.id } }] } : {};
       const options = { orderBy: [{ paidAt: 'asc' as const }, { id: 'asc' as const }], limit: LOOKBACK_BATCH };
-      const em = ctx.em.fork();
+      const em = forkIn(ctx);
       const rows: (Payment | Topup)[] =
         kind === 'payment'
           ? await em.find(Payment, { $and: [filters.payment, page] } as FilterQuery<Payment>, options)
@@ -103,7 +107,7 @@ async function countSettledWithinLookback(ctx: ServiceContext, input: ReconcileI
   const cutoff = lookbackCutoff(ctx);
   if (!cutoff) return 0;
   const filters = lookbackFilters(cutoff, input);
-  const em = ctx.em.fork();
+  const em = forkIn(ctx);
   return (await em.count(Payment, filters.payment)) + (await em.count(Topup, filters.topup));
 }
 
@@ -133,7 +137,7 @@ async function candidates(ctx: ServiceContext, input: ReconcileInput): Promise<C
 }
 
 async function currentStatus(ctx: ServiceContext, c: Candidate): Promise<string> {
-  const em = ctx.em.fork();
+  const em = forkIn(ctx);
   const row = c.kind === 'payment' ? await em.findOne(Payment, c.id) : await em.findOne(Topup, c.id);
   return row?.status ?? c.status;
 }
@@ -143,7 +147,7 @@ async function currentStatus(ctx: ServiceContext, c: Candidate): Promise<string>
  * twice), each gateway refund of the payment still pending. A refusal marks it failed.
  */
 async function resendLostRefunds(ctx: ServiceContext, paymentId: string): Promise<{ changes: string[]; error: string | null }> {
-  const pending = await ctx.em.fork().find(Refund, { payment: paymentId, status: 'pending', destination: 'gateway' }, { populate: ['payment'] });
+  const pending = await forkIn(ctx).find(Refund, { payment: paymentId, status: 'pending', destination: 'gateway' }, { populate: ['payment'] });
   const changes: string[] = [];
   let error: string | null = null;
   for (const r of pending) {
@@ -175,6 +179,40 @@ export async function reconcilePayments(
   input: ReconcileInput = {},
   onProgress?: (item: ReconcileItem, index: number, total: number) => void,
 ): Promise<ReconcileItem[]> {
+  if (!input.dryRun) return reconcileAll(ctx, input, onProgress);
+  // NOTE: a dry run is the same reconciliation rehearsed in one transaction that is rolled back:
+  // each answer is applied as the real run would apply it (so its changes, the subscription it
+  // activates and the payment it settles, are the real run's), each candidate sees what the ones
+  // before it did, and nothing stays. Only what would be sent to the gateway (a cancel, a refund
+  // sent again) is not done, and is said instead. While it runs it holds the locks a sync would
+  // take (on SQLite, the write lock).
+  let items: ReconcileItem[] = [];
+  try {
+    await forkIn(ctx).transactional(async (tx: EntityManager) => {
+      items = await reconcileAll({ ...ctx, em: tx }, input, onProgress);
+      throw new DryRunRollback();
+    });
+  } catch (err) {
+    if (!(err instanceof DryRunRollback)) throw err;
+  }
+  return items.map((i) => ({ ...i, log: null }));
+}
+
+/** A fresh entity manager, inside the caller's transaction when there is one (a dry run's rehearsal). */
+function forkIn(ctx: ServiceContext): EntityManager {
+  return ctx.em.fork({ keepTransactionContext: true }) as EntityManager;
+}
+
+/** Thrown at the end of a dry run to roll back everything it rehearsed. */
+class DryRunRollback extends Error {}
+
+const PREVIEW_OF: Partial<Record<ReconcileResult, ReconcileResult>> = { processed: 'would_process', failed: 'would_fail' };
+
+async function reconcileAll(
+  ctx: ServiceContext,
+  input: ReconcileInput,
+  onProgress?: (item: ReconcileItem, index: number, total: number) => void,
+): Promise<ReconcileItem[]> {
   const list = await candidates(ctx, input);
   const limit = input.limit ?? Number.POSITIVE_INFINITY;
   const total = Math.min(limit, list.length + (list.length < limit ? await countSettledWithinLookback(ctx, input) : 0));
@@ -199,31 +237,49 @@ export async function reconcilePayments(
   return items;
 }
 
+/**
+ * A dry run's processing of one answer, inside the rehearsal's transaction: recorded as a `sync`
+ * log and processed as a replay of it would be (the pipeline's steps run in the caller's
+ * transaction, process-notification.ts), rolled back with the rest.
+ */
+async function rehearseGatewayEvent(ctx: ServiceContext, event: GatewayEvent): Promise<NotificationOutcome> {
+  const log = await recordNotification(ctx, { rawPayload: JSON.stringify({ ...event.raw, order_id: event.orderId, transaction_status: event.transactionStatus }), ip: null, source: 'sync' });
+  return processRecordedNotification(ctx, log.id, log);
+}
+
 async function reconcileOne(ctx: ServiceContext, c: Candidate, input: ReconcileInput): Promise<ReconcileItem> {
   const base = { kind: c.kind, id: c.id, orderId: c.orderId, statusBefore: c.status, statusAfter: c.status, changes: [] as string[], log: null };
   try {
     let answer = await ctx.gateway.status(c.orderId);
     // NOTE: a payment we canceled whose cancel never reached the gateway is still payable
     // there: cancel it now, and apply what the gateway answers like any status.
-    if (!input.dryRun && c.kind === 'payment' && c.status === 'canceled' && answer.transactionStatus === 'pending') {
-      answer = await ctx.gateway.cancel(c.orderId);
-    }
+    const wouldCancel = c.kind === 'payment' && c.status === 'canceled' && answer.transactionStatus === 'pending';
+    if (wouldCancel && !input.dryRun) answer = await ctx.gateway.cancel(c.orderId);
     if (c.settled) answer = answerAboutPaid(answer, c.paidAt ?? null);
     const event = eventFromTransaction(answer);
-    if (input.dryRun || c.settled) {
-      // One look serves both: a settled one already processed is `unchanged` (unchangedAtGateway).
+    if (c.settled) {
+      // A settled one already processed is `unchanged` (unchangedAtGateway).
       const preview = await previewGatewayEvent(ctx, event);
-      if (c.settled && preview.result === 'duplicate') return { ...base, gatewayStatus: event.transactionStatus, result: 'unchanged', error: null };
-      if (input.dryRun) return { ...base, gatewayStatus: event.transactionStatus, result: preview.result, error: preview.error };
+      if (preview.result === 'duplicate') return { ...base, gatewayStatus: event.transactionStatus, result: 'unchanged', error: null };
     }
-    const outcome = await recordAndApplyGatewayEvent(ctx, { event, source: 'sync' });
+    if (input.dryRun && wouldCancel) {
+      // What the gateway's cancel would answer is the gateway's to say.
+      return { ...base, gatewayStatus: event.transactionStatus, result: 'would_process', changes: [`order ${c.orderId} would be canceled at the gateway, and its answer applied`], error: null };
+    }
+    // A dry run is inside its rehearsal's transaction (reconcilePayments): the same processing, rolled back after.
+    const outcome = input.dryRun ? await rehearseGatewayEvent(ctx, event) : await recordAndApplyGatewayEvent(ctx, { event, source: 'sync' });
     // The status answer lists the refunds the gateway made (applied above); the others are sent again.
-    const resent = c.lostRefund ? await resendLostRefunds(ctx, c.id) : { changes: [], error: null };
+    const resent = !c.lostRefund
+      ? { changes: [], error: null }
+      : input.dryRun
+        ? { changes: ['refunds the gateway never answered would be sent again'], error: null }
+        : await resendLostRefunds(ctx, c.id);
+    const result = resent.error ? 'gateway_error' : outcome.result;
     return {
       ...base,
       statusAfter: await currentStatus(ctx, c),
       gatewayStatus: event.transactionStatus,
-      result: resent.error ? 'gateway_error' : outcome.result,
+      result: input.dryRun ? (PREVIEW_OF[result] ?? result) : result,
       changes: [...outcome.changes, ...resent.changes],
       error: resent.error ?? outcome.error,
       log: outcome.log,
@@ -233,7 +289,7 @@ async function reconcileOne(ctx: ServiceContext, c: Candidate, input: ReconcileI
     const notFound = err.kind === 'not_found';
     const item: ReconcileItem = { ...base, gatewayStatus: null, result: notFound ? 'not_found' : 'gateway_error', error: `gateway ${err.kind}: ${err.message}` };
     // A charge the gateway never saw, old enough that nobody is still sending it: closed as failed.
-    if (notFound && !input.dryRun && c.kind === 'payment' && c.status === 'pending' && !c.lostRefund && isPastReach(ctx, c.createdAt)) {
+    if (notFound && c.kind === 'payment' && c.status === 'pending' && !c.lostRefund && isPastReach(ctx, c.createdAt)) {
       const changes = await closeUnsentPayment(ctx, c.id);
       return { ...item, result: 'closed', statusAfter: await currentStatus(ctx, c), changes, error: null };
     }
