@@ -82,6 +82,9 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     throw err;
   }
   handle = billing.app.callback();
+  // The first gateway credential check, now that the server (and a built-in simulator) answers:
+  // /readyz finds its answer ready (src/services/health/gateway-credentials.ts).
+  void billing.gatewayCredentials.refresh();
 
   const sweeper = setInterval(() => {
     deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: String(err) }));

@@ -99,12 +99,14 @@ describe.each(DATABASES)('/readyz with the built-in simulator on %s', (kind) => 
   });
   afterAll(() => server?.stop());
 
-  it('checks the simulator the same way: one status call for the order that cannot exist, answered 404', async () => {
+  it('checks the simulator the same way, at start: one status call for the order that cannot exist, answered 404', async () => {
+    const checks = () => server.running.billing.simulator!.requests().filter((r) => r.path.includes(CREDENTIAL_PROBE_ORDER_ID));
+    // Asked once the server listens, before any probe.
+    await until(() => checks().length === 1);
     const ready = await server.request('GET', '/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body.checks.gateway).toEqual({ ok: true, detail: null });
     await server.request('GET', '/readyz');
-    const checks = server.running.billing.simulator!.requests().filter((r) => r.path.includes(CREDENTIAL_PROBE_ORDER_ID));
-    expect(checks).toHaveLength(1);
+    expect(checks()).toHaveLength(1);
   });
 });

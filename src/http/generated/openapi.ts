@@ -99,7 +99,7 @@ export interface paths {
          * @description Whether this process can serve requests now: the database answers, its schema has every
          *     migration of this build, and a payment gateway is configured (the built-in simulator
          *     counts outside production) that accepts the server key: a status call for an order that
-         *     cannot exist, made by the first probe and then every 5 minutes (never on each probe), answered `404`
+         *     cannot exist, made at start and then every 5 minutes (never on each probe), answered `404`
          *     proves the key, `401` makes `checks.gateway` fail naming `GATEWAY_SERVER_KEY`; a gateway
          *     that cannot be reached says nothing about the key and is shown, never counted. `200` when every check passes, else `503` with the checks
          *     that failed; a load balancer sends traffic only on `200`. `checks.scheduler` shows the

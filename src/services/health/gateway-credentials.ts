@@ -5,7 +5,7 @@ import type { PaymentGateway } from '../../gateway/types.js';
 /** The order the check asks about: no order of ours looks like it (order ids are SUB-, TOP-…), so the gateway answers 404. */
 export const CREDENTIAL_PROBE_ORDER_ID = 'READYZ-CREDENTIAL-CHECK-NO-SUCH-ORDER';
 
-/** How long one answer stands: the gateway is asked by the first probe and then at most this often, never on every probe. */
+/** How long one answer stands: the gateway is asked at start (src/server.ts) and then at most this often, never on every probe. */
 export const CREDENTIAL_CHECK_INTERVAL_MS = 5 * 60 * 1000;
 
 export interface CredentialCheckResult {
