@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { ApiKey } from '../../src/db/entities/api-key.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../src/services/api-keys/manage-api-keys.js';
 import { cliActor } from '../../src/services/audit/actor.js';
+import { withReason } from '../audit-trail.js';
 import { globalOptions, note, output, table, withServices } from '../runtime.js';
 
 function serializeApiKey(k: ApiKey) {
@@ -20,12 +21,13 @@ function serializeApiKey(k: ApiKey) {
 export function registerApiKeyCommands(program: Command): void {
   const keys = program.command('api-keys').description('API keys for the staff API (Authorization: Bearer KEY on /api/subscriptions/admin/)');
 
-  keys
-    .command('create')
-    .description('make a key; it is printed once and only its hash is kept')
-    .requiredOption('--name <name>', 'who or what uses it (shown in the audit trail)')
-    .requiredOption('--scope <scope>', 'read (look-ups and reports) or write (also act: refund, cancel, adjust…)')
-    .action(async (opts: { name: string; scope: string }, cmd: Command) => {
+  withReason(
+    keys
+      .command('create')
+      .description('make a key; it is printed once and only its hash is kept')
+      .requiredOption('--name <name>', 'who or what uses it (shown in the audit trail)')
+      .requiredOption('--scope <scope>', 'read (look-ups and reports) or write (also act: refund, cancel, adjust…)'),
+  ).action(async (opts: { name: string; scope: string; reason: string }, cmd: Command) => {
       const { apiKey, key } = await withServices((s) => createApiKey(s, cliActor(), opts));
       output(globalOptions(cmd), { id: apiKey.id, name: apiKey.name, scope: apiKey.scope, key }, () => key);
       if (!globalOptions(cmd).json) note(`API key ${apiKey.id} "${apiKey.name}" (${apiKey.scope}). Store it now: it is not shown again.`);
@@ -39,13 +41,12 @@ export function registerApiKeyCommands(program: Command): void {
       output(globalOptions(cmd), rows, () => table(rows, ['id', 'name', 'scope', 'prefix', 'created_at', 'last_used_at', 'revoked_at']));
     });
 
-  keys
-    .command('revoke <id>')
-    .description('revoke a key (by its id or its prefix); it fails at once on every server process')
-    .action(async (ref: string, _opts, cmd: Command) => {
-      const { apiKey, changed } = await withServices((s) => revokeApiKey(s, cliActor(), ref));
+  withReason(keys.command('revoke <id>').description('revoke a key (by its id or its prefix); it fails at once on every server process')).action(
+    async (ref: string, opts: { reason: string }, cmd: Command) => {
+      const { apiKey, changed } = await withServices((s) => revokeApiKey(s, cliActor(), ref, opts.reason));
       output(globalOptions(cmd), serializeApiKey(apiKey), () =>
         changed ? `Revoked API key ${apiKey.id} "${apiKey.name}".` : `API key ${apiKey.id} "${apiKey.name}" was already revoked at ${apiKey.revokedAt?.toISOString()}.`,
       );
-    });
+    },
+  );
 }

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { serializeAuditEvent } from '../../src/http/admin-serializers.js';
 import { listAuditEvents } from '../../src/services/audit/list-audit-events.js';
+import { verifyAuditChain } from '../../src/services/audit/verify-audit-chain.js';
 import { DEFAULT_LIST_LIMIT, positiveWhole } from '../lookups.js';
-import { globalOptions, note, output, table, withServices } from '../runtime.js';
+import { EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
 import { parseTime } from './webhooks.js';
 
 export function registerAuditCommands(program: Command): void {
@@ -34,5 +35,20 @@ export function registerAuditCommands(program: Command): void {
           ['occurred_at', 'actor', 'action', 'target', 'reason', 'changes'],
         ),
       );
+    });
+
+  audit
+    .command('verify')
+    .description("walk the trail's hash chain from its first event and name the first broken link (an event changed, deleted, or written around the service); exit status 1 when broken")
+    .action(async (_opts, cmd: Command) => {
+      const report = await withServices((s) => verifyAuditChain(s));
+      output(globalOptions(cmd), report, () => {
+        const head = report.head ? ` The head is position ${report.head.position}, event ${report.head.event_id}, hash ${report.head.hash}.` : '';
+        return report.broken
+          ? `The audit trail is broken: ${report.broken.message}. ${report.events_checked} event(s) read.`
+          : `The audit trail is whole: ${report.events_checked} event(s), each matching its hash and following the one before it.${head}`;
+      });
+      // One JSON document either way: the report says what is broken, the exit status that it is.
+      if (!report.ok) process.exitCode = EXIT.checkFailed;
     });
 }

@@ -88,7 +88,8 @@ export function registerBillingCommands(program: Command): void {
         });
         // One event for the run, with its counters: each subscription's changes are in its own history.
         if (!opts.dryRun) {
-          const counters = Object.entries(ran).filter((entry): entry is [string, number] => typeof entry[1] === 'number');
+          // A run that did nothing records nothing: only the counters that moved.
+          const counters = Object.entries(ran).filter((entry): entry is [string, number] => typeof entry[1] === 'number' && entry[1] !== 0);
           await auditCliChange(s, { action: 'billing.run', target: { type: 'billing_run', id: at.toISOString() }, changes: Object.fromEntries(counters.map(([k, v]) => [k, [null, v]])) });
         }
         return ran;

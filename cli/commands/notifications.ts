@@ -8,7 +8,8 @@ import { getNotificationEntry, listNotificationEntries } from '../../src/service
 import { redeliverNotifications } from '../../src/services/delivery/redeliver-notifications.js';
 import type { ServiceContext } from '../../src/services/context.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
-import { auditCliChange } from '../audit-trail.js';
+import type { AuditChanges } from '../../src/db/entities/audit-event.js';
+import { auditCliChange, withReason } from '../audit-trail.js';
 
 /** The API's notification fields plus the delivery bookkeeping support staff need. */
 function entryJson(n: Notification) {
@@ -106,16 +107,19 @@ export function registerNotificationCommands(program: Command): void {
       );
     });
 
-  notifications
-    .command('redeliver <ids...>')
+  withReason(notifications.command('redeliver <ids...>'))
     .description('put sent or failed email/webhook entries back in the queue, due now, and deliver them')
-    .option('--reason <text>', 'why; kept in the audit trail')
-    .action(async (ids: string[], opts: { reason?: string }, cmd: Command) => {
+    .action(async (ids: string[], opts: { reason: string }, cmd: Command) => {
       const { entries, channels } = await withDelivery(async (ctx, ch) => {
-        const sent = (await redeliverNotifications(ctx, ids)).entries;
+        const { entries: sent, before } = await redeliverNotifications(ctx, ids);
         await auditCliChange(
           ctx,
-          ...sent.map((e) => ({ action: 'notification.resend', target: { type: 'notification', id: e.id }, reason: opts.reason, changes: { status: [null, e.status] as [unknown, unknown] } })),
+          ...sent.map((e) => ({
+            action: 'notification.resend',
+            target: { type: 'notification', id: e.id },
+            reason: opts.reason,
+            changes: { status: [before.get(e.id)?.status ?? null, e.status], attempts: [before.get(e.id)?.attempts ?? null, e.attempts] } as AuditChanges,
+          })),
         );
         return { entries: sent, channels: { email: ch.email !== null, webhook: ch.webhook !== null } };
       });

@@ -2,10 +2,12 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { serializePlan } from '../../src/http/serializers.js';
+import { Plan } from '../../src/db/entities/plan.js';
 import { archivePlan, listAllPlans } from '../../src/services/plans/archive-plan.js';
+import { changedFields } from '../../src/services/audit/record-audit-event.js';
 import { seedPlans } from '../../src/services/plans/seed-plans.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
-import { auditCliChange } from '../audit-trail.js';
+import { auditCliChange, withReason } from '../audit-trail.js';
 
 function readPlansFile(file: string): unknown {
   let text: string;
@@ -50,13 +52,14 @@ export function registerPlanCommands(program: Command): void {
       output(globalOptions(cmd), rows, () => table(rows, ['slug', 'name', 'price', 'currency', 'interval', 'interval_unit', 'status']));
     });
 
-  plans
-    .command('archive <slug>')
+  withReason(plans.command('archive <slug>'))
     .description('take a plan out of the catalogue (existing subscriptions keep it)')
-    .action(async (slug: string, _opts, cmd: Command) => {
+    .action(async (slug: string, opts: { reason: string }, cmd: Command) => {
       const plan = await withServices(async (s) => {
+        const before = (await s.em.findOne(Plan, { slug }))?.status ?? null;
         const archived = await archivePlan(s, slug);
-        await auditCliChange(s, { action: 'plan.archive', target: { type: 'plan', id: archived.id }, changes: { status: ['active', archived.status] } });
+        // Archiving an archived plan changes nothing and records nothing.
+        await auditCliChange(s, { action: 'plan.archive', target: { type: 'plan', id: archived.id }, reason: opts.reason, changes: changedFields({ status: before }, { status: archived.status }) });
         return archived;
       });
       output(globalOptions(cmd), serializePlan(plan), () => `Archived ${plan.slug}.`);

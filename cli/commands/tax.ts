@@ -5,7 +5,7 @@ import { listTaxCorrections, type TaxCorrection } from '../../src/services/tax/l
 import { recordTaxInvoice } from '../../src/services/tax/record-tax-invoice.js';
 import { parseTaxMonth, uploadDeadline, type TaxMonth } from '../../src/services/tax/tax-month.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
-import { auditCliChange } from '../audit-trail.js';
+import { auditCliChange, withReason } from '../audit-trail.js';
 
 function monthOption(value: string): TaxMonth {
   const month = parseTaxMonth(value);
@@ -84,14 +84,13 @@ export function registerTaxCommands(program: Command): void {
       output(global, exportJson(result), () => exportText(result, month));
     });
 
-  tax
-    .command('record <invoice-number> <faktur-number>')
+  withReason(tax.command('record <invoice-number> <faktur-number>'))
     .description('store the 17-digit Faktur Pajak number (NSFP) Coretax assigned to a taxed, paid invoice (transaction code 04, status 00; a replacement, status 01, after its original); dots and dashes are ignored')
-    .action(async (invoiceNumber: string, fakturNumber: string, _opts, cmd: Command) => {
+    .action(async (invoiceNumber: string, fakturNumber: string, opts: { reason: string }, cmd: Command) => {
       const recorded = await withServices(async (s) => {
         const result = await recordTaxInvoice(s, invoiceNumber, fakturNumber);
         if (!result.alreadyRecorded) {
-          await auditCliChange(s, { action: 'invoice.record_tax_invoice', target: { type: 'invoice', id: result.invoiceNumber }, changes: { tax_invoice_number: [result.replaced, result.taxInvoiceNumber] } });
+          await auditCliChange(s, { action: 'invoice.record_tax_invoice', target: { type: 'invoice', id: result.invoiceNumber }, reason: opts.reason, changes: { tax_invoice_number: [result.replaced, result.taxInvoiceNumber] } });
         }
         return result;
       });

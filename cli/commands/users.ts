@@ -11,7 +11,7 @@ import { cliActor } from '../../src/services/audit/actor.js';
 import { setUserDisabled } from '../../src/services/users/set-user-disabled.js';
 import { describeRecord } from '../lookups.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
-import { auditCliChange } from '../audit-trail.js';
+import { auditCliChange, withReason } from '../audit-trail.js';
 
 /** The account as the API shows it, and whether (since when) it is disabled. */
 function shownUser(user: User) {
@@ -21,15 +21,15 @@ function shownUser(user: User) {
 /** `users disable|enable <user>`: the same use case both ways, safe to run twice. */
 function registerDisabling(users: Command, disabled: boolean): void {
   const verb = disabled ? 'disable' : 'enable';
-  users
-    .command(`${verb} <user>`)
-    .description(
-      disabled
-        ? 'disable an account (username or id): it can no longer log in or use HTTP Basic, and its sessions end on every server process within a second'
-        : 'enable a disabled account again (username or id); its old sessions stay ended',
-    )
-    .option('--reason <text>', 'why; kept in the audit trail')
-    .action(async (ref: string, opts: { reason?: string }, cmd: Command) => {
+  withReason(
+    users
+      .command(`${verb} <user>`)
+      .description(
+        disabled
+          ? 'disable an account (username or id): it can no longer log in or use HTTP Basic, and its sessions end on every server process within a second'
+          : 'enable a disabled account again (username or id); its old sessions stay ended',
+      ),
+  ).action(async (ref: string, opts: { reason: string }, cmd: Command) => {
       const result = await withServices(async (s) => setUserDisabled(s, cliActor(), await findUserByRef(s, ref), disabled, opts.reason));
       const { user, changed, sessionsEnded } = result;
       const state = disabled ? 'disabled' : 'enabled';
@@ -53,8 +53,7 @@ function passwordOption(opts: { password?: string; passwordStdin?: boolean }): s
 export function registerUserCommands(program: Command): void {
   const users = program.command('users').description('accounts');
 
-  users
-    .command('create')
+  withReason(users.command('create'))
     .description('create an account')
     .requiredOption('--username <name>', 'login name')
     .option('--password <password>', 'password (prefer --password-stdin: arguments are visible to other users)')
@@ -74,14 +73,13 @@ export function registerUserCommands(program: Command): void {
           firstName: opts.firstName,
           lastName: opts.lastName,
         });
-        await auditCliChange(s, { action: 'user.create', target: { type: 'user', id: made.id }, changes: { username: [null, made.username], is_staff: [null, made.isStaff] } });
+        await auditCliChange(s, { action: 'user.create', target: { type: 'user', id: made.id }, reason: opts.reason, changes: { username: [null, made.username], is_staff: [null, made.isStaff] } });
         return made;
       });
       output(globalOptions(cmd), serializeUser(user), () => `Created user ${user.username} (${user.id})${user.isStaff ? ', staff' : ''}.`);
     });
 
-  users
-    .command('set-password')
+  withReason(users.command('set-password'))
     .description("give an account a new password; ends every session of the account and its cached Basic credentials on every server process within a second")
     .requiredOption('--username <name>', 'login name')
     .option('--password <password>', 'the new password (prefer --password-stdin: arguments are visible to other users)')
@@ -93,7 +91,7 @@ export function registerUserCommands(program: Command): void {
         if (!found) throw new NotFoundError(`User ${opts.username}`);
         const sessionsEnded = await setPassword(s, found, password);
         // The password itself never reaches the trail (the command line's is redacted too).
-        await auditCliChange(s, { action: 'user.set_password', target: { type: 'user', id: found.id }, changes: { sessions_ended: [null, sessionsEnded] } });
+        await auditCliChange(s, { action: 'user.set_password', target: { type: 'user', id: found.id }, reason: opts.reason, changes: { sessions_ended: [null, sessionsEnded] } });
         return { user: found, sessionsEnded };
       });
       output(

@@ -7,7 +7,7 @@ import { parseAge, PRUNABLE_STATUSES, pruneWebhookLogs } from '../../src/service
 import { replayWebhookLogs, type ReplayItem } from '../../src/services/gateway-events/replay-webhook-logs.js';
 import { startProgress } from '../progress.js';
 import { CliFailure, EXIT, globalOptions, note, output, table, withServices } from '../runtime.js';
-import { auditCliChange } from '../audit-trail.js';
+import { auditCliChange, reasonFor, withReasonUnlessDryRun } from '../audit-trail.js';
 
 /** An ISO 8601 date or time from an option (`2026-01-15`, `2026-01-15T10:00:00Z`). */
 export function parseTime(value: string | undefined, option: string): Date | undefined {
@@ -96,8 +96,7 @@ export function registerWebhookCommands(program: Command): void {
       output(globalOptions(cmd), serializeWebhookLog(log), () => describeLog(log));
     });
 
-  webhooks
-    .command('replay [ids...]')
+  withReasonUnlessDryRun(webhooks.command('replay [ids...]'))
     .description(
       'run signature check, deduplication and processing again on stored payloads with the current server key; ' +
         'updates each log in place; safe to run twice (a processed log is skipped, an already-applied notification becomes duplicate)',
@@ -106,9 +105,9 @@ export function registerWebhookCommands(program: Command): void {
     .option('--since <time>', 'without ids: received at or after this ISO 8601 time')
     .option('--until <time>', 'without ids: received before this ISO 8601 time')
     .option('--dry-run', 'run the same processing in a transaction that is rolled back, and say per log what the replay would do (would_process, would_fail, duplicate, …); changes nothing')
-    .option('--reason <text>', 'why; kept in the audit trail')
     .action(async (ids: string[], opts, cmd: Command) => {
       const global = globalOptions(cmd);
+      const reason = reasonFor(opts);
       const input = {
         ids,
         statuses: parseWebhookLogStatuses(opts.status, REPLAYABLE_STATUSES),
@@ -124,7 +123,7 @@ export function registerWebhookCommands(program: Command): void {
         if (!input.dryRun) {
           await auditCliChange(
             s,
-            ...replayed.map((i) => ({ action: 'webhook_log.replay', target: { type: 'webhook_log', id: i.log.id }, reason: opts.reason, changes: { status: [i.previousStatus, i.log.status] as [unknown, unknown] } })),
+            ...replayed.map((i) => ({ action: 'webhook_log.replay', target: { type: 'webhook_log', id: i.log.id }, reason, changes: { status: [i.previousStatus, i.log.status] as [unknown, unknown] } })),
           );
         }
         return replayed;
@@ -152,18 +151,18 @@ export function registerWebhookCommands(program: Command): void {
       }
     });
 
-  webhooks
-    .command('prune')
+  withReasonUnlessDryRun(webhooks.command('prune'))
     .description(`delete webhook logs older than an age whose status is final (${PRUNABLE_STATUSES.join(', ')}); never failed or received ones; in batches`)
     .requiredOption('--older-than <age>', 'created more than this long ago: days or hours, e.g. 90d or 12h')
     .option('--dry-run', 'count what would be deleted; delete nothing')
     .action(async (opts, cmd: Command) => {
       const olderThanMs = parseAge(opts.olderThan, '--older-than');
+      const reason = reasonFor(opts);
       const dryRun = Boolean(opts.dryRun);
       const result = await withServices(async (s) => {
         const pruned = await pruneWebhookLogs(s, { olderThanMs, dryRun }, (n) => note(`deleted ${n} so far`));
         if (!dryRun) {
-          await auditCliChange(s, { action: 'webhook_log.prune', target: { type: 'webhook_logs', id: `before ${pruned.before.toISOString()}` }, changes: { deleted: [null, pruned.count] } });
+          await auditCliChange(s, { action: 'webhook_log.prune', target: { type: 'webhook_logs', id: `before ${pruned.before.toISOString()}` }, reason, changes: { deleted: [null, pruned.count] } });
         }
         return pruned;
       });

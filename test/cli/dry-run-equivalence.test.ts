@@ -225,10 +225,10 @@ describe.each(DATABASES)('dry run against the real run on the same database (%s)
     await em().nativeUpdate(Topup, { id: fixed.id }, { amount: '120000.00' });
 
     const before = await snapshot();
-    const dry = await runCli(['webhooks', 'replay', ...ids, '--dry-run', '--json'], env);
+    const dry = await runCli(['webhooks', 'replay', '--reason', 'test: audited change', ...ids, '--dry-run', '--json'], env);
     expect(dry.code, dry.stderr).toBe(0);
     expect(await snapshot(), 'a dry run writes nothing').toEqual(before);
-    const real = await runCli(['webhooks', 'replay', ...ids, '--json'], env);
+    const real = await runCli(['webhooks', 'replay', '--reason', 'test: audited change', ...ids, '--json'], env);
     expect(real.json.dry_run).toBe(false);
     expect(dry.json.dry_run).toBe(true);
 

@@ -42,14 +42,14 @@ describe.each(DATABASES)('billing-admin db, users and plans on %s', (kind) => {
   });
 
   it('creates users (password from stdin) and lists them with the API field names', async () => {
-    const created = await runCli(['users', 'create', '--username', 'ops', '--password-stdin', '--email', 'ops@example.com', '--staff', '--json'], env, 'a long enough password\n');
+    const created = await runCli(['users', 'create', '--reason', 'test: audited change', '--username', 'ops', '--password-stdin', '--email', 'ops@example.com', '--staff', '--json'], env, 'a long enough password\n');
     expect(created.code).toBe(0);
     expect(created.json).toMatchObject({ username: 'ops', email: 'ops@example.com', is_staff: true });
     expect(created.stdout).not.toMatch(/a long enough password/);
-    const duplicate = await runCli(['users', 'create', '--username', 'ops', '--password', 'another password'], env);
+    const duplicate = await runCli(['users', 'create', '--reason', 'test: audited change', '--username', 'ops', '--password', 'another password'], env);
     expect(duplicate.code).toBe(3);
     expect(duplicate.stderr).toMatch(/already exists/);
-    const weak = await runCli(['users', 'create', '--username', 'weak', '--password', 'short'], env);
+    const weak = await runCli(['users', 'create', '--reason', 'test: audited change', '--username', 'weak', '--password', 'short'], env);
     expect(weak.code).toBe(2);
     const list = await runCli(['users', 'list', '--json'], env);
     expect(list.json.map((u: { username: string }) => u.username)).toEqual(['ops']);
@@ -71,9 +71,9 @@ describe.each(DATABASES)('billing-admin db, users and plans on %s', (kind) => {
   });
 
   it('archives a plan, and refuses unknown slugs and broken files with clear errors', async () => {
-    const archived = await runCli(['plans', 'archive', 'weekly-pass', '--json'], env);
+    const archived = await runCli(['plans', 'archive', '--reason', 'test: audited change', 'weekly-pass', '--json'], env);
     expect(archived.json.status).toBe('archived');
-    expect((await runCli(['plans', 'archive', 'nope'], env)).code).toBe(4);
+    expect((await runCli(['plans', 'archive', '--reason', 'test: audited change', 'nope'], env)).code).toBe(4);
 
     const bad = join(dir, 'bad.yaml');
     writeFileSync(bad, '- slug: Bad Slug\n  name: ""\n  price: 10.5\n  interval_unit: year\n');

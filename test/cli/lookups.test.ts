@@ -199,7 +199,7 @@ describe.each(DATABASES)('billing-admin look-ups on %s', (kind) => {
     const wrong = await server.api('POST', '/auth/login/', { body: { username: carol.username, password: 'not the password' } });
     expect(wrong.status).toBe(401);
 
-    const disabled = await cli('users', 'disable', carol.username, '--json');
+    const disabled = await cli('users', 'disable', '--reason', 'test: audited change', carol.username, '--json');
     expect(disabled.code).toBe(0);
     expect(disabled.json).toMatchObject({ changed: true, before: null, sessions_ended: 1, user: { id: carol.id, username: carol.username } });
     expect(disabled.json.after).toEqual(disabled.json.user.disabled_at);
@@ -210,19 +210,19 @@ describe.each(DATABASES)('billing-admin look-ups on %s', (kind) => {
     expect((await server.api('GET', '/auth/me/', { session })).status).toBe(401);
     expect((await server.api('GET', '/auth/me/', { auth: carol })).status).toBe(401);
 
-    const again = await cli('users', 'disable', carol.id);
+    const again = await cli('users', 'disable', '--reason', 'test: audited change', carol.id);
     expect(again.code).toBe(0);
     expect(again.stdout).toContain(`${carol.username} is already disabled (since ${disabled.json.after})`);
     const shown = await cli('users', 'show', carol.username, '--json');
     expect(shown.json).toMatchObject({ id: carol.id, disabled_at: disabled.json.after });
 
-    const enabled = await cli('users', 'enable', carol.username, '--json');
+    const enabled = await cli('users', 'enable', '--reason', 'test: audited change', carol.username, '--json');
     expect(enabled.json).toMatchObject({ changed: true, before: disabled.json.after, after: null, user: { disabled_at: null } });
     expect((await server.api('POST', '/auth/login/', { body: { username: carol.username, password: carol.password } })).status).toBe(200);
     expect((await server.api('GET', '/auth/me/', { auth: carol })).status).toBe(200);
     // The session that disabling ended stays ended.
     expect((await server.api('GET', '/auth/me/', { session })).status).toBe(401);
-    expect((await cli('users', 'disable', 'nobody-at-all')).code).toBe(4);
+    expect((await cli('users', 'disable', '--reason', 'test: audited change', 'nobody-at-all')).code).toBe(4);
   });
 
   it('credit-notes pdf writes the PDF of a credit note named by number or id', { timeout: 180_000 }, async () => {

@@ -83,7 +83,7 @@ describe.each(DATABASES)('billing-admin notifications on %s', (kind) => {
     expect(failed.json[0].last_error).toMatch(/^SMTP 550/);
 
     smtp.behaviour = 'accept';
-    const redeliver = await runCli(['notifications', 'redeliver', ids.email, '--json'], env);
+    const redeliver = await runCli(['notifications', 'redeliver', '--reason', 'test: audited change', ids.email, '--json'], env);
     expect(redeliver.code, redeliver.stderr).toBe(0);
     expect(redeliver.json).toEqual([expect.objectContaining({ id: ids.email, status: 'sent', attempts: 1, last_error: null })]);
     expect(smtp.messages.at(-1)!.headers['x-billing-notification-id']).toBe(ids.email);
@@ -95,7 +95,7 @@ describe.each(DATABASES)('billing-admin notifications on %s', (kind) => {
     expect((await runCli(['notifications', 'deliver'], env)).code).toBe(0);
 
     receiver.behaviour = 'fail';
-    const again = await runCli(['notifications', 'redeliver', ids.webhook], env);
+    const again = await runCli(['notifications', 'redeliver', '--reason', 'test: audited change', ids.webhook], env);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/could not be delivered.*HTTP 500/);
     receiver.behaviour = 'ok';
@@ -109,9 +109,9 @@ describe.each(DATABASES)('billing-admin notifications on %s', (kind) => {
     expect((await runCli(['notifications', 'deliver'], env)).code).toBe(0);
     receiver.behaviour = 'ok';
 
-    expect((await runCli(['notifications', 'redeliver', ids.webhook], env)).code).toBe(3); // queued, waiting for its retry
-    expect((await runCli(['notifications', 'redeliver', ids.in_app], env)).code).toBe(3);
-    expect((await runCli(['notifications', 'redeliver', '5a0a7c52-7d2e-4f38-9a51-0f6a6f0d7c11'], env)).code).toBe(4);
+    expect((await runCli(['notifications', 'redeliver', '--reason', 'test: audited change', ids.webhook], env)).code).toBe(3); // queued, waiting for its retry
+    expect((await runCli(['notifications', 'redeliver', '--reason', 'test: audited change', ids.in_app], env)).code).toBe(3);
+    expect((await runCli(['notifications', 'redeliver', '--reason', 'test: audited change', '5a0a7c52-7d2e-4f38-9a51-0f6a6f0d7c11'], env)).code).toBe(4);
     expect((await runCli(['notifications', 'list', '--channel', 'sms'], env)).code).toBe(2);
     expect((await runCli(['notifications', 'show', 'nope'], env)).code).toBe(4);
   });

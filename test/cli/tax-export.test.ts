@@ -254,13 +254,13 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
 
   it('tax record stores the number Coretax assigned, once; a malformed, different or reused number, an unknown or an untaxed invoice is refused with one line', { timeout: 120_000 }, async () => {
     const nsfp = '04002500000000001';
-    const recorded = await tax(['record', bought.business.number.toLowerCase(), '04.00-2500.0000.00001', '--json']);
+    const recorded = await tax(['record', '--reason', 'test: audited change', bought.business.number.toLowerCase(), '04.00-2500.0000.00001', '--json']);
     expect(recorded.code, recorded.stderr).toBe(0);
     expect(recorded.json).toEqual({ invoice_number: bought.business.number, tax_invoice_number: nsfp, already_recorded: false, replaced: null });
     const shown = await server.api('GET', `/invoices/${bought.business.id}/`, { auth: bought.business.user });
     expect(shown.body.tax_invoice_number).toBe(nsfp);
 
-    const repeated = await tax(['record', bought.business.number, nsfp]);
+    const repeated = await tax(['record', '--reason', 'test: audited change', bought.business.number, nsfp]);
     expect(repeated.code).toBe(0);
     expect(repeated.stdout).toContain('already has Faktur Pajak 04002500000000001: nothing changed');
 
@@ -280,7 +280,7 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
       [[bought.business.number, '04012500000000009'], 3, /^error: conflict: Invoice INV-\S+ has Faktur Pajak 04002500000000001; a replacement keeps its original's serial \(04012500000000001\)/],
     ];
     for (const [args, code, message] of refusals) {
-      const res = await tax(['record', ...args]);
+      const res = await tax(['record', '--reason', 'test: audited change', ...args]);
       expect(res.code, `${args.join(' ')}: ${res.stderr}`).toBe(code);
       expect(res.stderr).toMatch(message);
       expect(res.stderr).not.toMatch(/\n\s+at /);
@@ -289,7 +289,7 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
 
     // A replacement (status 01, the original's serial) is taken after the original.
     const replacement = '04012500000000001';
-    const replaced = await tax(['record', bought.business.number, '04.01-25.00000000001', '--json']);
+    const replaced = await tax(['record', '--reason', 'test: audited change', bought.business.number, '04.01-25.00000000001', '--json']);
     expect(replaced.code, replaced.stderr).toBe(0);
     expect(replaced.json).toEqual({ invoice_number: bought.business.number, tax_invoice_number: replacement, already_recorded: false, replaced: nsfp });
     expect((await server.api('GET', `/invoices/${bought.business.id}/`, { auth: bought.business.user })).body.tax_invoice_number).toBe(replacement);

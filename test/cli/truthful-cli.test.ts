@@ -73,7 +73,7 @@ describe.each(DATABASES)('billing-admin input, not-found and repeats on %s', (ki
   }, 60_000);
 
   it('a long run off a terminal prints plain [done/total] lines without control characters', async () => {
-    const res = await runCli(['webhooks', 'replay', '--status', 'failed,received', '--since', '2000-01-01', '--dry-run'], env);
+    const res = await runCli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'failed,received', '--since', '2000-01-01', '--dry-run'], env);
     expect(res.code).toBe(0);
     expect(res.stderr).not.toMatch(/[\r\x1b]/);
     const sync = await runCli(['subscriptions', 'sync'], env);

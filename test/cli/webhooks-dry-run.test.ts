@@ -53,12 +53,12 @@ describe.each(DATABASES)('webhooks replay --dry-run against the real replay on %
     const topup = await makeTopup(em(), { orderId: lateOrder });
     const before = await snapshot();
 
-    const dry = await runCli(['webhooks', 'replay', '--status', 'failed,ignored', '--since', since.toISOString(), '--dry-run', '--json'], stage.env);
+    const dry = await runCli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'failed,ignored', '--since', since.toISOString(), '--dry-run', '--json'], stage.env);
     expect(dry.code).toBe(0);
     expect(dry.json.dry_run).toBe(true);
     expect(await snapshot()).toEqual(before);
 
-    const real = await runCli(['webhooks', 'replay', '--status', 'failed,ignored', '--since', since.toISOString(), '--json'], stage.env);
+    const real = await runCli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'failed,ignored', '--since', since.toISOString(), '--json'], stage.env);
     expect(real.json.dry_run).toBe(false);
 
     const predicted = new Map<string, string>(dry.json.results.map((r: { id: string; result: string }) => [r.id, r.result]));

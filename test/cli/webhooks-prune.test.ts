@@ -48,13 +48,13 @@ describe.each(DATABASES)('billing-admin webhooks prune on %s', (kind) => {
     await logsAged(100, `${tag}-old`);
     await logsAged(10, `${tag}-new`);
 
-    const dry = await cli(['webhooks', 'prune', '--older-than', '90d', '--dry-run', '--json']);
+    const dry = await cli(['webhooks', 'prune', '--reason', 'test: audited change', '--older-than', '90d', '--dry-run', '--json']);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.json).toMatchObject({ dry_run: true, count: 4, statuses: ['processed', 'duplicate', 'invalid', 'ignored'] });
     expect(Date.now() - Date.parse(dry.json.before)).toBeGreaterThanOrEqual(90 * DAY);
     expect(await remaining(tag)).toHaveLength(12);
 
-    const run = await cli(['webhooks', 'prune', '--older-than', '90d', '--json']);
+    const run = await cli(['webhooks', 'prune', '--reason', 'test: audited change', '--older-than', '90d', '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.json).toMatchObject({ dry_run: false, count: 4 });
     const left = await remaining(tag);
@@ -62,7 +62,7 @@ describe.each(DATABASES)('billing-admin webhooks prune on %s', (kind) => {
     expect(left.filter((l) => l.includes('-new-'))).toHaveLength(6);
 
     // Nothing left to prune: 0, still success; hours work as a unit too.
-    const again = await cli(['webhooks', 'prune', '--older-than', '2160h']);
+    const again = await cli(['webhooks', 'prune', '--reason', 'test: audited change', '--older-than', '2160h']);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/Deleted 0 webhook logs/);
     expect(await remaining(tag)).toHaveLength(8);
@@ -71,14 +71,14 @@ describe.each(DATABASES)('billing-admin webhooks prune on %s', (kind) => {
   it.each(['90', '90x', '0d', '-5d', '1.5d'])('refuses --older-than %j with exit 2 and deletes nothing', async (age) => {
     const tag = `PRUNEBAD${Date.now()}`;
     await logsAged(400, tag);
-    const res = await cli(['webhooks', 'prune', '--older-than', age, '--json']);
+    const res = await cli(['webhooks', 'prune', '--reason', 'test: audited change', '--older-than', age, '--json']);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/older-than/);
     expect(await remaining(tag)).toHaveLength(6);
   });
 
   it('without --older-than it refuses (no default age)', async () => {
-    const res = await cli(['webhooks', 'prune']);
+    const res = await cli(['webhooks', 'prune', '--reason', 'test: audited change']);
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(/--older-than/);
   });

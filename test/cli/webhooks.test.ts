@@ -39,13 +39,13 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     expect(Object.keys(listed.json[0]).sort()).toEqual([...LOG_FIELDS].sort());
     expect(listed.json[0]).toMatchObject({ id, order_id: orderId, status: 'ignored', attempts: 1, source: 'gateway', ip_address: '127.0.0.1' });
 
-    const dry = await cli(['webhooks', 'replay', id, '--dry-run']);
+    const dry = await cli(['webhooks', 'replay', '--reason', 'test: audited change', id, '--dry-run']);
     expect(dry.code).toBe(0);
     expect(dry.json).toMatchObject({ dry_run: true, count: 1, results: [{ id, previous_status: 'ignored', result: 'would_process' }] });
     expect((await log(id)).status).toBe('ignored');
     expect((await walletEntries(topup.user.id)).count).toBe(0);
 
-    const replayed = await cli(['webhooks', 'replay', id]);
+    const replayed = await cli(['webhooks', 'replay', '--reason', 'test: audited change', id]);
     expect(replayed.code).toBe(0);
     expect(replayed.json.results[0]).toMatchObject({ id, previous_status: 'ignored', result: 'processed', error: null });
     expect(replayed.json.results[0].webhook_log).toMatchObject({ id, status: 'processed', attempts: 2, source: 'gateway' });
@@ -54,13 +54,13 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     expect(stored.processedAt).not.toBeNull();
     expect(await walletEntries(topup.user.id)).toEqual({ balance: '100000.00', count: 1 });
 
-    const again = await cli(['webhooks', 'replay', id]);
+    const again = await cli(['webhooks', 'replay', '--reason', 'test: audited change', id]);
     expect(again.code).toBe(0);
     expect(again.json.results[0]).toMatchObject({ result: 'skipped', previous_status: 'processed' });
     expect((await log(id)).attempts).toBe(2);
     expect(await walletEntries(topup.user.id)).toEqual({ balance: '100000.00', count: 1 });
 
-    const byFilter = await cli(['webhooks', 'replay', '--status', 'failed,invalid,ignored', '--since', stored.createdAt.toISOString()]);
+    const byFilter = await cli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'failed,invalid,ignored', '--since', stored.createdAt.toISOString()]);
     expect(byFilter.json.results.map((r: { id: string }) => r.id)).not.toContain(id);
   });
 
@@ -72,12 +72,12 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     expect(res.status).toBe(403);
     const id = res.body.webhook_log_id as string;
 
-    const stillWrong = await cli(['webhooks', 'replay', id]);
+    const stillWrong = await cli(['webhooks', 'replay', '--reason', 'test: audited change', id]);
     expect(stillWrong.code).toBe(1);
     expect(stillWrong.json.results[0]).toMatchObject({ result: 'invalid', webhook_log: { status: 'invalid', attempts: 2 } });
     expect((await em().findOneOrFail(Payment, payment.id)).status).toBe('pending');
 
-    const fixed = await cli(['webhooks', 'replay', '--status', 'invalid', '--since', since.toISOString()], { GATEWAY_SERVER_KEY: oldKey });
+    const fixed = await cli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'invalid', '--since', since.toISOString()], { GATEWAY_SERVER_KEY: oldKey });
     expect(fixed.code).toBe(0);
     const mine = fixed.json.results.find((r: { id: string }) => r.id === id);
     expect(mine).toMatchObject({ previous_status: 'invalid', result: 'processed', webhook_log: { status: 'processed', attempts: 3 } });
@@ -97,7 +97,7 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
     await em().nativeUpdate(Payment, { id: payment.id }, { orderId });
     expect((await post(body)).body.status).toBe('ok');
 
-    const replayed = await cli(['webhooks', 'replay', first.body.webhook_log_id]);
+    const replayed = await cli(['webhooks', 'replay', '--reason', 'test: audited change', first.body.webhook_log_id]);
     expect(replayed.code).toBe(0);
     expect(replayed.json.results[0]).toMatchObject({ result: 'duplicate', webhook_log: { status: 'duplicate' } });
     expect(replayed.json.results[0].error).toMatch(/Already processed as webhook log/);
@@ -114,7 +114,7 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
 
     const listed = await cli(['webhooks', 'list', '--status', 'received']);
     expect(listed.json.map((l: { id: string }) => l.id)).toContain(row.id);
-    const replayed = await cli(['webhooks', 'replay', '--status', 'received']);
+    const replayed = await cli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'received']);
     expect(replayed.code).toBe(0);
     expect(replayed.json.results.find((r: { id: string }) => r.id === row.id)).toMatchObject({ result: 'processed' });
     expect(await walletEntries(topup.user.id)).toEqual({ balance: '100000.00', count: 1 });
@@ -153,7 +153,7 @@ describe.each(DATABASES)('billing-admin webhooks on %s', (kind) => {
 
     expect((await cli(['webhooks', 'list', '--status', 'bogus'])).code).toBe(2);
     expect((await cli(['webhooks', 'list', '--since', 'yesterday'])).code).toBe(2);
-    expect((await cli(['webhooks', 'replay', '--status', 'processed'])).code).toBe(2);
+    expect((await cli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'processed'])).code).toBe(2);
   });
 
   it("show --json gives an invalid notification's excerpt, that it is one, and the SHA-256 of the whole body", async () => {

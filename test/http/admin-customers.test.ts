@@ -26,8 +26,8 @@ describe.each(DATABASES)('customers by API (%s)', { timeout: 180_000 }, (kind) =
 
   beforeAll(async () => {
     env = cliEnv(stage.server);
-    writeKey = (await cli(['api-keys', 'create', '--name', 'shop-backend', '--scope', 'write'])).json.key;
-    readKey = (await cli(['api-keys', 'create', '--name', 'reporting', '--scope', 'read'])).json.key;
+    writeKey = (await cli(['api-keys', 'create', '--reason', 'test: audited change', '--name', 'shop-backend', '--scope', 'write'])).json.key;
+    readKey = (await cli(['api-keys', 'create', '--reason', 'test: audited change', '--name', 'reporting', '--scope', 'read'])).json.key;
   });
 
   const create = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>

@@ -211,7 +211,7 @@ describe.each(DATABASES)('a password change ends every session and cached creden
     const session = await server.login(erin);
     expect((await me({ auth: erin })).status).toBe(200); // cached in the server process
     const env = cliEnv(server);
-    const set = await runCli(['users', 'set-password', '--username', erin.username, '--password-stdin', '--json'], env, 'set by the operator\n');
+    const set = await runCli(['users', 'set-password', '--reason', 'test: audited change', '--username', erin.username, '--password-stdin', '--json'], env, 'set by the operator\n');
     expect(set.code, set.stderr).toBe(0);
     expect(set.json).toMatchObject({ username: erin.username, sessions_ended: 1 });
     expect(JSON.stringify(set)).not.toContain('set by the operator');
@@ -221,9 +221,9 @@ describe.each(DATABASES)('a password change ends every session and cached creden
     expect((await me({ session })).status).toBe(401);
     expect((await me({ auth: { username: erin.username, password: 'set by the operator' } })).status).toBe(200);
 
-    expect((await runCli(['users', 'set-password', '--username', erin.username, '--password', 'short'], env)).code).toBe(2);
-    expect((await runCli(['users', 'set-password', '--username', erin.username, '--password', 'long enough one', '--password-stdin'], env, 'x\n')).code).toBe(2);
-    expect((await runCli(['users', 'set-password', '--username', 'nobody-at-all', '--password', 'long enough one'], env)).code).toBe(4);
+    expect((await runCli(['users', 'set-password', '--reason', 'test: audited change', '--username', erin.username, '--password', 'short'], env)).code).toBe(2);
+    expect((await runCli(['users', 'set-password', '--reason', 'test: audited change', '--username', erin.username, '--password', 'long enough one', '--password-stdin'], env, 'x\n')).code).toBe(2);
+    expect((await runCli(['users', 'set-password', '--reason', 'test: audited change', '--username', 'nobody-at-all', '--password', 'long enough one'], env)).code).toBe(4);
     expect((await me({ auth: { username: erin.username, password: 'set by the operator' } })).status).toBe(200);
   });
 });

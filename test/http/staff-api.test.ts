@@ -38,11 +38,11 @@ describe.each(DATABASES)('the staff API (%s)', { timeout: 180_000 }, (kind) => {
   beforeAll(async () => {
     staff = await stage.server.createUser({ isStaff: true });
     env = cliEnv(stage.server);
-    const made = await cli(['api-keys', 'create', '--name', 'support-desk', '--scope', 'write']);
+    const made = await cli(['api-keys', 'create', '--reason', 'test: audited change', '--name', 'support-desk', '--scope', 'write']);
     expect(made.code, made.stderr).toBe(0);
     expect(made.json).toMatchObject({ name: 'support-desk', scope: 'write', key: expect.stringMatching(/^bsk_/) });
     writeKey = made.json.key;
-    readKey = (await cli(['api-keys', 'create', '--name', 'reporting', '--scope', 'read'])).json.key;
+    readKey = (await cli(['api-keys', 'create', '--reason', 'test: audited change', '--name', 'reporting', '--scope', 'read'])).json.key;
   });
 
   it('anyone but staff gets the 404 of a route that does not exist, on every staff route: anonymous, a customer by Basic, a customer by session', async () => {
@@ -225,7 +225,7 @@ describe.each(DATABASES)('the staff API (%s)', { timeout: 180_000 }, (kind) => {
       expect(done.code, done.stderr).toBe(0);
     }
     // An account made by the CLI: audited, its password redacted from the recorded command line.
-    const made = await cli(['users', 'create', '--username', `newhire-${kind}`, '--password', 'a secret long password']);
+    const made = await cli(['users', 'create', '--reason', 'test: audited change', '--username', `newhire-${kind}`, '--password', 'a secret long password']);
     expect(made.code, made.stderr).toBe(0);
     const [created] = await auditOf(made.json.id);
     expect(created).toMatchObject({ action: 'user.create', actorName: 'ops-oncall', requestId: expect.stringContaining('--password [redacted]') });
@@ -241,13 +241,13 @@ describe.each(DATABASES)('the staff API (%s)', { timeout: 180_000 }, (kind) => {
 
   it('a revoked key fails at once, on a server process that used it a moment before; last use is kept', async () => {
     const { server } = stage;
-    const made = await cli(['api-keys', 'create', '--name', 'temp', '--scope', 'read']);
+    const made = await cli(['api-keys', 'create', '--reason', 'test: audited change', '--name', 'temp', '--scope', 'read']);
     const key = made.json.key;
     expect((await server.api('GET', '/admin/payments/', { headers: bearer(key) })).status).toBe(200);
     const listed = await cli(['api-keys', 'list']);
     expect(listed.json.find((k: { id: string }) => k.id === made.json.id)).toMatchObject({ last_used_at: expect.any(String), revoked_at: null });
     expect(JSON.stringify(listed.json)).not.toContain(key);
-    const revoked = await cli(['api-keys', 'revoke', made.json.id]);
+    const revoked = await cli(['api-keys', 'revoke', '--reason', 'test: audited change', made.json.id]);
     expect(revoked.code, revoked.stderr).toBe(0);
     const after = await server.api('GET', '/admin/payments/', { headers: bearer(key) });
     expect(after.status).toBe(401);

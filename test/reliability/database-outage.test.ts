@@ -24,7 +24,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL connections cut duri
     const scenario = buildScenario(SEED, 1200);
     await seedScenario(db.url, scenario);
     const user = { username: 'dora', password: 'dora has a long password' };
-    expect((await runCli(['users', 'create', '--username', user.username, '--password', user.password], env)).code).toBe(0);
+    expect((await runCli(['users', 'create', '--reason', 'test: audited change', '--username', user.username, '--password', user.password], env)).code).toBe(0);
     // Basic credentials are checked against the database on every request (no cache).
     const server = await startServerProcess({ databaseUrl: db.url, env: { ...PRODUCTION_ENV, MIGRATE_ON_START: 'false', BASIC_AUTH_CACHE_SECONDS: '0' } });
     const chaos = await pgChaos(db.url);
@@ -75,7 +75,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('PostgreSQL connections cut duri
       expect((await call(server.url, 'GET', `${API}/auth/me/`, { basic: user })).status).toBe(200);
       const retried = await deliverUntilAcknowledged([server.url], scenario.deliveries, outcomes, { rounds: 5 });
       expect(retried.unacknowledged).toEqual([]);
-      const replay = await runCli(['webhooks', 'replay', '--status', 'received,failed', '--json'], env);
+      const replay = await runCli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'received,failed', '--json'], env);
       expect(replay.code, replay.stderr).toBe(0);
       const report = await compareWithModel(db.url, scenario);
       expect(report.mismatches).toEqual([]);

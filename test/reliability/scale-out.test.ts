@@ -23,7 +23,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('two server processes on one Pos
     const env = baseEnv(db.url);
     try {
       expect((await runCli(['db', 'migrate'], env)).code).toBe(0);
-      const created = await runCli(['users', 'create', '--username', 'carol', '--password-stdin'], env, 'carol has a long password\n');
+      const created = await runCli(['users', 'create', '--reason', 'test: audited change', '--username', 'carol', '--password-stdin'], env, 'carol has a long password\n');
       expect(created.code, created.stderr).toBe(0);
       const a = await startServerProcess({ databaseUrl: db.url, env: { ...PRODUCTION_ENV, MIGRATE_ON_START: 'false' } });
       const b = await startServerProcess({ databaseUrl: db.url, env: { ...PRODUCTION_ENV, MIGRATE_ON_START: 'false' } });
@@ -52,7 +52,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('two server processes on one Pos
         expect((await call(b.url, 'GET', `${API}/auth/me/`, { cookie: cookieOf(again) })).status).toBe(401);
         expect((await call(b.url, 'GET', `${API}/auth/me/`, { basic: oldBasic })).status).toBe(401);
         expect((await call(b.url, 'GET', `${API}/auth/me/`, { basic: { username: 'carol', password: 'carol changed her password' } })).status).toBe(200);
-        expect((await runCli(['users', 'set-password', '--username', 'carol', '--password-stdin'], env, 'carol has a long password\n')).code).toBe(0);
+        expect((await runCli(['users', 'set-password', '--reason', 'test: audited change', '--username', 'carol', '--password-stdin'], env, 'carol has a long password\n')).code).toBe(0);
 
         // Failed logins counted on either process add up (LOGIN_THROTTLE_LIMIT 5 per username).
         const wrong = { body: { username: 'carol', password: 'not the password' } };

@@ -111,13 +111,14 @@ export const adminActionHandlers: OperationHandlers = {
   async adminResendNotification(req) {
     const channels = createDeliveryChannels(req.services.config);
     try {
-      const { entries } = await redeliverNotifications({ ...req.services, channels }, [req.path.id]);
+      const { entries, before } = await redeliverNotifications({ ...req.services, channels }, [req.path.id]);
       const entry = entries[0];
+      const was = before.get(entry.id);
       await recordAuditEvent(req.services, staffActor(req.koa), {
         action: 'notification.resend',
         target: { type: 'notification', id: entry.id },
         reason: req.body.reason,
-        changes: { status: [null, entry.status], attempts: [null, entry.attempts] },
+        changes: { status: [was?.status ?? null, entry.status], attempts: [was?.attempts ?? null, entry.attempts] },
       });
       return { status: 200, body: await ownedRecord(req.services.em, entry, serializeAdminNotification) };
     } finally {

@@ -9,7 +9,7 @@ import { newApiKeySecret } from './api-key-secret.js';
 const SCOPES: readonly ApiKeyScope[] = ['read', 'write'];
 
 /** `billing-admin api-keys create`: the key itself is in the result only, never stored. */
-export async function createApiKey(ctx: DataContext, actor: Actor, input: { name: string; scope: string }): Promise<{ apiKey: ApiKey; key: string }> {
+export async function createApiKey(ctx: DataContext, actor: Actor, input: { name: string; scope: string; reason?: string | null }): Promise<{ apiKey: ApiKey; key: string }> {
   const name = input.name.trim();
   if (name === '' || name.length > 100) throw new ValidationError([{ field: 'name', message: 'must be 1 to 100 characters' }]);
   if (!SCOPES.includes(input.scope as ApiKeyScope)) throw new ValidationError([{ field: 'scope', message: `must be one of: ${SCOPES.join(', ')}` }]);
@@ -27,6 +27,7 @@ export async function createApiKey(ctx: DataContext, actor: Actor, input: { name
     await recordAuditEvent({ ...ctx, em }, actor, {
       action: 'api_key.create',
       target: { type: 'api_key', id: made.id },
+      reason: input.reason,
       changes: { name: [null, name], scope: [null, made.scope] },
     });
     return made;
@@ -39,7 +40,7 @@ export async function listApiKeys(ctx: Pick<DataContext, 'em'>): Promise<ApiKey[
 }
 
 /** Revokes a key (by id or its shown prefix); revoking a revoked key changes nothing. */
-export async function revokeApiKey(ctx: DataContext, actor: Actor, ref: string): Promise<{ apiKey: ApiKey; changed: boolean }> {
+export async function revokeApiKey(ctx: DataContext, actor: Actor, ref: string, reason?: string | null): Promise<{ apiKey: ApiKey; changed: boolean }> {
   return ctx.em.transactional(async (em) => {
     const apiKey = await em.findOne(ApiKey, isUuid(ref) ? { id: ref } : { prefix: ref });
     if (!apiKey) throw new NotFoundError('API key');
@@ -50,6 +51,7 @@ export async function revokeApiKey(ctx: DataContext, actor: Actor, ref: string):
     await recordAuditEvent({ ...ctx, em }, actor, {
       action: 'api_key.revoke',
       target: { type: 'api_key', id: apiKey.id },
+      reason,
       changes: { revoked_at: [null, now.toISOString()] },
     });
     return { apiKey, changed: true };

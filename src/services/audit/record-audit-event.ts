@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/knex';
 import { AuditEvent, type AuditChanges } from '../../db/entities/audit-event.js';
+import { isPostgres } from '../../db/dialect.js';
 import type { DataContext } from '../context.js';
 import type { Actor } from './actor.js';
+import { AUDIT_CHAIN_LOCK_KEY, eventHash, jsonValue } from './audit-chain.js';
 
 export interface AuditEntry {
   /** `<target type>.<verb>`, e.g. `payment.refund`, `wallet.adjust`. */
@@ -24,11 +28,47 @@ function occurredNow(): Date {
 }
 
 /**
- * Appends one audit event. Call it inside the change's own transaction where the change has
- * one, so that a change and its event are kept or lost together.
+ * Appends one audit event at the head of the hash chain (docs/audit.md). Call it inside the
+ * change's own transaction where the change has one, so that a change and its event are kept or
+ * lost together; without one, the caller's pending changes and the event are written in one
+ * transaction here. A change that changed nothing (empty `changes`) records nothing: null.
  */
-export async function recordAuditEvent(ctx: Pick<DataContext, 'em'>, actor: Actor, entry: AuditEntry): Promise<AuditEvent> {
-  const event = ctx.em.create(AuditEvent, {
+export async function recordAuditEvent(ctx: Pick<DataContext, 'em'>, actor: Actor, entry: AuditEntry): Promise<AuditEvent | null> {
+  const changes = jsonValue(entry.changes ?? {});
+  if (Object.keys(changes).length === 0) return null;
+  const em = ctx.em;
+  if (em.isInTransaction()) return appendToChain(em, actor, entry, changes);
+  await em.begin();
+  try {
+    const event = await appendToChain(em, actor, entry, changes);
+    await em.commit();
+    return event;
+  } catch (err) {
+    await em.rollback();
+    throw err;
+  }
+}
+
+/**
+ * NOTE: appends take turns, so that two never read the same head. PostgreSQL: a transaction-
+ * scoped advisory lock, waited for and held until the change's transaction ends (a unique
+ * violation would abort the caller's whole transaction, so losing a race and retrying is not an
+ * option there). SQLite: a write that changes no row takes the database's one write lock now
+ * (the caller's transaction usually holds it already), so no other process writes between the
+ * head read here and the insert; a transaction whose snapshot is already stale fails at that
+ * statement with SQLITE_BUSY as any of its writes would. The unique index on chain_position is
+ * the backstop: even code that skips this cannot fork the chain.
+ */
+async function appendToChain(em: EntityManager, actor: Actor, entry: AuditEntry, changes: AuditChanges): Promise<AuditEvent> {
+  // The caller's own changes first, in the same transaction (they were flushed with the event before).
+  await em.flush();
+  if (isPostgres(em)) await em.execute('select pg_advisory_xact_lock(?)', [AUDIT_CHAIN_LOCK_KEY]);
+  else await em.execute('delete from audit_events where 0', [], 'run');
+  const [head] = await em.execute<{ chain_position: number | string; hash: string | null }[]>(
+    'select chain_position, hash from audit_events where chain_position is not null order by chain_position desc limit 1',
+  );
+  const content = {
+    id: randomUUID(),
     occurredAt: occurredNow(),
     actorType: actor.type,
     actorId: actor.id,
@@ -38,9 +78,15 @@ export async function recordAuditEvent(ctx: Pick<DataContext, 'em'>, actor: Acto
     targetId: entry.target.id,
     reason: entry.reason?.trim() || null,
     requestId: actor.requestId,
-    changes: entry.changes ?? {},
+    changes,
+    previousHash: head ? head.hash : null,
+  };
+  const event = em.create(AuditEvent, {
+    ...content,
+    chainPosition: head ? Number(head.chain_position) + 1 : 1,
+    hash: eventHash(content),
   });
-  await ctx.em.flush();
+  await em.flush();
   return event;
 }
 

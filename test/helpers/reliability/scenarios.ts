@@ -124,7 +124,7 @@ export async function crashRun(databaseUrl: string, opts: { seed: number; total:
   try {
     const resent = await deliverUntilAcknowledged([second.url], scenario.deliveries, outcomes, { rounds: 10 });
     if (resent.unacknowledged.length > 0) throw new Error(`${resent.unacknowledged.length} notifications were never acknowledged after the restart`);
-    const replay = await runCli(['webhooks', 'replay', '--status', 'received,failed', '--json'], env);
+    const replay = await runCli(['webhooks', 'replay', '--reason', 'test: audited change', '--status', 'received,failed', '--json'], env);
     const report = await compareWithModel(databaseUrl, scenario);
     return {
       scenario,
