@@ -6,7 +6,9 @@ import { eventHash } from '../../src/services/audit/audit-chain.js';
 import { User } from '../../src/db/entities/user.js';
 import { runCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/cli-server.js';
-import { DATABASES } from '../helpers/database.js';
+import { createTestDatabase, DATABASES } from '../helpers/database.js';
+import { migratorOf, openOrm } from '../../src/db/orm.js';
+import { verifyAuditChain } from '../../src/services/audit/verify-audit-chain.js';
 import { activeSubscription, dbOf, serverOnClock } from '../helpers/subscriptions.js';
 
 /*
@@ -209,5 +211,39 @@ describe.each(DATABASES)('the audit trail as a hash chain (%s)', { timeout: 240_
     expect(gap.code).toBe(1);
     expect(gap.json).toMatchObject({ ok: false, broken: { position: 7, event_id: events[7].id, problem: 'gap' } });
     expect(gap.json.broken.message).toContain('position 7 is missing');
+  });
+});
+
+describe.each(DATABASES)('the migration that made the chain (%s)', { timeout: 120_000 }, (kind) => {
+  it('chains the events written before it in occurred_at, id order, with the hash audit verify checks', async () => {
+    const db = await createTestDatabase(kind);
+    const orm = await openOrm(db.url, { create: true });
+    try {
+      const migrator = await migratorOf(orm);
+      await migrator.up({ to: 'Migration20261128015812' });
+      const conn = orm.em.getConnection();
+      const at = (iso: string) => (kind === 'sqlite' ? new Date(iso).getTime() : iso);
+      const rows = [
+        ['b5d8a3f2-0000-4000-8000-000000000002', '2027-01-02T00:00:00.000Z', 'payment.refund', 'Ticket 9: twice', { status: ['settled', 'refunded'], refund: [null, { b: 1, a: 2 }] }],
+        ['b5d8a3f2-0000-4000-8000-000000000001', '2027-01-01T00:00:00.000Z', 'wallet.adjust', null, { balance: ['0.00', '5000.00'] }],
+        ['b5d8a3f2-0000-4000-8000-000000000003', '2027-01-02T00:00:00.000Z', 'user.disable', 'Ticket 10', { disabled_at: [null, '2027-01-02T00:00:00.000Z'] }],
+      ] as const;
+      for (const [id, occurred, action, reason, changes] of rows) {
+        await conn.execute(
+          'insert into audit_events (id, occurred_at, actor_type, actor_id, actor_name, action, target_type, target_id, reason, request_id, changes) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+          [id, at(occurred), 'staff', 'u1', 'sari', action, 'thing', 't1', reason, 'req-1', JSON.stringify(changes)],
+        );
+      }
+      await migrator.up();
+      const em = orm.em.fork();
+      const chained = await em.find(AuditEvent, {}, { orderBy: { chainPosition: 'asc' } });
+      expect(chained.map((e) => [e.chainPosition, e.id.slice(-1)])).toEqual([[1, '1'], [2, '2'], [3, '3']]);
+      expect(await verifyAuditChain({ em })).toMatchObject({ ok: true, events_checked: 3, head: { position: 3 } });
+      // The triggers are back: an update is refused again.
+      await expect(conn.execute(`update audit_events set reason = 'x'`)).rejects.toThrow(/append-only/);
+    } finally {
+      await orm.close(true);
+      await db.drop();
+    }
   });
 });
