@@ -57,7 +57,8 @@ export async function recordAuditEvent(ctx: Pick<DataContext, 'em'>, actor: Acto
  * (the caller's transaction usually holds it already), so no other process writes between the
  * head read here and the insert; a transaction whose snapshot is already stale fails at that
  * statement with SQLITE_BUSY as any of its writes would. The unique index on chain_position is
- * the backstop: even code that skips this cannot fork the chain.
+ * the backstop: even code that skips this cannot fork the chain. Callers record as the last step of
+ * their transaction: one holding the chain's lock then waits for no other row lock (no deadlock).
  */
 async function appendToChain(em: EntityManager, actor: Actor, entry: AuditEntry, changes: AuditChanges): Promise<AuditEvent> {
   // The caller's own changes first, in the same transaction (they were flushed with the event before).
