@@ -26,3 +26,15 @@ export function sessionUserIdSql(em: EntityManager, data: string): string {
     ? `(case when ${data} like '{%' then ${data}::jsonb ->> 'userId' end)`
     : `(case when json_valid(${data}) then json_extract(${data}, '$.userId') end)`;
 }
+
+/**
+ * SQLite: takes the database's one write lock now, by a write that changes no row, so that a
+ * transaction that reads before it writes waits (up to the busy timeout) for another process's
+ * write to end. NOTE: SQLite waits for the lock only when a transaction's first statement is a
+ * write; one that read first and then finds the lock taken fails at once with "database is
+ * locked" (waiting could deadlock two readers). Call it first in a write transaction on any table
+ * the caller is about to write. PostgreSQL: nothing (row locks wait there).
+ */
+export async function takeSqliteWriteLock(em: EntityManager, table: string): Promise<void> {
+  if (!isPostgres(em)) await em.execute(`delete from ${table} where 0`, [], 'run');
+}

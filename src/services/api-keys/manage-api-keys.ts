@@ -1,3 +1,5 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import { takeSqliteWriteLock } from '../../db/dialect.js';
 import { ApiKey, type ApiKeyScope } from '../../db/entities/api-key.js';
 import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import { isUuid } from '../../domain/ids.js';
@@ -42,6 +44,8 @@ export async function listApiKeys(ctx: Pick<DataContext, 'em'>): Promise<ApiKey[
 /** Revokes a key (by id or its shown prefix); revoking a revoked key changes nothing. */
 export async function revokeApiKey(ctx: DataContext, actor: Actor, ref: string, reason?: string | null): Promise<{ apiKey: ApiKey; changed: boolean }> {
   return ctx.em.transactional(async (em) => {
+    // A revocation must not fail because a billing run is writing: it waits for the lock.
+    await takeSqliteWriteLock(em as EntityManager, 'api_keys');
     const apiKey = await em.findOne(ApiKey, isUuid(ref) ? { id: ref } : { prefix: ref });
     if (!apiKey) throw new NotFoundError('API key');
     if (apiKey.revokedAt) return { apiKey, changed: false };

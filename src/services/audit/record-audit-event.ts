@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
 import { AuditEvent, type AuditChanges } from '../../db/entities/audit-event.js';
-import { isPostgres } from '../../db/dialect.js';
+import { isPostgres, takeSqliteWriteLock } from '../../db/dialect.js';
 import type { DataContext } from '../context.js';
 import type { Actor } from './actor.js';
 import { AUDIT_CHAIN_LOCK_KEY, eventHash, jsonValue } from './audit-chain.js';
@@ -64,7 +64,7 @@ async function appendToChain(em: EntityManager, actor: Actor, entry: AuditEntry,
   // The caller's own changes first, in the same transaction (they were flushed with the event before).
   await em.flush();
   if (isPostgres(em)) await em.execute('select pg_advisory_xact_lock(?)', [AUDIT_CHAIN_LOCK_KEY]);
-  else await em.execute('delete from audit_events where 0', [], 'run');
+  else await takeSqliteWriteLock(em, 'audit_events');
   const [head] = await em.execute<{ chain_position: number | string; hash: string | null }[]>(
     'select chain_position, hash from audit_events where chain_position is not null order by chain_position desc limit 1',
   );
