@@ -32,6 +32,8 @@ const VALID_BODIES: Record<string, unknown> = {
   adminAdjustWallet: { amount: '1000', reason: 'r' },
   adminResendNotification: { reason: 'r' },
   adminReplayWebhookLog: { reason: 'r' },
+  adminCreateCustomer: { external_id: 'csrf-check', email: 'csrf@example.com' },
+  adminUpdateCustomer: { email: 'csrf@example.com' },
   createCheckoutSession: { plan_id: 'pro-monthly', success_url: 'https://shop.example.com/thanks', cancel_url: 'https://shop.example.com/plans' },
   createPortalSession: { return_url: 'https://shop.example.com/account' },
 };
@@ -128,7 +130,7 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
     expect(staffLogin.status).toBe(200);
     const staffCookie = cookieOf(staffLogin);
     for (const op of unsafe.filter(isStaffRoute)) {
-      const path = op.path.replace('{id}', bob.subscription).replace('{user}', 'bob');
+      const path = op.path.replace('{id}', bob.subscription).replace('{user}', 'bob').replace('{customer}', 'bob');
       const body = bodies[op.id] ?? {};
       const customer = await api(op.method, path, { cookie, headers: { 'x-csrf-token': login.body.csrf_token }, body });
       expect({ op: op.id, status: customer.status, code: customer.body.code }).toEqual({ op: op.id, status: 404, code: 'not_found' });
