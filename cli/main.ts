@@ -17,7 +17,7 @@ import { registerCustomerCommands } from './commands/customers.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
 import { registerWalletCommands } from './commands/wallet.js';
 import { VERSION } from '../src/version.js';
-import { exitCodeFor, failureJson } from './runtime.js';
+import { exitCodeFor, failureJson, jsonPrinted } from './runtime.js';
 
 const program = new Command('billing-admin')
   .description('Operator commands for the billing service (same configuration as the server).')
@@ -56,8 +56,9 @@ try {
     process.exit(shown ? 0 : 2);
   }
   const { code, message } = exitCodeFor(err);
-  // With --json a failure is one JSON document on stdout too, so a script reads every outcome the same way.
-  if (program.opts().json) process.stdout.write(`${JSON.stringify(failureJson(err, message), null, 2)}\n`);
+  // With --json a failure is one JSON document on stdout too, so a script reads every outcome the same way;
+  // a command that printed its report and then failed (a check that found problems) prints no second one.
+  if (program.opts().json && !jsonPrinted) process.stdout.write(`${JSON.stringify(failureJson(err, message), null, 2)}\n`);
   process.stderr.write(`error: ${message}\n`);
   process.exit(code);
 }

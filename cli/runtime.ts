@@ -37,7 +37,11 @@ export interface GlobalOptions {
 }
 
 /** Prints a result: JSON on stdout with --json, otherwise the human form on stdout. */
+/** Whether this command has already printed its one JSON document (a failure after it prints none). */
+export let jsonPrinted = false;
+
 export function output(opts: GlobalOptions, json: unknown, human: () => string): void {
+  if (opts.json) jsonPrinted = true;
   if (opts.json) process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   else process.stdout.write(`${human()}\n`);
 }

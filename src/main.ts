@@ -76,7 +76,8 @@ if (startedByWrapper) {
   });
   setInterval(() => {
     if (stopping) return;
-    const gone = wrappers.find(({ pid, parent }, i) => !alive(pid) || (i === 0 ? process.ppid : parentOf(pid)) !== (i === 0 ? pid : parent));
+    // The nearest wrapper is read from /proc too: a parent that died has left this process with another.
+    const gone = wrappers.find(({ pid, parent }, i) => !alive(pid) || (i === 0 ? (parentOf(process.pid) ?? process.ppid) : parentOf(pid)) !== (i === 0 ? pid : parent));
     if (gone) stop(`wrapper process ${gone.pid} (${gone.command}) gone`);
   }, 500).unref();
 }

@@ -155,8 +155,12 @@ async function chooseTls(databaseUrl: string, settings: SslSettings): Promise<bo
     try {
       await client.connect();
       return tls;
-    } catch {
-      // the next attempt, as libpq makes it
+    } catch (err) {
+      // The server answered with its own error (a SQLSTATE such as 3D000, the database does not
+      // exist yet for `db migrate` to make): this mode reached it, and is the one to keep.
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return tls;
+      // else the next attempt, as libpq makes it
     } finally {
       await client.end().catch(() => undefined);
     }

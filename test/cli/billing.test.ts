@@ -32,7 +32,7 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     const res = await billing('--at', '2020-01-01', '--json');
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('is in the past');
-    expect(res.stdout).toBe('');
+    expect(res.json).toEqual({ error: { code: 'usage_error', message: expect.stringContaining('is in the past') } });
     const allowed = await billing('--at', '2020-01-01', '--allow-past', '--json');
     expect(allowed.code).toBe(0);
     expect(allowed.json).toMatchObject({ at: '2020-01-01T00:00:00.000Z', subscriptions: 0 });
@@ -43,7 +43,7 @@ describe.each(DATABASES)('billing-admin billing run (%s)', (kind) => {
     const res = await billing('--at', future, '--json');
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('is in the future');
-    expect(res.stdout).toBe('');
+    expect(res.json).toEqual({ error: { code: 'usage_error', message: expect.stringContaining('is in the future') } });
     const preview = await billing('--at', future, '--dry-run', '--json');
     expect(preview.code, preview.stderr).toBe(0);
     expect(preview.json).toMatchObject({ dry_run: true });

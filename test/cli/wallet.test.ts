@@ -71,7 +71,7 @@ describe.each(DATABASES)('billing-admin wallet on %s', (kind) => {
   it('exits 4 for an unknown user', async () => {
     const res = await cli('wallet', 'show', 'nobody-by-that-name', '--json');
     expect(res.code).toBe(4);
-    expect(res.stdout).toBe('');
+    expect(res.json).toEqual({ error: { code: 'not_found', message: expect.stringMatching(/not found/) } });
     expect(res.stderr).toMatch(/not found/);
   });
 
