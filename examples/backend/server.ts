@@ -15,7 +15,7 @@
  *
  * Its settings, from the environment:
  *   BILLING_URL             the billing service (default http://127.0.0.1:3000)
- *   BILLING_API_KEY         a write key: `npx billing-admin api-keys create --name shop --scope write`
+ *   BILLING_API_KEY         a write key: `npx billing-admin api-keys create --name shop --scope write --reason "the shop backend"`
  *   BILLING_WEBHOOK_SECRET  the service's OUTBOUND_WEBHOOK_SECRET
  *   APP_URL                 where this app is reached (default http://127.0.0.1:PORT): the
  *                           checkout sends customers back here, so the billing service lists
