@@ -20,4 +20,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261128015534',
   'Migration20261128015812',
   'Migration20261128022957',
+  'Migration20261201213237',
 ];

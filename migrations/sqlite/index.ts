@@ -19,6 +19,7 @@ import { Migration20261127235129 } from './Migration20261127235129.js';
 import { Migration20261128015534 } from './Migration20261128015534.js';
 import { Migration20261128015812 } from './Migration20261128015812.js';
 import { Migration20261128022956 } from './Migration20261128022956.js';
+import { Migration20261201213237 } from './Migration20261201213237.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -41,4 +42,5 @@ export const migrations = [
   { name: 'Migration20261128015534', class: Migration20261128015534 },
   { name: 'Migration20261128015812', class: Migration20261128015812 },
   { name: 'Migration20261128022956', class: Migration20261128022956 },
+  { name: 'Migration20261201213237', class: Migration20261201213237 },
 ];

@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'refund_refused'
   | 'card_declined'
+  | 'promotion_code_invalid'
   | 'rate_limited'
   | 'gateway_error'
   | 'gateway_unavailable'
@@ -57,6 +58,19 @@ export class ValidationError extends DomainError {
 export class NotFoundError extends DomainError {
   constructor(what: string) {
     super('not_found', `${what} not found.`);
+  }
+}
+
+/** Why a promotion code cannot be redeemed (docs/pricing.md). */
+export type PromotionCodeRefusal = 'unknown' | 'inactive' | 'expired' | 'exhausted' | 'first_time_only' | 'below_minimum' | 'not_for_plan';
+
+/** A promotion code that cannot be redeemed here and now; `reason` names why. */
+export class PromotionCodeInvalidError extends DomainError {
+  constructor(
+    readonly reason: PromotionCodeRefusal,
+    message: string,
+  ) {
+    super('promotion_code_invalid', message, [{ field: 'promotion_code', message }]);
   }
 }
 

@@ -24,6 +24,7 @@ const STATUS: Record<ErrorCode, [number, string]> = {
   idempotency_key_reused: [422, 'Idempotency key reused'],
   refund_refused: [422, 'Refund refused'],
   card_declined: [422, 'Card declined'],
+  promotion_code_invalid: [422, 'Promotion code invalid'],
   rate_limited: [429, 'Too many requests'],
   not_implemented: [501, 'Not implemented'],
   gateway_error: [502, 'Payment gateway error'],

@@ -1,4 +1,4 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { EntitySchema, type Opt } from '@mikro-orm/core';
 import { createdAtProperty, idProperty } from './common.js';
 import { Plan } from './plan.js';
 import type { PaymentType } from './subscription.js';
@@ -25,6 +25,9 @@ export class HostedSession {
   topupAmount: string | null = null;
   /** Checkout: the one payment type the page offers, when the client chose one. */
   paymentType: Exclude<PaymentType, 'wallet'> | null = null;
+  /** Checkout: units of a per-unit plan, and a promotion code given by the client or typed on the page. */
+  quantity: Opt<number> = 1;
+  promotionCode: string | null = null;
   successUrl: string | null = null;
   cancelUrl: string | null = null;
   /** Portal: where its links back lead. */
@@ -57,6 +60,8 @@ export const HostedSessionSchema = new EntitySchema<HostedSession>({
     plan: { kind: 'm:1', entity: () => Plan, nullable: true },
     topupAmount: { type: 'string', length: 30, nullable: true },
     paymentType: { type: 'string', length: 20, nullable: true },
+    quantity: { type: 'integer', default: 1 },
+    promotionCode: { type: 'string', length: 64, nullable: true },
     successUrl: { type: 'string', length: 2000, nullable: true },
     cancelUrl: { type: 'string', length: 2000, nullable: true },
     returnUrl: { type: 'string', length: 2000, nullable: true },

@@ -15,6 +15,7 @@ export * from './access-version.js';
 export * from './api-key.js';
 export * from './audit-event.js';
 export * from './hosted-session.js';
+export * from './coupon.js';
 
 import { AccessVersionSchema } from './access-version.js';
 import { ApiKeySchema } from './api-key.js';
@@ -22,6 +23,7 @@ import { AuditEventSchema } from './audit-event.js';
 import { CreditNoteLineSchema, CreditNoteSchema } from './credit-note.js';
 import { DeliveryAttemptSchema } from './delivery-attempt.js';
 import { HostedSessionSchema } from './hosted-session.js';
+import { CouponRedemptionSchema, CouponSchema, PromotionCodeSchema } from './coupon.js';
 import { CounterSchema, InvoiceLineSchema, InvoiceSchema } from './invoice.js';
 import { IdempotencyRecordSchema, LoginThrottleSchema, SessionSchema } from './infrastructure.js';
 import { NotificationSchema } from './notification.js';
@@ -61,4 +63,7 @@ export const allEntities = [
   ApiKeySchema,
   AuditEventSchema,
   HostedSessionSchema,
+  CouponSchema,
+  PromotionCodeSchema,
+  CouponRedemptionSchema,
 ];

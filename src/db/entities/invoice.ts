@@ -46,7 +46,10 @@ export class Invoice {
   paidAt: Date | null = null;
   /** When it was marked uncollectible (dunning gave up), by the service's clock: the write-off's date. */
   uncollectibleAt: Date | null = null;
+  /** The lines' amounts before discounts. */
   subtotal!: string;
+  /** What discounts took off the subtotal (the sum of the lines' discount_amount); PPN is on what is left. */
+  discountAmount!: string;
   totalAmount!: string;
   amountRefunded!: string;
   /** PPN (src/domain/tax.ts): all "0.00" and behaviour `none` on an untaxed invoice. */
@@ -86,7 +89,10 @@ export class InvoiceLine {
   kind: InvoiceLineKind = 'subscription';
   quantity = 1;
   unitAmount!: string;
+  /** unitAmount × quantity, before the discount. */
   amount!: string;
+  /** What the subscription's discount took off this line (never more than its amount). */
+  discountAmount!: string;
   periodStart: Date | null = null;
   periodEnd: Date | null = null;
 }
@@ -112,6 +118,7 @@ export const InvoiceSchema = new EntitySchema<Invoice>({
     paidAt: { type: 'Date', nullable: true },
     uncollectibleAt: { type: 'Date', nullable: true },
     subtotal: moneyProperty,
+    discountAmount: zeroMoneyProperty,
     totalAmount: moneyProperty,
     amountRefunded: zeroMoneyProperty,
     taxBehavior: { type: 'string', length: 10, default: 'none' },
@@ -147,6 +154,7 @@ export const InvoiceLineSchema = new EntitySchema<InvoiceLine>({
     quantity: { type: 'integer' },
     unitAmount: moneyProperty,
     amount: moneyProperty,
+    discountAmount: zeroMoneyProperty,
     periodStart: { type: 'Date', nullable: true },
     periodEnd: { type: 'Date', nullable: true },
   },

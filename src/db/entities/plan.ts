@@ -1,5 +1,5 @@
 import type { TaxBehavior } from '../../domain/tax.js';
-import { EntitySchema } from '@mikro-orm/core';
+import { EntitySchema, type Opt } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty } from './common.js';
 
 export type IntervalUnit = 'day' | 'week' | 'month';
@@ -22,6 +22,8 @@ export class Plan {
   sortOrder = 0;
   /** How PPN applies to the price when the seller is a PKP (src/domain/tax.ts). */
   taxBehavior: TaxBehavior = 'none';
+  /** Seats: the price is per unit and a subscription pays price × quantity. */
+  perUnit: Opt<boolean> = false;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -45,6 +47,7 @@ export const PlanSchema = new EntitySchema<Plan>({
     features: { type: 'json' },
     sortOrder: { type: 'integer', default: 0 },
     taxBehavior: { type: 'string', length: 10, default: 'none' },
+    perUnit: { type: 'boolean', default: false },
     createdAt: createdAtProperty,
     updatedAt: updatedAtProperty,
   },

@@ -1,4 +1,4 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { EntitySchema, type Opt } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, updatedAtProperty } from './common.js';
 import { Plan } from './plan.js';
 import { User } from './user.js';
@@ -30,6 +30,29 @@ export interface RenewalFailure {
   /** A stable code: the gateway's status_code, or ours (`card_missing`, `card_expired`, …). */
   code: string;
   message: string;
+}
+
+/**
+ * The discount a subscription redeemed (docs/pricing.md): a copy of its coupon's terms, so that
+ * renewals price without reading the coupon, and how long it still lasts.
+ */
+export interface SubscriptionDiscount {
+  coupon_id: string;
+  /** The coupon's code. */
+  coupon: string;
+  /** The promotion code typed, null when staff applied the coupon itself. */
+  promotion_code: string | null;
+  percent_off: string | null;
+  amount_off: string | null;
+  currency: string | null;
+  duration: 'once' | 'repeating' | 'forever';
+  /** The plan slugs it covers; null = every plan. */
+  plans: string[] | null;
+  starts_at: string;
+  /** When it stopped covering anything (the end of its last covered period); null while it lasts. */
+  ends_at: string | null;
+  /** Billed periods it still covers; null = forever. */
+  cycles_left: number | null;
 }
 
 export class Subscription {
@@ -67,6 +90,11 @@ export class Subscription {
   pendingChangePlan: Plan | null = null;
   pendingChange: PendingChange | null = null;
   cyclesCompleted = 0;
+  /** Units of a per-unit plan (1 for any other plan). */
+  quantity: Opt<number> = 1;
+  /** Fewer units asked for at the period's end: applied by the renewal. */
+  pendingQuantity: number | null = null;
+  discount: SubscriptionDiscount | null = null;
   lastRenewalFailure: RenewalFailure | null = null;
   metadata: Record<string, unknown> = {};
   customerDetails: Record<string, string> = {};
@@ -106,6 +134,9 @@ export const SubscriptionSchema = new EntitySchema<Subscription>({
     pendingChangePlan: { kind: 'm:1', entity: () => Plan, nullable: true },
     pendingChange: { type: 'json', nullable: true },
     cyclesCompleted: { type: 'integer', default: 0 },
+    quantity: { type: 'integer', default: 1 },
+    pendingQuantity: { type: 'integer', nullable: true },
+    discount: { type: 'json', nullable: true },
     lastRenewalFailure: { type: 'json', nullable: true },
     metadata: { type: 'json' },
     customerDetails: { type: 'json' },

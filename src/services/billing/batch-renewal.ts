@@ -36,7 +36,7 @@ import { PLAIN_WALLET_RENEWAL, whereSql } from './due-rule.js';
  */
 
 /** What the batch needs of a subscription: the fields renewalInvoiceInput, subscriptionData and notify read. */
-type Claimed = Pick<Subscription, 'id' | 'status' | 'paymentType' | 'currentPeriodEnd' | 'nextBillingDate' | 'billingAnchor' | 'trialEnd'> & {
+type Claimed = Pick<Subscription, 'id' | 'status' | 'paymentType' | 'currentPeriodEnd' | 'nextBillingDate' | 'billingAnchor' | 'trialEnd' | 'quantity' | 'discount' | 'pendingQuantity'> & {
   user: Pick<User, 'id' | 'email' | 'taxProfile'>;
   plan: Plan;
 };
@@ -57,7 +57,7 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
   // NOTE: SKIP LOCKED: subscriptions another run holds are not waited for (see heldElsewhere).
   const plain = whereSql(em, PLAIN_WALLET_RENEWAL, at);
   const rows = (await em.execute(
-    `select s.id, s.status, s.payment_type, s.current_period_end, s.next_billing_date, s.billing_anchor, s.trial_end, s.plan_id, s.user_id, u.email, u.tax_profile
+    `select s.id, s.status, s.payment_type, s.current_period_end, s.next_billing_date, s.billing_anchor, s.trial_end, s.quantity, s.plan_id, s.user_id, u.email, u.tax_profile
        from subscriptions s
        join users u on u.id = s.user_id
        join plans p on p.id = s.plan_id
@@ -79,6 +79,10 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
     nextBillingDate: date(r, 'nextBillingDate', 'next_billing_date'),
     billingAnchor: date(r, 'billingAnchor', 'billing_anchor'),
     trialEnd: date(r, 'trialEnd', 'trial_end'),
+    quantity: Number(r.quantity),
+    // PLAIN_WALLET_RENEWAL: no discount and no quantity change waiting.
+    discount: null,
+    pendingQuantity: null,
     user: { id: String(r.user_id), email: (r.email as string | null) ?? null, taxProfile: fromColumn(em, User, 'taxProfile', r.tax_profile) as User['taxProfile'] },
     plan: plans.get(String(r.plan_id))!,
   }));
@@ -109,13 +113,14 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
   const subs = await claimPlainRenewals(em, ids, at);
   if (subs.length === 0) return [];
   const walletOf = await lockWalletsOf(em, subs.map((s) => s.user.id));
-  // Amounts per plan: every subscription of a plan pays the same.
+  // Amounts per plan and quantity: every subscription of a plan with as many units pays the same.
   const priced = new Map<string, InvoicePricing>();
   const price = (plan: Plan, input: CreateInvoiceInput) => {
-    let p = priced.get(plan.id);
+    const key = `${plan.id}:${input.lines[0].quantity ?? 1}`;
+    let p = priced.get(key);
     if (!p) {
       p = priceInvoice(ctx.config, input);
-      priced.set(plan.id, p);
+      priced.set(key, p);
     }
     return p;
   };
@@ -157,7 +162,7 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
     input.lines.forEach((line, position) => {
       lines.push({
         id: randomUUID(), invoice: invoiceId, position, description: line.description, subject: line.subject ?? null, kind: line.kind, quantity: line.quantity ?? 1,
-        unitAmount: money(line.unitAmount), amount: amounts[position], periodStart: line.periodStart ?? null, periodEnd: line.periodEnd ?? null,
+        unitAmount: money(line.unitAmount), amount: amounts[position], discountAmount: pricing.discounts[position], periodStart: line.periodStart ?? null, periodEnd: line.periodEnd ?? null,
       });
     });
     const payment = {

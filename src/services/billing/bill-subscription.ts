@@ -10,7 +10,9 @@ import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { GatewayError, isMerchantSideFailure, merchantSideFailure } from '../../gateway/errors.js';
 import type { DataContext, ServiceContext } from '../context.js';
+import { discountCovers } from '../../domain/discount.js';
 import { createInvoice, type CreateInvoiceInput } from '../invoices/create-invoice.js';
+import { countDiscountPeriod, periodLine } from '../invoices/subscription-lines.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
@@ -108,7 +110,8 @@ export function renewalInvoiceInput(ctx: Pick<DataContext, 'config'>, sub: Subsc
     dueAt: schedule.dueAt,
     periodStart,
     periodEnd,
-    lines: [{ description: `${plan.name} (${isoDate(periodStart)} to ${isoDate(periodEnd)})`, subject: { type: 'period', plan: plan.name, start: isoDate(periodStart), end: isoDate(periodEnd) }, kind: 'subscription', unitAmount: plan.price, periodStart, periodEnd }],
+    discount: discountCovers(sub.discount, plan, periodStart) ? sub.discount : null,
+    lines: [periodLine(plan, sub.quantity, periodStart, periodEnd)],
   };
 }
 
@@ -120,8 +123,14 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
     applyScheduledPlan(ctx, sub, planChange, sub.currentPeriodEnd ?? sub.nextBillingDate!);
     counts.plan_changes = 1;
   }
+  if (sub.pendingQuantity !== null) {
+    // Fewer units asked for at the period's end take effect with the period they were asked for.
+    sub.quantity = sub.pendingQuantity;
+    sub.pendingQuantity = null;
+  }
   const input = renewalInvoiceInput(ctx, sub, at);
   const invoice = await createInvoice(ctx, input);
+  countDiscountPeriod(sub, input);
   invoice.nextRetryAt = input.dueAt;
   // The unique (subscription, billing_reason, period_start) constraint answers here.
   await ctx.em.flush();

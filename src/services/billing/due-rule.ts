@@ -20,7 +20,7 @@ export const BILLED_STATUSES = ['trialing', 'active', 'past_due'] as const;
 /** A time the rule compares with, as a function of the run's `at`. */
 type Moment = (at: Date) => Date;
 
-type SubscriptionField = 'status' | 'paymentType' | 'cancelAtPeriodEnd' | 'nextBillingDate' | 'trialEnd' | 'trialWillEndNotifiedAt' | 'pendingPlan';
+type SubscriptionField = 'status' | 'paymentType' | 'cancelAtPeriodEnd' | 'nextBillingDate' | 'trialEnd' | 'trialWillEndNotifiedAt' | 'pendingPlan' | 'pendingQuantity' | 'discount';
 type InvoiceField = 'nextRetryAt';
 
 /** A condition on a row of T (a subscription, or its open renewal invoice). */
@@ -87,6 +87,9 @@ export const PLAIN_WALLET_RENEWAL: Rule = all(
   oneOf('status', 'active'),
   oneOf('paymentType', 'wallet'),
   { op: 'null', field: 'pendingPlan' },
+  // A quantity change at the period's end and a discount's countdown are written one by one.
+  { op: 'null', field: 'pendingQuantity' },
+  { op: 'null', field: 'discount' },
   oneOf('cancelAtPeriodEnd', false),
   { op: 'cyclesLeft' },
 );

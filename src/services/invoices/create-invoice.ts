@@ -2,7 +2,9 @@ import { Invoice, InvoiceLine, type BillingReason, type InvoiceLineKind, type Li
 import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { localDate } from '../../domain/billing-calendar.js';
-import { add, money, multiplyAndRound } from '../../domain/money.js';
+import type { SubscriptionDiscount } from '../../db/entities/subscription.js';
+import { lineDiscounts } from '../../domain/discount.js';
+import { add, money, multiplyAndRound, subtract } from '../../domain/money.js';
 import { taxInvoice, type InvoiceTax, type TaxBehavior } from '../../domain/tax.js';
 import type { Config } from '../../config.js';
 import type { DataContext } from '../context.js';
@@ -19,6 +21,8 @@ export interface InvoiceLineInput {
   unitAmount: string;
   periodStart?: Date | null;
   periodEnd?: Date | null;
+  /** The invoice's `discount` applies to this line (a subscription's own price, never a credit). */
+  discounted?: boolean;
 }
 
 export interface CreateInvoiceInput {
@@ -34,22 +38,31 @@ export interface CreateInvoiceInput {
   /** The service period the invoice pays for (renewals advance the subscription to it). */
   periodStart?: Date | null;
   periodEnd?: Date | null;
+  /** The subscription's discount when it covers this invoice (src/domain/discount.ts, discountCovers). */
+  discount?: SubscriptionDiscount | null;
 }
 
 /** The amounts of an invoice: each line's, their sum, and the PPN on it (src/domain/tax.ts). */
 export interface InvoicePricing {
+  /** Each line's unit amount × quantity, before its discount. */
   amounts: string[];
+  discounts: string[];
   subtotal: string;
+  discountAmount: string;
   tax: InvoiceTax;
   /** The seller as it stands now, frozen on the invoice. */
   seller: SellerTaxIdentity;
 }
 
 /** The one pricing of an invoice's lines, for the invoices made one by one and the billing run's batch. */
-export function priceInvoice(config: Pick<Config, 'tax' | 'documents'>, input: Pick<CreateInvoiceInput, 'lines' | 'currency' | 'taxBehavior'>): InvoicePricing {
+export function priceInvoice(config: Pick<Config, 'tax' | 'documents'>, input: Pick<CreateInvoiceInput, 'lines' | 'currency' | 'taxBehavior' | 'discount'>): InvoicePricing {
   const amounts = input.lines.map((l) => multiplyAndRound(l.unitAmount, l.quantity ?? 1, 1, input.currency));
+  const discounts = lineDiscounts(input.discount, amounts, input.lines.map((l) => l.discounted === true), input.currency);
   const subtotal = add(...amounts);
-  return { amounts, subtotal, tax: taxInvoice(subtotal, input.taxBehavior, input.currency, config.tax.pkp), seller: currentSellerIdentity(config) };
+  const discountAmount = add(...discounts);
+  // DPP is the price after the discount: PPN is computed on what is left.
+  const tax = taxInvoice(subtract(subtotal, discountAmount), input.taxBehavior, input.currency, config.tax.pkp);
+  return { amounts, discounts, subtotal, discountAmount, tax, seller: currentSellerIdentity(config) };
 }
 
 /** The invoice columns of a pricing, with the buyer's tax profile and the seller's identity as they stand now. */
@@ -57,6 +70,7 @@ export function invoiceTaxFields(pricing: InvoicePricing, buyer: Pick<User, 'tax
   const { tax } = pricing;
   return {
     subtotal: pricing.subtotal,
+    discountAmount: pricing.discountAmount,
     totalAmount: tax.total,
     taxBehavior: tax.taxBehavior,
     taxRate: tax.taxRate,
@@ -99,6 +113,7 @@ export async function createInvoice(ctx: DataContext, input: CreateInvoiceInput)
         quantity: line.quantity ?? 1,
         unitAmount: money(line.unitAmount),
         amount: amounts[position],
+        discountAmount: pricing.discounts[position],
         periodStart: line.periodStart ?? null,
         periodEnd: line.periodEnd ?? null,
       } as InvoiceLine),

@@ -38,9 +38,9 @@ export type CardCheck =
   | { status: 'pending'; redirectUrl: string | null; maskedCard: string | null };
 
 /** The first paid period's amount, PPN included where the plan adds it: what the trial's end will charge. */
-export function firstPeriodAmount(ctx: Pick<ServiceContext, 'config'>, plan: Plan): string {
+export function firstPeriodAmount(ctx: Pick<ServiceContext, 'config'>, plan: Plan, quantity = 1): string {
   return priceInvoice(ctx.config, {
-    lines: [{ description: plan.name, kind: 'subscription', unitAmount: plan.price }],
+    lines: [{ description: plan.name, kind: 'subscription', quantity: plan.perUnit ? quantity : 1, unitAmount: plan.price }],
     currency: plan.currency,
     taxBehavior: plan.taxBehavior,
   }).tax.total;

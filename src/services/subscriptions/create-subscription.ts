@@ -25,6 +25,12 @@ import { loadSubscription } from './find-subscription.js';
 import { beginTrial } from './begin-trial.js';
 import { rememberSavedCard } from '../gateway-events/saved-card.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
+import { discountCovers } from '../../domain/discount.js';
+import { checkPromotionCode, redeemPromotionCode } from '../coupons/redeem.js';
+import { countDiscountPeriod, periodLine } from '../invoices/subscription-lines.js';
+
+/** The most units a subscription may have. */
+export const MAX_QUANTITY = 10_000;
 
 export interface CreateSubscriptionInput {
   planId: string;
@@ -32,6 +38,10 @@ export interface CreateSubscriptionInput {
   token?: string;
   customerDetails?: { first_name?: string; last_name?: string; email?: string; phone?: string };
   metadata?: Record<string, unknown>;
+  /** Units of a per-unit plan (1 to 10,000; only 1 for any other plan). */
+  quantity?: number;
+  /** A customer's promotion code (docs/pricing.md): refused with 422 promotion_code_invalid naming why. */
+  promotionCode?: string;
 }
 
 export interface CreatedSubscription {
@@ -40,6 +50,16 @@ export interface CreatedSubscription {
   payment: Payment | null;
   /** A trial subscribed with a card: the card's pre-authorisation (saved, or waiting for 3-D Secure). */
   cardCheck: (CardCheck & { orderId: string; amount: string; currency: string }) | null;
+}
+
+/** The units a subscription to `plan` has: 1 unless the plan is per unit. */
+export function quantityFor(plan: Plan, quantity: number | undefined): number {
+  if (quantity === undefined) return 1;
+  if (!Number.isInteger(quantity) || quantity < 1 || quantity > MAX_QUANTITY) {
+    throw new ValidationError([{ field: 'quantity', message: `must be a whole number from 1 to ${MAX_QUANTITY}` }]);
+  }
+  if (!plan.perUnit && quantity !== 1) throw new ValidationError([{ field: 'quantity', message: `${plan.name} is not priced per unit: its quantity is 1` }]);
+  return quantity;
 }
 
 function customerDetails(user: User, given: CreateSubscriptionInput['customerDetails']): Record<string, string> {
@@ -76,6 +96,9 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
       { field: 'payment_type', message: `the gateway charges ${GATEWAY_CURRENCIES.join(', ')} only; pay a ${plan.currency} plan from the wallet` },
     ]);
   }
+  const quantity = quantityFor(plan, input.quantity);
+  // Refused before a card is authorised or anything written; counted in the transaction below.
+  if (input.promotionCode !== undefined) await checkPromotionCode(ctx, { code: input.promotionCode, user, plan, quantity, at: ctx.clock.now() });
   const metadata: Record<string, unknown> = { ...input.metadata };
   const bank = input.paymentType === 'bank_transfer' ? ((metadata.bank as Bank | undefined) ?? 'bca') : null;
   if (bank) metadata.bank = bank;
@@ -87,7 +110,7 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
   if (input.paymentType === 'credit_card' && (await trialAllowed(ctx, user, plan))) {
     await refuseIfLiveSubscription(ctx, user);
     const orderId = cardCheckOrderId(subscriptionId);
-    const amount = firstPeriodAmount(ctx, plan);
+    const amount = firstPeriodAmount(ctx, plan, quantity);
     const check = await authorizeTrialCard(ctx, { orderId, amount, currency: plan.currency, token: input.token!, customer: customerDetails(user, input.customerDetails) });
     cardCheck = { ...check, orderId, amount, currency: plan.currency };
   }
@@ -121,8 +144,12 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
         bank,
         metadata,
         customerDetails: customerDetails(owner, input.customerDetails),
+        quantity,
         createdAt: at,
       } as Subscription);
+      if (input.promotionCode !== undefined) {
+        sub.discount = await redeemPromotionCode(tctx, { code: input.promotionCode, user: owner, plan, quantity, at, subscription: sub });
+      }
       if (cardCheck?.status === 'pending') {
         // Waits for 3-D Secure: no trial and no access until the card is saved (confirm-trial-card.ts).
         startSubscription(sub, 'pending');
@@ -139,6 +166,8 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
       }
       await em.flush();
 
+      const periodEnd = cycleBoundary(at, plan.interval, plan.intervalUnit, 1);
+      const discount = discountCovers(sub.discount, plan, at) ? sub.discount : null;
       const invoice = await createInvoice(tctx, {
         user: owner,
         subscription: sub,
@@ -147,17 +176,16 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
         taxBehavior: plan.taxBehavior,
         issuedAt: at,
         dueAt: at,
+        discount,
         lines: [
           {
+            ...periodLine(plan, quantity, at, periodEnd),
             description: `${plan.name} (first ${plan.interval} ${plan.intervalUnit}${plan.interval === 1 ? '' : 's'})`,
             subject: { type: 'first_period', plan: plan.name, count: plan.interval, unit: plan.intervalUnit },
-            kind: 'subscription',
-            unitAmount: plan.price,
-            periodStart: at,
-            periodEnd: cycleBoundary(at, plan.interval, plan.intervalUnit, 1),
           },
         ],
       });
+      countDiscountPeriod(sub, { discount, periodEnd });
       const payment = await openPayment(tctx, {
         user: owner,
         subscription: sub,

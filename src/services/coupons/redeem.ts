@@ -1,0 +1,101 @@
+import { Coupon, CouponRedemption, PromotionCode } from '../../db/entities/coupon.js';
+import { Invoice } from '../../db/entities/invoice.js';
+import type { Plan } from '../../db/entities/plan.js';
+import type { Subscription, SubscriptionDiscount } from '../../db/entities/subscription.js';
+import type { User } from '../../db/entities/user.js';
+import { PromotionCodeInvalidError } from '../../domain/errors.js';
+import { compare, multiplyAndRound } from '../../domain/money.js';
+import type { DataContext } from '../context.js';
+
+/*
+ * NOTE: a redemption is counted by a conditional UPDATE in the caller's transaction
+ * (`times_redeemed = times_redeemed + 1 where times_redeemed < max_redemptions`): the row's
+ * write lock serialises concurrent redeemers on PostgreSQL and SQLite has one writer, so a
+ * limit is never exceeded however many redeem at once, and a transaction that fails later
+ * gives its count back with its rollback.
+ */
+
+/** The form a customer's code is matched by: case and surrounding spaces do not matter. */
+export function promotionCodeKey(code: string): string {
+  return code.trim().toUpperCase();
+}
+
+export interface RedeemInput {
+  code: string;
+  user: Pick<User, 'id'>;
+  /** The plan the code is redeemed on and how many units: the minimum amount is checked against them. */
+  plan: Plan;
+  quantity: number;
+  at: Date;
+}
+
+/** The coupon's terms as a subscription keeps them. */
+export function discountOf(coupon: Coupon, promotionCode: PromotionCode | null, at: Date): SubscriptionDiscount {
+  return {
+    coupon_id: coupon.id,
+    coupon: coupon.code,
+    promotion_code: promotionCode?.code ?? null,
+    percent_off: coupon.percentOff,
+    amount_off: coupon.amountOff,
+    currency: coupon.currency,
+    duration: coupon.duration,
+    plans: coupon.plans,
+    starts_at: at.toISOString(),
+    ends_at: null,
+    cycles_left: coupon.duration === 'forever' ? null : coupon.duration === 'once' ? 1 : coupon.durationInCycles,
+  };
+}
+
+/**
+ * Checks a promotion code for this customer, plan and quantity without counting it; throws
+ * PromotionCodeInvalidError naming why it cannot be redeemed. Used to refuse early (before a
+ * card is authorised or a page charges) and, inside the transaction, before counting.
+ */
+export async function checkPromotionCode(ctx: DataContext, input: RedeemInput): Promise<PromotionCode> {
+  const promo = await ctx.em.findOne(PromotionCode, { codeKey: promotionCodeKey(input.code) }, { populate: ['coupon'] });
+  // A code kept for another customer is unknown to everyone else: its existence is not confirmed.
+  if (!promo || (promo.customer && promo.customer.id !== input.user.id)) throw new PromotionCodeInvalidError('unknown', `No promotion code ${input.code.trim()} exists.`);
+  const coupon = promo.coupon;
+  const code = promo.code;
+  if (!promo.active || !coupon.active) throw new PromotionCodeInvalidError('inactive', `The promotion code ${code} is no longer active.`);
+  const expired = (t: Date | null) => t !== null && input.at.getTime() >= t.getTime();
+  if (expired(promo.expiresAt) || expired(coupon.redeemBy)) throw new PromotionCodeInvalidError('expired', `The promotion code ${code} has expired.`);
+  const full = (o: { maxRedemptions: number | null; timesRedeemed: number }) => o.maxRedemptions !== null && o.timesRedeemed >= o.maxRedemptions;
+  if (full(promo) || full(coupon)) throw new PromotionCodeInvalidError('exhausted', `The promotion code ${code} has been used as many times as it may be.`);
+  if ((coupon.plans && !coupon.plans.includes(input.plan.slug)) || (coupon.amountOff !== null && coupon.currency !== input.plan.currency)) {
+    throw new PromotionCodeInvalidError('not_for_plan', `The promotion code ${code} does not apply to ${input.plan.name}.`);
+  }
+  if (promo.firstTimeOnly && (await ctx.em.count(Invoice, { user: input.user.id, status: 'paid', totalAmount: { $gt: '0.00' } })) > 0) {
+    throw new PromotionCodeInvalidError('first_time_only', `The promotion code ${code} is for a first purchase only.`);
+  }
+  if (promo.minimumAmount !== null) {
+    const amount = multiplyAndRound(input.plan.price, input.plan.perUnit ? input.quantity : 1, 1, input.plan.currency);
+    if (compare(amount, promo.minimumAmount) < 0) {
+      throw new PromotionCodeInvalidError('below_minimum', `The promotion code ${code} needs a purchase of at least ${promo.minimumAmount} ${input.plan.currency}.`);
+    }
+  }
+  return promo;
+}
+
+/**
+ * Redeems a promotion code for `subscription` inside the caller's transaction: checks it,
+ * counts it on the code and its coupon (never past either limit), records the redemption and
+ * returns the discount the subscription keeps.
+ */
+export async function redeemPromotionCode(ctx: DataContext, input: RedeemInput & { subscription: Subscription }): Promise<SubscriptionDiscount> {
+  const promo = await checkPromotionCode(ctx, input);
+  const counted = async (table: string, id: string) =>
+    (await ctx.em.getConnection().execute(
+      `update ${table} set times_redeemed = times_redeemed + 1, updated_at = ? where id = ? and active = ? and (max_redemptions is null or times_redeemed < max_redemptions)`,
+      [new Date(), id, true],
+      'run',
+    )) as { affectedRows?: number; changes?: number };
+  for (const [table, id] of [['promotion_codes', promo.id], ['coupons', promo.coupon.id]] as const) {
+    const result = await counted(table, id);
+    if ((result.affectedRows ?? result.changes ?? 0) !== 1) {
+      throw new PromotionCodeInvalidError('exhausted', `The promotion code ${promo.code} has been used as many times as it may be.`);
+    }
+  }
+  ctx.em.create(CouponRedemption, { coupon: promo.coupon, promotionCode: promo, user: input.user.id, subscription: input.subscription, createdAt: input.at } as unknown as CouponRedemption);
+  return discountOf(promo.coupon, promo, input.at);
+}
