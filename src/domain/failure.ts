@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError, DomainError, type ErrorCode, type FieldError } from './errors.js';
+import { DatabaseUnavailableError, DomainError, PromotionCodeInvalidError, type ErrorCode, type FieldError } from './errors.js';
 
 /*
  * The one classification of failures: anything thrown becomes one error code, and that code
@@ -15,6 +15,8 @@ export interface Failure {
   errors: FieldError[];
   /** For an operator only (logs, the CLI's stderr): the driver's reason and what to do. */
   operatorDetail: string | null;
+  /** For `promotion_code_invalid`: why the code cannot be redeemed. */
+  reason?: string;
 }
 
 /** Recognises the errors of one layer (database, gateway); null for anything else. */
@@ -27,6 +29,7 @@ export function classifyFailure(err: unknown, recognisers: readonly FailureRecog
   if (err instanceof DatabaseUnavailableError) {
     return { code: err.code, message: UNAVAILABLE_MESSAGE, errors: [], operatorDetail: err.hint ? `${err.message}; ${err.hint}` : err.message };
   }
+  if (err instanceof PromotionCodeInvalidError) return { code: err.code, message: err.message, errors: err.errors, operatorDetail: null, reason: err.reason };
   if (err instanceof DomainError) return { code: err.code, message: err.message, errors: err.errors, operatorDetail: null };
   for (const recognise of recognisers) {
     const failure = recognise(err);

@@ -38,10 +38,11 @@ export interface Problem {
   status: number;
   detail: string;
   code: ErrorCode;
+  reason?: string;
   errors?: FieldError[];
 }
 
-export function problem(code: ErrorCode, detail: string, errors?: FieldError[]): Problem {
+export function problem(code: ErrorCode, detail: string, errors?: FieldError[], reason?: string): Problem {
   const [status, title] = STATUS[code];
   return {
     type: `https://billing.example/problems/${code.replace(/_/g, '-')}`,
@@ -49,6 +50,7 @@ export function problem(code: ErrorCode, detail: string, errors?: FieldError[]):
     status,
     detail,
     code,
+    ...(reason ? { reason } : {}),
     ...(errors && errors.length > 0 ? { errors } : {}),
   };
 }
@@ -66,7 +68,7 @@ export function toProblem(err: unknown): Problem | null {
 
 /** The client's view of a classified failure (no operator detail). */
 export function problemOf(failure: Failure): Problem {
-  return problem(failure.code, failure.message, failure.errors);
+  return problem(failure.code, failure.message, failure.errors, failure.reason);
 }
 
 export function sendProblem(ctx: Context, p: Problem): void {

@@ -34,7 +34,7 @@ export const PLAN_SUMMARY_FIELDS = ['id', 'name', 'slug', 'price', 'currency', '
 
 type SubscriptionScalars =
   | 'id' | 'status' | 'paymentType' | 'currentPeriodStart' | 'currentPeriodEnd' | 'nextBillingDate' | 'trialEnd' | 'cancelAtPeriodEnd'
-  | 'canceledAt' | 'cancelReason' | 'pausedAt' | 'pendingChange' | 'cyclesCompleted' | 'lastRenewalFailure' | 'metadata' | 'createdAt' | 'updatedAt';
+  | 'canceledAt' | 'cancelReason' | 'pausedAt' | 'pendingChange' | 'cyclesCompleted' | 'quantity' | 'pendingQuantity' | 'discount' | 'lastRenewalFailure' | 'metadata' | 'createdAt' | 'updatedAt';
 export type SubscriptionFields = Pick<Subscription, SubscriptionScalars> & {
   user: Ref;
   plan: PlanSummaryFields;
@@ -44,7 +44,7 @@ export type SubscriptionFields = Pick<Subscription, SubscriptionScalars> & {
 /** The subscription's own columns; its plans are read by PLAN_SUMMARY_FIELDS. */
 export const SUBSCRIPTION_FIELDS = [
   'id', 'user', 'status', 'paymentType', 'currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate', 'trialEnd', 'cancelAtPeriodEnd',
-  'canceledAt', 'cancelReason', 'pausedAt', 'pendingChange', 'cyclesCompleted', 'lastRenewalFailure', 'metadata', 'createdAt', 'updatedAt',
+  'canceledAt', 'cancelReason', 'pausedAt', 'pendingChange', 'cyclesCompleted', 'quantity', 'pendingQuantity', 'discount', 'lastRenewalFailure', 'metadata', 'createdAt', 'updatedAt',
 ] as const satisfies readonly (keyof SubscriptionFields)[];
 
 type PaymentScalars =
@@ -87,6 +87,7 @@ export function serializePlan(p: Plan): Schemas['Plan'] {
     features: p.features,
     sort_order: p.sortOrder,
     tax_behavior: p.taxBehavior,
+    per_unit: p.perUnit,
     created_at: isoRequired(p.createdAt),
     updated_at: isoRequired(p.updatedAt),
   };
@@ -134,6 +135,21 @@ export function serializeSubscription(s: SubscriptionFields): Schemas['Subscript
           }
         : null,
     cycles_completed: s.cyclesCompleted,
+    quantity: s.quantity,
+    pending_quantity: s.pendingQuantity,
+    discount: s.discount
+      ? {
+          coupon: s.discount.coupon,
+          promotion_code: s.discount.promotion_code,
+          percent_off: s.discount.percent_off,
+          amount_off: s.discount.amount_off,
+          currency: s.discount.currency,
+          duration: s.discount.duration,
+          starts_at: s.discount.starts_at,
+          ends_at: s.discount.ends_at,
+          cycles_left: s.discount.cycles_left,
+        }
+      : null,
     last_renewal_failure: s.lastRenewalFailure ? { at: s.lastRenewalFailure.at, code: s.lastRenewalFailure.code, message: s.lastRenewalFailure.message } : null,
     metadata: s.metadata,
     created_at: isoRequired(s.createdAt),
@@ -190,6 +206,7 @@ export function serializeInvoice(i: Invoice): Schemas['Invoice'] {
     due_date: i.dueDate,
     paid_at: iso(i.paidAt),
     subtotal: i.subtotal,
+    discount_amount: i.discountAmount,
     total_amount: i.totalAmount,
     amount_refunded: i.amountRefunded,
     tax_behavior: i.taxBehavior,
@@ -211,6 +228,7 @@ export function serializeInvoiceLine(l: InvoiceLine): Schemas['InvoiceLine'] {
     quantity: l.quantity,
     unit_amount: l.unitAmount,
     amount: l.amount,
+    discount_amount: l.discountAmount,
     period_start: iso(l.periodStart),
     period_end: iso(l.periodEnd),
   };

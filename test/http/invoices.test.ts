@@ -77,6 +77,7 @@ describe.each(DATABASES)('invoices on %s', (kind) => {
         quantity: 1,
         unit_amount: '150000.00',
         amount: '150000.00',
+        discount_amount: '0.00',
         period_start: '2026-03-03T10:00:00.000Z',
         period_end: '2026-04-03T10:00:00.000Z',
       },

@@ -451,10 +451,38 @@ export interface paths {
          *     - `immediate: false`: sets `pending_plan`, applied at the next renewal; `payment` is
          *       `null`.
          *
-         *     A state that cannot change plan, or plans in different currencies, answer `409`
-         *     `invalid_state`.
+         *     `promotion_code` redeems a code whose discount replaces the subscription's from this
+         *     change on: the charge is priced at the discounted price. A state that cannot change
+         *     plan, or plans in different currencies, answer `409` `invalid_state`.
          */
         post: operations["changeSubscriptionPlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/change-quantity/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the units of a per-unit subscription
+         * @description Seats. More units take effect now and charge the prorated difference for the rest of
+         *     the period, as an upgrade does (at the discounted price while a discount lasts): a
+         *     wallet or saved-card payment settles at once; any other payment leaves `quantity` as it
+         *     is until it settles. Fewer units take effect at the period's end (`pending_quantity`),
+         *     or with `immediate: true` now, crediting the unused share of what was paid for them to
+         *     the wallet with a credit note. The current quantity withdraws a pending decrease. A plan
+         *     that is not per unit, or a subscription that is not active or trialing, answers `409`
+         *     `invalid_state`.
+         */
+        post: operations["changeSubscriptionQuantity"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1356,6 +1384,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/coupons/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List coupons
+         * @description Staff only. Coupons, newest first; `active` filters on whether they can still be redeemed.
+         */
+        get: operations["adminListCoupons"];
+        put?: never;
+        /**
+         * Create a coupon
+         * @description Staff only, write scope. A coupon's terms never change once made (subscriptions keep a
+         *     copy of them); archive it and make another. A second coupon with the same `code`
+         *     answers `409` `conflict`. The audit trail records who made it and why.
+         */
+        post: operations["adminCreateCoupon"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/coupons/{coupon}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up a coupon
+         * @description Staff only. The coupon named by id or code.
+         */
+        get: operations["adminGetCoupon"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/coupons/{coupon}/archive/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a coupon
+         * @description Staff only, write scope. An archived coupon and its promotion codes can no longer be
+         *     redeemed; subscriptions keep the discounts they have. Coupons are never deleted:
+         *     invoices and the audit trail name them. Archiving an archived coupon answers `409`
+         *     `invalid_state`.
+         */
+        post: operations["adminArchiveCoupon"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/promotion-codes/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List promotion codes
+         * @description Staff only. Promotion codes, newest first, filtered by coupon and whether they are active.
+         */
+        get: operations["adminListPromotionCodes"];
+        put?: never;
+        /**
+         * Create a promotion code
+         * @description Staff only, write scope. A customer-facing code of an active coupon. Codes are unique
+         *     in any case: a code that differs from another only in case answers `409` `conflict`.
+         */
+        post: operations["adminCreatePromotionCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/promotion-codes/{code}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up a promotion code
+         * @description Staff only. The promotion code named by id or code (any case).
+         */
+        get: operations["adminGetPromotionCode"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Activate or deactivate a promotion code
+         * @description Staff only, write scope. A deactivated code can no longer be redeemed; subscriptions keep
+         *     the discounts they have. A request that changes nothing records nothing; a code of an
+         *     archived coupon cannot be activated (`409` `invalid_state`).
+         */
+        patch: operations["adminUpdatePromotionCode"];
+        trace?: never;
+    };
     "/admin/customers/": {
         parameters: {
             query?: never;
@@ -1803,7 +1951,12 @@ export interface components {
              * @example validation_error
              * @enum {string}
              */
-            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "customer_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "card_declined" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
+            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "customer_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "card_declined" | "promotion_code_invalid" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
+            /**
+             * @description For `promotion_code_invalid`, why the code cannot be redeemed.
+             * @enum {string}
+             */
+            reason?: "unknown" | "inactive" | "expired" | "exhausted" | "first_time_only" | "below_minimum" | "not_for_plan";
             /** @description For `validation_error`, one entry per invalid field. */
             errors?: components["schemas"]["FieldError"][];
         };
@@ -2000,6 +2153,7 @@ export interface components {
          *       },
          *       "sort_order": 20,
          *       "tax_behavior": "exclusive",
+         *       "per_unit": false,
          *       "created_at": "2026-01-01T00:00:00Z",
          *       "updated_at": "2026-01-01T00:00:00Z"
          *     }
@@ -2026,6 +2180,11 @@ export interface components {
             };
             sort_order: number;
             tax_behavior: components["schemas"]["TaxBehavior"];
+            /**
+             * @description Seats: the price is per unit, and a subscription pays `price` × its `quantity`
+             *     (1 to 10,000). False: the quantity is always 1.
+             */
+            per_unit: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2131,6 +2290,9 @@ export interface components {
          *       "pending_plan": null,
          *       "pending_change": null,
          *       "cycles_completed": 1,
+         *       "quantity": 1,
+         *       "pending_quantity": null,
+         *       "discount": null,
          *       "last_renewal_failure": null,
          *       "metadata": {
          *         "bank": "bni"
@@ -2186,6 +2348,12 @@ export interface components {
             pending_change: components["schemas"]["PendingPlanChange"] | components["schemas"]["NullValue"];
             /** @description Number of paid billing cycles. */
             cycles_completed: number;
+            /** @description Units (seats) of a per-unit plan; 1 for any other plan. */
+            quantity: number;
+            /** @description Fewer units asked for at the period's end (change-quantity without `immediate`), or null. */
+            pending_quantity: number | null;
+            /** @description The discount the subscription redeemed, or null. */
+            discount: components["schemas"]["SubscriptionDiscount"] | components["schemas"]["NullValue"];
             /**
              * @description Why the latest renewal charge failed, or null. Kept from the failed attempt until a
              *     renewal succeeds, so the customer and staff can see why a subscription fell past due
@@ -2284,6 +2452,9 @@ export interface components {
          *           "pending_plan": null,
          *           "pending_change": null,
          *           "cycles_completed": 1,
+         *           "quantity": 1,
+         *           "pending_quantity": null,
+         *           "discount": null,
          *           "last_renewal_failure": null,
          *           "metadata": {
          *             "bank": "bni"
@@ -2341,6 +2512,18 @@ export interface components {
             token?: string;
             customer_details?: components["schemas"]["CustomerDetails"];
             metadata?: components["schemas"]["SubscriptionMetadataInput"];
+            /**
+             * @description Units (seats) of a per-unit plan; any other plan takes only 1.
+             * @default 1
+             * @example 5
+             */
+            quantity?: number;
+            /**
+             * @description A promotion code (any case). One that cannot be redeemed answers `422`
+             *     `promotion_code_invalid` with `reason`, and nothing is changed.
+             * @example LAUNCH25
+             */
+            promotion_code?: string;
         };
         /**
          * @example {
@@ -2369,6 +2552,9 @@ export interface components {
          *         "pending_plan": null,
          *         "pending_change": null,
          *         "cycles_completed": 0,
+         *         "quantity": 1,
+         *         "pending_quantity": null,
+         *         "discount": null,
          *         "last_renewal_failure": null,
          *         "metadata": {
          *           "bank": "bni"
@@ -2423,6 +2609,171 @@ export interface components {
              * @default false
              */
             immediate?: boolean;
+        };
+        /**
+         * @description A coupon's terms as the subscription keeps them. It covers the subscription's own price
+         *     (its periods, and the charge of a plan or quantity change), never a credit.
+         */
+        SubscriptionDiscount: {
+            /**
+             * @description The coupon's code.
+             * @example LAUNCH25
+             */
+            coupon: string;
+            /** @example launch25 */
+            promotion_code: string | null;
+            /** @example 25.00 */
+            percent_off: string | null;
+            amount_off: components["schemas"]["Money"] | components["schemas"]["NullValue"];
+            currency: string | null;
+            duration: components["schemas"]["CouponDuration"];
+            /** Format: date-time */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description The end of the last period it covered, once it has run out; null while it lasts.
+             */
+            ends_at: string | null;
+            /** @description Billed periods it still covers; null for `forever`. */
+            cycles_left: number | null;
+        };
+        /**
+         * @description `once`: the first billed period; `repeating`: `duration_in_cycles` billed periods;
+         *     `forever`: every period. A trial is not a billed period.
+         * @enum {string}
+         */
+        CouponDuration: "once" | "repeating" | "forever";
+        Coupon: {
+            /** Format: uuid */
+            id: string;
+            /** @example LAUNCH25 */
+            code: string;
+            /** @example Launch week, 25 % off three months */
+            name: string;
+            /** @example 25.00 */
+            percent_off: string | null;
+            amount_off: components["schemas"]["Money"] | components["schemas"]["NullValue"];
+            currency: string | null;
+            duration: components["schemas"]["CouponDuration"];
+            duration_in_cycles: number | null;
+            max_redemptions: number | null;
+            times_redeemed: number;
+            /** Format: date-time */
+            redeem_by: string | null;
+            /** @description The plan slugs it applies to; null for every plan. */
+            plans: string[] | null;
+            active: boolean;
+            /** Format: date-time */
+            archived_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description Exactly one of `percent_off` and `amount_off`; `amount_off` needs `currency`. */
+        CreateCouponRequest: {
+            /** @example LAUNCH25 */
+            code: string;
+            /** @example Launch week, 25 % off three months */
+            name: string;
+            /**
+             * @description A percentage above 0 and at most 100, with up to two decimals.
+             * @example 25
+             */
+            percent_off?: string;
+            amount_off?: components["schemas"]["AmountInput"];
+            currency?: components["schemas"]["Currency"];
+            duration: components["schemas"]["CouponDuration"];
+            /** @description Required with `repeating`, refused otherwise. */
+            duration_in_cycles?: number;
+            max_redemptions?: number;
+            /** Format: date-time */
+            redeem_by?: string;
+            plans?: string[];
+            reason: components["schemas"]["StaffReason"];
+        };
+        PaginatedCouponList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["Coupon"][];
+        };
+        PromotionCode: {
+            /** Format: uuid */
+            id: string;
+            /** @example launch25 */
+            code: string;
+            coupon: components["schemas"]["Coupon"];
+            max_redemptions: number | null;
+            times_redeemed: number;
+            /** Format: date-time */
+            expires_at: string | null;
+            first_time_only: boolean;
+            minimum_amount: components["schemas"]["Money"] | components["schemas"]["NullValue"];
+            /** Format: uuid */
+            customer_id: string | null;
+            active: boolean;
+            /** Format: date-time */
+            created_at: string;
+        };
+        CreatePromotionCodeRequest: {
+            /**
+             * @description What customers type; matched in any case, unique in any case.
+             * @example launch25
+             */
+            code: string;
+            /**
+             * @description The coupon's code or id.
+             * @example LAUNCH25
+             */
+            coupon: string;
+            max_redemptions?: number;
+            /** Format: date-time */
+            expires_at?: string;
+            /**
+             * @description Only for a customer who has never paid an invoice.
+             * @default false
+             */
+            first_time_only?: boolean;
+            minimum_amount?: components["schemas"]["AmountInput"];
+            /** @description Only this customer (by id, username or `ext:<external_id>`) may redeem it. */
+            customer?: string;
+            reason: components["schemas"]["StaffReason"];
+        };
+        UpdatePromotionCodeRequest: {
+            /** @description False stops new redemptions; subscriptions keep the discounts they have. */
+            active: boolean;
+            reason: components["schemas"]["StaffReason"];
+        };
+        PaginatedPromotionCodeList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["PromotionCode"][];
+        };
+        ChangeQuantityRequest: {
+            /** @example 8 */
+            quantity: number;
+            /**
+             * @description Fewer units only. False: they take effect at the period's end (`pending_quantity`).
+             *     True: now, and the unused share of what was paid for the units given up goes to the
+             *     wallet with a credit note. More units always take effect now, charging the prorated
+             *     difference.
+             * @default false
+             */
+            immediate?: boolean;
+        };
+        ChangeQuantityResponse: {
+            subscription: components["schemas"]["Subscription"];
+            /** @description The payment of the prorated difference for more units, or null when nothing is charged now. */
+            payment: components["schemas"]["Payment"] | components["schemas"]["NullValue"];
+            /**
+             * Format: uuid
+             * @description The credit note of an immediate decrease's wallet credit, or null.
+             */
+            credit_note_id: string | null;
         };
         /**
          * @description An immediate plan change priced at `requested_at` and applied when its payment settles.
@@ -2486,6 +2837,12 @@ export interface components {
              * @default true
              */
             immediate?: boolean;
+            /**
+             * @description A promotion code (any case) whose discount replaces the subscription's from this change on. One that cannot be redeemed answers `422`
+             *     `promotion_code_invalid` with `reason`, and nothing is changed.
+             * @example LAUNCH25
+             */
+            promotion_code?: string;
         };
         /**
          * @example {
@@ -2514,6 +2871,9 @@ export interface components {
          *         "pending_plan": null,
          *         "pending_change": null,
          *         "cycles_completed": 1,
+         *         "quantity": 1,
+         *         "pending_quantity": null,
+         *         "discount": null,
          *         "last_renewal_failure": null,
          *         "metadata": {
          *           "bank": "bni"
@@ -3043,6 +3403,7 @@ export interface components {
          *       "due_date": "2026-01-15",
          *       "paid_at": "2026-01-15T03:12:45Z",
          *       "subtotal": "150000.00",
+         *       "discount_amount": "0.00",
          *       "total_amount": "166500.00",
          *       "amount_refunded": "0.00",
          *       "tax_behavior": "exclusive",
@@ -3081,6 +3442,7 @@ export interface components {
             /** Format: date-time */
             paid_at: string | null;
             subtotal: components["schemas"]["Money"];
+            discount_amount: components["schemas"]["Money"];
             total_amount: components["schemas"]["Money"];
             amount_refunded: components["schemas"]["Money"];
             tax_behavior: components["schemas"]["TaxBehavior"];
@@ -3114,6 +3476,7 @@ export interface components {
          *       "quantity": 1,
          *       "unit_amount": "150000.00",
          *       "amount": "150000.00",
+         *       "discount_amount": "0.00",
          *       "period_start": "2026-01-15T03:12:45Z",
          *       "period_end": "2026-02-15T03:12:45Z"
          *     }
@@ -3126,7 +3489,10 @@ export interface components {
             /** @example 1 */
             quantity: number;
             unit_amount: components["schemas"]["Money"];
+            /** @description unit_amount × quantity, before the discount. */
             amount: components["schemas"]["Money"];
+            /** @description What the subscription's discount took off this line; never more than `amount`. */
+            discount_amount: components["schemas"]["Money"];
             /** Format: date-time */
             period_start: string | null;
             /** Format: date-time */
@@ -3144,6 +3510,7 @@ export interface components {
          *       "due_date": "2026-02-02",
          *       "paid_at": null,
          *       "subtotal": "77419.00",
+         *       "discount_amount": "0.00",
          *       "total_amount": "77419.00",
          *       "amount_refunded": "0.00",
          *       "tax_behavior": "none",
@@ -3163,6 +3530,7 @@ export interface components {
          *           "quantity": 1,
          *           "unit_amount": "154839.00",
          *           "amount": "154839.00",
+         *           "discount_amount": "0.00",
          *           "period_start": "2026-01-30T03:12:45Z",
          *           "period_end": "2026-02-15T03:12:45Z"
          *         },
@@ -3172,6 +3540,7 @@ export interface components {
          *           "quantity": 1,
          *           "unit_amount": "-77420.00",
          *           "amount": "-77420.00",
+         *           "discount_amount": "0.00",
          *           "period_start": "2026-01-30T03:12:45Z",
          *           "period_end": "2026-02-15T03:12:45Z"
          *         }
@@ -3202,6 +3571,7 @@ export interface components {
          *           "due_date": "2026-01-15",
          *           "paid_at": "2026-01-15T03:12:45Z",
          *           "subtotal": "150000.00",
+         *           "discount_amount": "0.00",
          *           "total_amount": "150000.00",
          *           "amount_refunded": "0.00",
          *           "tax_behavior": "none",
@@ -3667,6 +4037,18 @@ export interface components {
             plan_id?: string;
             topup_amount?: components["schemas"]["AmountInput"];
             payment_type?: components["schemas"]["TopupPaymentType"];
+            /**
+             * @description Units (seats) of a per-unit plan; any other plan takes only 1. With `plan_id` only; the page lets the customer change it.
+             * @default 1
+             * @example 5
+             */
+            quantity?: number;
+            /**
+             * @description With `plan_id` only: a promotion code (any case), checked now and redeemed when the customer pays; the page also has a field for it. One that cannot be redeemed answers `422`
+             *     `promotion_code_invalid` with `reason`, and nothing is changed.
+             * @example LAUNCH25
+             */
+            promotion_code?: string;
             success_url: components["schemas"]["ReturnUrl"];
             cancel_url: components["schemas"]["ReturnUrl"];
         };
@@ -4230,6 +4612,27 @@ export interface components {
             };
         };
         /**
+         * @description `conflict`: a coupon or promotion code with this code exists already (promotion codes
+         *     in any case). `detail` names it.
+         */
+        Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/conflict",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "A promotion code LAUNCH25 exists already.",
+                 *       "code": "conflict"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description `customer_exists`: another customer has this `external_id` or `username`; `detail` names
          *     its id.
          */
@@ -4305,10 +4708,40 @@ export interface components {
             };
         };
         /**
+         * @description `promotion_code_invalid`: the promotion code cannot be redeemed here and now; `reason`
+         *     says why (`unknown`, `inactive`, `expired`, `exhausted`, `first_time_only`,
+         *     `below_minimum`, `not_for_plan`) and nothing was changed. Or `idempotency_key_reused`.
+         */
+        PromotionCodeUnprocessable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/promotion-code-invalid",
+                 *       "title": "Promotion code invalid",
+                 *       "status": 422,
+                 *       "detail": "The promotion code LAUNCH25 has expired.",
+                 *       "code": "promotion_code_invalid",
+                 *       "reason": "expired",
+                 *       "errors": [
+                 *         {
+                 *           "field": "promotion_code",
+                 *           "message": "The promotion code LAUNCH25 has expired."
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description `card_declined`: the card given for a trial was declined (by its bank or the fraud
          *     check, or 3-D Secure failed); `detail` carries the gateway's reason and nothing was
-         *     created. Or `idempotency_key_reused`: the `Idempotency-Key` was already used with a
-         *     different request body.
+         *     created. Or `promotion_code_invalid`: the promotion code cannot be redeemed (`reason`
+         *     says why; nothing was created). Or `idempotency_key_reused`: the `Idempotency-Key` was
+         *     already used with a different request body.
          */
         SubscribeUnprocessable: {
             headers: {
@@ -4529,6 +4962,10 @@ export interface components {
         AdminGatewayFlag: boolean;
         /** @description The customer, by user id, username or `ext:` followed by the external id. */
         AdminCustomer: string;
+        /** @description The coupon, by id or code. */
+        AdminCoupon: string;
+        /** @description The promotion code, by id or code (any case). */
+        AdminPromotionCode: string;
         /** @description The wallet's owner, by user id or username. */
         AdminWalletUser: string;
         /** @description Only events about this target id (a payment, subscription, wallet, user, key…). */
@@ -5294,6 +5731,9 @@ export interface operations {
                      *       "pending_plan": null,
                      *       "pending_change": null,
                      *       "cycles_completed": 1,
+                     *       "quantity": 1,
+                     *       "pending_quantity": null,
+                     *       "discount": null,
                      *       "last_renewal_failure": null,
                      *       "metadata": {
                      *         "bank": "bni"
@@ -5382,6 +5822,9 @@ export interface operations {
                      *       "pending_plan": null,
                      *       "pending_change": null,
                      *       "cycles_completed": 1,
+                     *       "quantity": 1,
+                     *       "pending_quantity": null,
+                     *       "discount": null,
                      *       "last_renewal_failure": null,
                      *       "metadata": {
                      *         "bank": "bni"
@@ -5469,6 +5912,9 @@ export interface operations {
                      *       "pending_plan": null,
                      *       "pending_change": null,
                      *       "cycles_completed": 1,
+                     *       "quantity": 1,
+                     *       "pending_quantity": null,
+                     *       "discount": null,
                      *       "last_renewal_failure": null,
                      *       "metadata": {
                      *         "bank": "bni"
@@ -5541,6 +5987,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChangePlanResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["PromotionCodeUnprocessable"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            502: components["responses"]["GatewayError"];
+            503: components["responses"]["GatewayUnavailable"];
+        };
+    };
+    changeSubscriptionQuantity: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+                /**
+                 * @description A client-chosen key, unique per intended operation. The same key from the same user
+                 *     with the same body within 24 hours replays the first response without doing anything
+                 *     again; the same key with another body answers `422` `idempotency_key_reused`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "quantity": 8
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChangeQuantityRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription after the change, the payment of the difference and the credit note, if any. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangeQuantityResponse"];
                 };
             };
             400: components["responses"]["ValidationError"];
@@ -6601,6 +7110,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["PromotionCodeUnprocessable"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7331,6 +7841,332 @@ export interface operations {
             400: components["responses"]["ValidationError"];
             401: components["responses"]["AdminNotAuthenticated"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListCoupons: {
+        parameters: {
+            query?: {
+                active?: boolean;
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of coupons. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedCouponList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminCreateCoupon: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A client-chosen key, unique per intended operation. The same key from the same user
+                 *     with the same body within 24 hours replays the first response without doing anything
+                 *     again; the same key with another body answers `422` `idempotency_key_reused`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "LAUNCH25",
+                 *       "name": "Launch week, 25 % off three months",
+                 *       "percent_off": "25",
+                 *       "duration": "repeating",
+                 *       "duration_in_cycles": 3,
+                 *       "max_redemptions": 100,
+                 *       "reason": "Launch campaign"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCouponRequest"];
+            };
+        };
+        responses: {
+            /** @description The coupon. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Coupon"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetCoupon: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The coupon, by id or code. */
+                coupon: components["parameters"]["AdminCoupon"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The coupon. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Coupon"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminArchiveCoupon: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The coupon, by id or code. */
+                coupon: components["parameters"]["AdminCoupon"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The archived coupon. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Coupon"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListPromotionCodes: {
+        parameters: {
+            query?: {
+                /** @description Only the codes of this coupon (its code or id). */
+                coupon?: string;
+                active?: boolean;
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of promotion codes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedPromotionCodeList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminCreatePromotionCode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A client-chosen key, unique per intended operation. The same key from the same user
+                 *     with the same body within 24 hours replays the first response without doing anything
+                 *     again; the same key with another body answers `422` `idempotency_key_reused`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "launch25",
+                 *       "coupon": "LAUNCH25",
+                 *       "max_redemptions": 50,
+                 *       "first_time_only": true,
+                 *       "reason": "Launch campaign"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreatePromotionCodeRequest"];
+            };
+        };
+        responses: {
+            /** @description The promotion code. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PromotionCode"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetPromotionCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The promotion code, by id or code (any case). */
+                code: components["parameters"]["AdminPromotionCode"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The promotion code. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PromotionCode"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminUpdatePromotionCode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The promotion code, by id or code (any case). */
+                code: components["parameters"]["AdminPromotionCode"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePromotionCodeRequest"];
+            };
+        };
+        responses: {
+            /** @description The promotion code after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PromotionCode"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];

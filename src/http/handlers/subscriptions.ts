@@ -26,6 +26,8 @@ export const subscriptionHandlers: OperationHandlers = {
       token: body.token,
       customerDetails: body.customer_details,
       metadata: body.metadata,
+      quantity: body.quantity,
+      promotionCode: body.promotion_code,
     });
     return {
       status: 201,
