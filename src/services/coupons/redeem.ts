@@ -84,15 +84,15 @@ export async function checkPromotionCode(ctx: DataContext, input: RedeemInput): 
  */
 export async function redeemPromotionCode(ctx: DataContext, input: RedeemInput & { subscription: Subscription }): Promise<SubscriptionDiscount> {
   const promo = await checkPromotionCode(ctx, input);
+  // NOTE: plain SQL through the entity manager, so it runs in the caller's transaction.
   const counted = async (table: string, id: string) =>
-    (await ctx.em.getConnection().execute(
-      `update ${table} set times_redeemed = times_redeemed + 1, updated_at = ? where id = ? and active = ? and (max_redemptions is null or times_redeemed < max_redemptions)`,
-      [new Date(), id, true],
+    (await ctx.em.execute(
+      `update ${table} set times_redeemed = times_redeemed + 1 where id = ? and active = ? and (max_redemptions is null or times_redeemed < max_redemptions)`,
+      [id, true],
       'run',
-    )) as { affectedRows?: number; changes?: number };
+    )) as unknown as { affectedRows?: number };
   for (const [table, id] of [['promotion_codes', promo.id], ['coupons', promo.coupon.id]] as const) {
-    const result = await counted(table, id);
-    if ((result.affectedRows ?? result.changes ?? 0) !== 1) {
+    if (((await counted(table, id)).affectedRows ?? 0) !== 1) {
       throw new PromotionCodeInvalidError('exhausted', `The promotion code ${promo.code} has been used as many times as it may be.`);
     }
   }

@@ -17,7 +17,7 @@ import { MidtransClient } from '../../../src/gateway/midtrans-client.js';
 import { dunningSchedule } from '../../../src/services/billing/dunning-schedule.js';
 import { runBilling } from '../../../src/services/billing/run-billing.js';
 import type { SimTransaction } from '../../../src/simulator/types.js';
-import { api, armFault, billingRun, calledSince, checkMoneyRules, disarmFaults, gatewayAction, gatewayMark, gatewayRecord, markHeard, paymentsSync, PLAN_SLUGS, type Customer } from './customer-world.js';
+import { api, armFault, billingRun, calledSince, checkMoneyRules, disarmFaults, gatewayAction, gatewayMark, gatewayRecord, markHeard, paymentsSync, PLAN_SLUGS, PROPERTY_CODES, type Customer } from './customer-world.js';
 import { cliActor } from '../../../src/services/audit/actor.js';
 import { exportCoretax } from '../../../src/services/tax/export-coretax.js';
 import { localDate, parseTaxMonth } from '../../../src/services/tax/tax-month.js';
@@ -78,14 +78,35 @@ abstract class Step implements Cmd {
 }
 
 export class Subscribe extends Step {
-  constructor(readonly plan: string, readonly kind: PaymentKind) {
+  constructor(
+    readonly plan: string,
+    readonly kind: PaymentKind,
+    readonly code: string | null = null,
+    readonly quantity: number | null = null,
+  ) {
     super();
   }
   async act(c: Customer) {
-    await remember(c, await api(c, 'POST', '/subscriptions/', { plan_id: this.plan, ...paymentBody(this.kind, c.orders.length) }));
+    const extra = { ...(this.code !== null ? { promotion_code: this.code } : {}), ...(this.quantity !== null ? { quantity: this.quantity } : {}) };
+    await remember(c, await api(c, 'POST', '/subscriptions/', { plan_id: this.plan, ...paymentBody(this.kind, c.orders.length), ...extra }));
   }
   toString() {
-    return `subscribe(${this.plan}, ${this.kind})`;
+    return `subscribe(${[this.plan, this.kind, ...(this.code !== null ? [`code ${this.code}`] : []), ...(this.quantity !== null ? [`× ${this.quantity}`] : [])].join(', ')})`;
+  }
+}
+
+/** The customer changes the seats of a per-unit subscription: more now, fewer now or at the period's end. */
+export class ChangeQuantity extends Step {
+  constructor(readonly quantity: number, readonly immediate: boolean) {
+    super();
+  }
+  async act(c: Customer) {
+    const sub = await liveSubscription(c);
+    if (!sub) return false;
+    await remember(c, await api(c, 'POST', `/subscriptions/${sub.id}/change-quantity/`, { quantity: this.quantity, immediate: this.immediate }));
+  }
+  toString() {
+    return `changeQuantity(${this.quantity}, ${this.immediate ? 'now' : 'at period end'})`;
   }
 }
 
@@ -134,16 +155,20 @@ export class PayLate extends Step {
 }
 
 export class ChangePlan extends Step {
-  constructor(readonly plan: string, readonly immediate: boolean) {
+  constructor(
+    readonly plan: string,
+    readonly immediate: boolean,
+    readonly code: string | null = null,
+  ) {
     super();
   }
   async act(c: Customer) {
     const sub = await liveSubscription(c);
     if (!sub) return false;
-    await remember(c, await api(c, 'POST', `/subscriptions/${sub.id}/change-plan/`, { plan_id: this.plan, immediate: this.immediate }));
+    await remember(c, await api(c, 'POST', `/subscriptions/${sub.id}/change-plan/`, { plan_id: this.plan, immediate: this.immediate, ...(this.code !== null ? { promotion_code: this.code } : {}) }));
   }
   toString() {
-    return `changePlan(${this.plan}, ${this.immediate ? 'now' : 'at renewal'})`;
+    return `changePlan(${this.plan}, ${this.immediate ? 'now' : 'at renewal'}${this.code !== null ? `, code ${this.code}` : ''})`;
   }
 }
 
@@ -778,6 +803,10 @@ export class TaxExport extends Step {
 /** Mostly the newest order or payment, sometimes an older one. */
 const pick = fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat({ max: 3 }) });
 const plan = fc.constantFrom(...PLAN_SLUGS);
+/** A code as a customer types it: as given, in other case, with spaces, or one that does not exist. */
+const code = fc.tuple(fc.constantFrom(...PROPERTY_CODES, 'nosuchcode'), fc.constantFrom('as is', 'upper', 'lower', 'spaced')).map(([c, how]) =>
+  how === 'upper' ? c.toUpperCase() : how === 'lower' ? c.toLowerCase() : how === 'spaced' ? `  ${c} ` : c,
+);
 const kind = fc.constantFrom(...PAYMENT_KINDS);
 const gatewayKind = fc.constantFrom('bank_transfer', 'qris', 'gopay', 'card', 'card_3ds', 'permata', 'shopeepay') as fc.Arbitrary<Exclude<PaymentKind, 'wallet'>>;
 const outcome = fc.constantFrom('settle', 'settle', 'settle', 'deny', 'expire', 'cancel') as fc.Arbitrary<'settle' | 'deny' | 'expire' | 'cancel'>;
@@ -809,6 +838,10 @@ export const customerCommands: fc.Arbitrary<Cmd>[] = [
   ...weighted(1, fc.tuple(pick, fc.integer({ min: 1, max: 10 }).map((n) => n * 1000)).map(([i, fee]) => new PayWithFee(i, fee))),
   ...weighted(1, fc.tuple(fc.constantFrom('subscribe', 'charge') as fc.Arbitrary<'subscribe' | 'charge'>, plan, gatewayKind, fc.boolean()).map(([at, p, k, retry]) => new ChargeAnswerLost(at, p, k, retry))),
   ...weighted(1, fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 23 }), fc.boolean()).map(([d, h, fixed]) => new WrongKeyRun(d, h, fixed))),
+  // Issue 41: promotion codes (typed in any case, sometimes unknown) on subscribe and plan change; seats.
+  ...weighted(1, fc.tuple(plan, kind, code, fc.option(fc.integer({ min: 1, max: 12 }), { nil: null })).map(([p, k, c, q]) => new Subscribe(p, k, c, q))),
+  ...weighted(1, fc.tuple(plan, fc.boolean(), code).map(([p, now, c]) => new ChangePlan(p, now, c))),
+  ...weighted(2, fc.tuple(fc.oneof(fc.integer({ min: 1, max: 12 }), fc.constantFrom(0, 10_001)), fc.boolean()).map(([q, now]) => new ChangeQuantity(q, now))),
   // Issue 37: notifications held back and delivered in any order; finance exports the month's fakturs.
   ...weighted(
     2,

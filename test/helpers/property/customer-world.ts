@@ -22,6 +22,10 @@ import { ppnOf } from '../../../src/domain/tax.js';
 import { creditsTax } from '../../../src/services/credit-notes/issue-credit-note.js';
 import type { PlanSeed } from '../../../src/services/plans/seed-plans.js';
 import type { DatabaseKind } from '../database.js';
+import { Plan } from '../../../src/db/entities/plan.js';
+import { Coupon, CouponRedemption, PromotionCode } from '../../../src/db/entities/coupon.js';
+import { InvoiceLine } from '../../../src/db/entities/invoice.js';
+import { makeCoupon, makePromotionCode } from '../coupons.js';
 import { startTestServer, type Credentials, type HttpResult, type TestServer } from '../server.js';
 
 /*
@@ -39,7 +43,29 @@ export const PROPERTY_PLANS: PlanSeed[] = [
   { slug: 'p-yearly', name: 'Yearly', description: 'Twelve months at once, PPN included', price: 1490000, currency: 'IDR', interval: 12, interval_unit: 'month', sort_order: 3, tax_behavior: 'inclusive' },
   { slug: 'p-weekly', name: 'Weekly', description: 'Every week', price: 20000, currency: 'IDR', interval: 1, interval_unit: 'week', sort_order: 4 },
   { slug: 'p-trial', name: 'Trial', description: 'Dear monthly with a 14-day trial', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', trial_period_days: 14, sort_order: 5 },
+  // Seats: per unit (set after seeding), PPN on top.
+  { slug: 'p-seats', name: 'Seats', description: 'Per seat, monthly, PPN on top', price: 40000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 6, tax_behavior: 'exclusive' },
 ];
+/** The per-unit plans of this world. */
+export const PER_UNIT_PLANS = ['p-seats'];
+
+/**
+ * The promotion codes every sequence may type (made once per world): a percentage for ever, an
+ * amount above the cheapest price once (a line discounted to zero), 100 % for two periods (an
+ * invoice of nothing), a code for first purchases, one kept to some plans, and two with small
+ * limits that the sequences exhaust between them (the limits are global, as in production).
+ */
+export const PROPERTY_CODES = ['prop25', 'PROPONCE', 'propfree', 'propfirst', 'propseats', 'proplimited', 'propcoupon3'] as const;
+async function makePropertyCodes(em: EntityManager): Promise<void> {
+  const limitedCoupon = await makeCoupon(em, { code: 'PROP-COUPON-3', percentOff: '15.00', duration: 'repeating', durationInCycles: 2, maxRedemptions: 3 });
+  await makePromotionCode(em, { code: 'prop25', coupon: await makeCoupon(em, { code: 'PROP25', percentOff: '25.00', duration: 'forever' }) });
+  await makePromotionCode(em, { code: 'PROPONCE', coupon: await makeCoupon(em, { code: 'PROPONCE', percentOff: null, amountOff: '60000.00', currency: 'IDR', duration: 'once' }) });
+  await makePromotionCode(em, { code: 'propfree', coupon: await makeCoupon(em, { code: 'PROPFREE', percentOff: '100.00', duration: 'repeating', durationInCycles: 2 }) });
+  await makePromotionCode(em, { code: 'propfirst', firstTimeOnly: true, coupon: await makeCoupon(em, { code: 'PROPFIRST', percentOff: '50.00', duration: 'once' }) });
+  await makePromotionCode(em, { code: 'propseats', minimumAmount: '120000.00', coupon: await makeCoupon(em, { code: 'PROPSEATS', percentOff: '10.00', duration: 'forever', plans: ['p-seats'] }) });
+  await makePromotionCode(em, { code: 'proplimited', maxRedemptions: 5, coupon: await makeCoupon(em, { code: 'PROPLIMITED', amountOff: '5000.00', percentOff: null, currency: 'IDR', duration: 'forever' }) });
+  await makePromotionCode(em, { code: 'propcoupon3', coupon: limitedCoupon });
+}
 export const PLAN_SLUGS = PROPERTY_PLANS.map((p) => p.slug!);
 /** The one plan with a trial: a user may start at most one trial (one per user per plan). */
 export const TRIAL_PLANS = PROPERTY_PLANS.filter((p) => (p.trial_period_days ?? 0) > 0).length;
@@ -80,6 +106,10 @@ export async function startWorld(kind: DatabaseKind): Promise<World> {
   const server = await startTestServer(kind, { clock, env: { LOGIN_THROTTLE_LIMIT: '100000000', ...PROPERTY_SELLER } });
   await server.seedPlans(PROPERTY_PLANS);
   const { orm, config, gateway } = server.running.billing;
+  const em = orm.em.fork();
+  for (const plan of await em.find(Plan, { slug: { $in: PER_UNIT_PLANS } })) plan.perUnit = true;
+  await em.flush();
+  await makePropertyCodes(em);
   return {
     kind,
     server,
@@ -405,6 +435,49 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
 
   // 10. A taxed invoice's PPN, after every credit note, is what Coretax recomputes from its DPP.
   problems.push(...(await fakturProblems(em, userId)));
+
+  // 11. Discounts and codes: no line discounted below zero, invoices add up, no limit exceeded.
+  problems.push(...(await discountProblems(em, userId)));
+  return problems;
+}
+
+/**
+ * Rule 11: a discount never makes a line negative nor takes more than the line's amount; an
+ * invoice's discount is its lines' and its total is what its lines, less the discount, come to
+ * with PPN; a subscription's quantity stays within 1..10,000 (1 on a plan not per unit); and
+ * no code or coupon is ever redeemed past its limit, each redemption counted exactly once.
+ */
+async function discountProblems(em: EntityManager, userId: string): Promise<string[]> {
+  const problems: string[] = [];
+  const lines = await em.find(InvoiceLine, { invoice: { user: userId } }, { populate: ['invoice'] });
+  const byInvoice = new Map<string, InvoiceLine[]>();
+  for (const l of lines) {
+    byInvoice.set(l.invoice.id, [...(byInvoice.get(l.invoice.id) ?? []), l]);
+    if (compare(l.discountAmount, ZERO) < 0) problems.push(`invoice ${l.invoice.number} line ${l.position} has a negative discount ${l.discountAmount}`);
+    if (compare(l.discountAmount, ZERO) > 0 && compare(l.discountAmount, l.amount) > 0) problems.push(`invoice ${l.invoice.number} line ${l.position} is discounted ${l.discountAmount}, more than its amount ${l.amount}`);
+    if (compare(l.discountAmount, ZERO) > 0 && l.kind === 'credit') problems.push(`invoice ${l.invoice.number} discounts a credit line`);
+  }
+  for (const [, own] of byInvoice) {
+    const invoice = own[0].invoice;
+    const discount = sum(own.map((l) => l.discountAmount));
+    if (compare(discount, invoice.discountAmount) !== 0) problems.push(`invoice ${invoice.number} says discount ${invoice.discountAmount}, its lines ${discount}`);
+    const net = subtract(invoice.subtotal, invoice.discountAmount);
+    const expected = invoice.taxBehavior === 'exclusive' ? add(net, invoice.taxAmount) : net;
+    if (compare(net, ZERO) >= 0 && compare(expected, invoice.totalAmount) !== 0) problems.push(`invoice ${invoice.number}: subtotal ${invoice.subtotal} − discount ${invoice.discountAmount} (+ PPN ${invoice.taxAmount}) is not its total ${invoice.totalAmount}`);
+  }
+  for (const s of await em.find(Subscription, { user: userId }, { populate: ['plan'] })) {
+    if (s.quantity < 1 || s.quantity > 10_000 || (!s.plan.perUnit && s.quantity !== 1)) problems.push(`subscription ${s.id} (${s.plan.slug}) has quantity ${s.quantity}`);
+  }
+  for (const promo of await em.find(PromotionCode, {})) {
+    const counted = await em.count(CouponRedemption, { promotionCode: promo.id });
+    if (promo.maxRedemptions !== null && promo.timesRedeemed > promo.maxRedemptions) problems.push(`promotion code ${promo.code} redeemed ${promo.timesRedeemed} times, past its limit ${promo.maxRedemptions}`);
+    if (counted !== promo.timesRedeemed) problems.push(`promotion code ${promo.code} counts ${promo.timesRedeemed} redemptions, ${counted} are recorded`);
+  }
+  for (const coupon of await em.find(Coupon, {})) {
+    const counted = await em.count(CouponRedemption, { coupon: coupon.id });
+    if (coupon.maxRedemptions !== null && coupon.timesRedeemed > coupon.maxRedemptions) problems.push(`coupon ${coupon.code} redeemed ${coupon.timesRedeemed} times, past its limit ${coupon.maxRedemptions}`);
+    if (counted !== coupon.timesRedeemed) problems.push(`coupon ${coupon.code} counts ${coupon.timesRedeemed} redemptions, ${counted} are recorded`);
+  }
   return problems;
 }
 
