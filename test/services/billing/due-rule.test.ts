@@ -46,6 +46,8 @@ const subscriptionShape = fc.record({
   cyclesCompleted: fc.integer({ min: 0, max: 3 }),
   planIndex: fc.integer({ min: 0, max: 2 }),
   pendingPlanIndex: maybe(fc.integer({ min: 0, max: 3 })),
+  pendingQuantity: maybe(fc.integer({ min: 1, max: 3 })),
+  discounted: fc.boolean(),
   // NOTE: at most one open renewal invoice, as the run keeps it (the period advances only when
   // it is paid, and the next one is issued only then); other invoices are noise the rule must ignore.
   invoices: fc.array(invoiceShape, { maxLength: 3 }).filter((list) => list.filter((i) => i.status === 'open' && i.billingReason === 'subscription_cycle').length <= 1),
@@ -95,6 +97,10 @@ describe.each(DATABASES)('the due rule on %s', (kind) => {
         trialWillEndNotifiedAt: shape.trialWillEndNotifiedAt,
         cancelAtPeriodEnd: shape.cancelAtPeriodEnd,
         cyclesCompleted: shape.cyclesCompleted,
+        pendingQuantity: shape.pendingQuantity,
+        discount: shape.discounted
+          ? { coupon_id: randomUUID(), coupon: 'DUE', promotion_code: null, percent_off: '10.00', amount_off: null, currency: null, duration: 'forever', plans: null, starts_at: AT.toISOString(), ends_at: null, cycles_left: null }
+          : null,
         metadata: {},
         customerDetails: {},
       } as unknown as Subscription);
