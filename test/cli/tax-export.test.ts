@@ -9,10 +9,11 @@ import { create } from 'xmlbuilder2';
 import { Invoice, InvoiceLine } from '../../src/db/entities/invoice.js';
 import { User } from '../../src/db/entities/user.js';
 import { ManualClock } from '../../src/domain/clock.js';
-import { add, compare } from '../../src/domain/money.js';
+import { add, compare, subtract } from '../../src/domain/money.js';
 import { ppnOf } from '../../src/domain/tax.js';
 import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.js';
 import { cliEnv } from '../helpers/cli-server.js';
+import { makeCoupon, makePromotionCode } from '../helpers/coupons.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -48,6 +49,7 @@ const PLANS = [
   { slug: 'pro-tax', name: 'Pro', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month' as const, tax_behavior: 'exclusive' as const },
   { slug: 'basic-tax', name: 'Basic', price: 50000, currency: 'IDR', interval: 1, interval_unit: 'month' as const, tax_behavior: 'exclusive' as const },
   { slug: 'inclusive', name: 'Inclusive', price: 15000, currency: 'IDR', interval: 1, interval_unit: 'month' as const, tax_behavior: 'inclusive' as const },
+  { slug: 'team-inclusive', name: 'Team', price: 300000, currency: 'IDR', interval: 1, interval_unit: 'month' as const, tax_behavior: 'inclusive' as const },
   { slug: 'untaxed', name: 'Untaxed', price: 50000, currency: 'IDR', interval: 1, interval_unit: 'month' as const },
 ];
 const BUSINESS = { buyer_type: 'business', npwp: '01.234.567.8-091.000', name: 'PT Contoh & <Anak> "Jaya"', address: 'Jl. Sudirman No. 1\nJakarta' };
@@ -80,12 +82,12 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
   const stored = (number: string) => em().findOneOrFail(Invoice, { number });
 
   /** A user with this tax profile (none: null) buys the plan at `at`, from the wallet or by QRIS settled at the gateway. */
-  async function buy(label: string, profile: object | null, plan: string, at: string, pay: 'wallet' | 'qris' = 'wallet') {
+  async function buy(label: string, profile: object | null, plan: string, at: string, pay: 'wallet' | 'qris' = 'wallet', promotionCode?: string) {
     clock.set(new Date(at));
     const user = await server.createUser();
     if (profile) expect((await server.api('PUT', '/tax-profile/', { auth: user, body: profile })).status).toBe(200);
     if (pay === 'wallet') await fundWallet(server, user, '500000');
-    const created = await subscribe(server, user, { plan_id: plan, payment_type: pay });
+    const created = await subscribe(server, user, { plan_id: plan, payment_type: pay, ...(promotionCode ? { promotion_code: promotionCode } : {}) });
     expect(created.status, created.text).toBe(201);
     if (pay === 'qris') await simulate(server, created.body.payment.order_id, 'settle');
     const body = (await server.api('GET', `/invoices/${created.body.payment.invoice_id}/`, { auth: user })).body;
@@ -113,6 +115,11 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     await buy('refunded', REFUNDED, 'pro-tax', '2026-03-12T03:00:00.000Z', 'qris');
     await buy('untaxed', BUSINESS, 'untaxed', '2026-03-14T03:00:00.000Z');
     await buy('anonymous', null, 'basic-tax', '2026-03-16T03:00:00.000Z');
+    // Discounted: 25 % off the exclusive Pro, Rp 50,000 off the inclusive Rp 300,000 Team.
+    const quarter = await makePromotionCode(em(), { code: 'QUARTER', coupon: await makeCoupon(em(), { percentOff: '25.00' }) });
+    const fifty = await makePromotionCode(em(), { code: 'FIFTY', coupon: await makeCoupon(em(), { amountOff: '50000.00', currency: 'IDR' }) });
+    await buy('discounted', BUSINESS, 'pro-tax', '2026-03-20T03:00:00.000Z', 'wallet', quarter.code);
+    await buy('discountedInclusive', PERSON, 'team-inclusive', '2026-03-22T03:00:00.000Z', 'wallet', fifty.code);
     // 20:15 UTC on 31 March is 03:15 on 1 April in Jakarta.
     await buy('late', PERSON, 'basic-tax', '2026-03-31T20:15:00.000Z');
   }, 120_000);
@@ -149,10 +156,10 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     async () => {
       const res = await tax(['export', '--month', '2026-03', '--json']);
       expect(res.code, res.stderr).toBe(0);
-      const exported = ['person', 'business', 'branch', 'refunded'].map((l) => bought[l].body);
+      const exported = ['person', 'business', 'branch', 'refunded', 'discounted', 'discountedInclusive'].map((l) => bought[l].body);
       expect(res.json).toEqual({
         month: '2026-03',
-        invoices: 4,
+        invoices: 6,
         tax_base: add(...exported.map((i) => i.tax_base)),
         other_tax_base: add(...exported.map((i) => i.other_tax_base)),
         tax_amount: add(...exported.map((i) => i.tax_amount)),
@@ -182,12 +189,30 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
         for (const amount of ['Price', 'Qty', 'TotalDiscount', 'TaxBase', 'OtherTaxBase', 'VAT', 'STLG']) {
           expect(text(line, amount)).toMatch(/^\d+(\.\d{2})?$/);
         }
-        // What Coretax checks: TaxBase = Price × Qty − TotalDiscount, VAT = 12 % of OtherTaxBase.
-        expect(text(line, 'Price')).toBe(text(line, 'TaxBase'));
+        // What Coretax checks: TaxBase = Price × Qty − TotalDiscount (Qty is always 1), VAT = 12 % of OtherTaxBase.
+        expect(text(line, 'Qty')).toBe('1');
+        expect(subtract(text(line, 'Price'), text(line, 'TotalDiscount'))).toBe(text(line, 'TaxBase'));
         expect(ppnOf(text(line, 'TaxBase'), 'IDR')).toEqual({ otherTaxBase: text(line, 'OtherTaxBase'), taxAmount: text(line, 'VAT') });
         expect([text(faktur, 'TrxCode'), text(faktur, 'TaxInvoiceOpt'), text(faktur, 'BuyerCountry'), text(line, 'VATRate')]).toEqual(['04', 'Normal', 'IDN', '12']);
       }
-      const [person, business, branch] = list;
+      const [person, business, branch, , discounted, discountedInclusive] = list;
+      for (const undiscounted of [person, business, branch]) expect(text(goodService(undiscounted), 'TotalDiscount')).toBe('0.00');
+      /*
+       * A discounted line, as Odoo's l10n_id_efaktur_coretax fills it (models/account_move_line.py,
+       * _l10n_id_coretax_build_invoice_line_vals): Price is the unit price, TotalDiscount the line's
+       * discount × quantity, TaxBase the line's subtotal after the discount, OtherTaxBase 11/12 of
+       * it, VAT 12 % of that; the elements in the order of its efaktur_coretax_invoice_line
+       * template (the order checked above). Every figure is before PPN: an inclusive price's
+       * discount is stated as the DPP it takes off.
+       * 25 % off the exclusive Rp 150,000: 150,000 − 37,500 = 112,500; 103,125.00; 12,375.
+       */
+      const lineOf = (faktur: XmlNode) => ['Price', 'Qty', 'TotalDiscount', 'TaxBase', 'OtherTaxBase', 'VAT'].map((name) => text(goodService(faktur), name));
+      expect(lineOf(discounted)).toEqual(['150000.00', '1', '37500.00', '112500.00', '103125.00', '12375.00']);
+      expect(bought.discounted.body).toMatchObject({ subtotal: '150000.00', discount_amount: '37500.00', tax_base: '112500.00', tax_amount: '12375.00', total_amount: '124875.00' });
+      // Rp 50,000 off the inclusive Rp 300,000: 250,000 holds DPP 225,225 + PPN 24,775; before the
+      // discount the price held DPP 270,270, so the faktur states 270,270 − 45,045 = 225,225.
+      expect(lineOf(discountedInclusive)).toEqual(['270270.00', '1', '45045.00', '225225.00', '206456.25', '24775.00']);
+      expect(bought.discountedInclusive.body).toMatchObject({ subtotal: '300000.00', discount_amount: '50000.00', tax_base: '225225.00', tax_amount: '24775.00', total_amount: '250000.00' });
       expect(text(person, 'TaxInvoiceDate')).toBe('2026-03-01');
       expect([text(person, 'BuyerTin'), text(person, 'BuyerDocument'), text(person, 'BuyerDocumentNumber'), text(person, 'BuyerIDTKU')]).toEqual([
         '0000000000000000', 'National ID', PERSON.nik, '000000',
@@ -299,13 +324,13 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
     clock.set(new Date('2026-03-25T03:00:00.000Z'));
     const again = await tax(['export', '--month', '2026-03', '--again', '--out', 'again.xml', '--json']);
     expect(again.code, again.stderr).toBe(0);
-    expect(again.json).toMatchObject({ invoices: 3, files: ['again.xml'] });
+    expect(again.json).toMatchObject({ invoices: 5, files: ['again.xml'] });
     expect(again.json.skipped).toEqual([
       { invoice_number: bought.business.number, reason: expect.stringContaining('Faktur Pajak 04012500000000001 is already recorded') },
       { invoice_number: bought.anonymous.number, reason: expect.stringMatching(/^no buyer tax profile/) },
     ]);
     expect(fakturs(parseXml(await readFile(join(dir, 'again.xml'), 'utf8'))).map((f) => text(f, 'RefDesc'))).toEqual(
-      ['person', 'branch', 'refunded'].map((l) => bought[l].number),
+      ['person', 'branch', 'refunded', 'discounted', 'discountedInclusive'].map((l) => bought[l].number),
     );
     expect((await stored(bought.person.number)).taxExportedAt).toEqual(first);
   });

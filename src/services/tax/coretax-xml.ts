@@ -1,6 +1,6 @@
 import { create } from 'xmlbuilder2';
 import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
-import type { Money } from '../../domain/money.js';
+import { add, type Money } from '../../domain/money.js';
 import type { TaxProfile } from '../../domain/tax-profile.js';
 
 /*
@@ -55,7 +55,9 @@ export interface CoretaxFaktur {
   buyer: TaxProfile;
   name: string;
   unit: CoretaxUnit;
-  /** DPP */
+  /** The discount before PPN (faktur-standing.ts, fakturDiscount): Coretax's TotalDiscount. */
+  discount: Money;
+  /** DPP, after the discount */
   taxBase: Money;
   /** DPP Nilai Lain */
   otherTaxBase: Money;
@@ -151,10 +153,12 @@ export function coretaxXml(seller: CoretaxSeller, fakturs: CoretaxFaktur[]): str
     element(line, 'Code', CORETAX_CODES.code);
     element(line, 'Name', oneLine(faktur.name));
     element(line, 'Unit', faktur.unit);
-    // Price × Qty − TotalDiscount = TaxBase, as Coretax checks: the whole DPP at quantity one.
-    element(line, 'Price', faktur.taxBase);
+    // Price × Qty − TotalDiscount = TaxBase, as Coretax checks: one line at quantity one whose
+    // price is the DPP before the discount. Odoo fills it the same way per line (Price = unit
+    // price, TotalDiscount = its discount × quantity, TaxBase = the line's subtotal after it).
+    element(line, 'Price', add(faktur.taxBase, faktur.discount));
     element(line, 'Qty', '1');
-    element(line, 'TotalDiscount', '0.00');
+    element(line, 'TotalDiscount', faktur.discount);
     element(line, 'TaxBase', faktur.taxBase);
     element(line, 'OtherTaxBase', faktur.otherTaxBase);
     element(line, 'VATRate', CORETAX_CODES.vatRate);

@@ -12,7 +12,7 @@ import { sellerIdentityOf } from '../invoices/seller-tax-identity.js';
 import { lineWordsFor } from '../documents/line-words.js';
 import type { DataContext } from '../context.js';
 import { coretaxXml, MAX_FAKTURS_PER_FILE, missingBuyerIdentity, unitOfPeriod, type CoretaxFaktur, type CoretaxSeller } from './coretax-xml.js';
-import { creditNotesOf, standingValue } from './faktur-standing.js';
+import { creditNotesOf, fakturDiscount, standingValue } from './faktur-standing.js';
 import { isInMonth, localDate, searchWindow, type TaxMonth } from './tax-month.js';
 
 export interface ExportCoretaxInput {
@@ -97,6 +97,7 @@ export async function exportCoretax(ctx: DataContext, input: ExportCoretaxInput)
           buyer: buyer!,
           name: line ? words.line(line) : `Invoice ${invoice.number}`,
           unit: unitOfPeriod(line?.kind ?? '', line?.periodStart ?? null, line?.periodEnd ?? null),
+          discount: fakturDiscount(invoice),
           taxBase: value.taxBase,
           otherTaxBase: value.otherTaxBase,
           vat: value.taxAmount,

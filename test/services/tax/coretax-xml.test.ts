@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { create } from 'xmlbuilder2';
 import { coretaxXml, MAX_FAKTURS_PER_FILE, unitOfPeriod, type CoretaxFaktur } from '../../../src/services/tax/coretax-xml.js';
 import { numberedPath } from '../../../src/services/tax/export-coretax.js';
+import { fakturDiscount } from '../../../src/services/tax/faktur-standing.js';
 import { normaliseFakturNumber } from '../../../src/services/tax/record-tax-invoice.js';
 import { isInMonth, localDate, parseTaxMonth, uploadDeadline } from '../../../src/services/tax/tax-month.js';
 
@@ -12,6 +13,7 @@ const faktur = (over: Partial<CoretaxFaktur> = {}): CoretaxFaktur => ({
   buyer: { buyer_type: 'business', npwp: '0012345678091000', nitku: '0012345678091000000000', nik: null, passport: null, country: null, document_number: null, name: 'PT A', address: 'Jakarta', email: null },
   name: 'Pro',
   unit: 'UM.0024',
+  discount: '0.00',
   taxBase: '150000.00',
   otherTaxBase: '137500.00',
   vat: '16500.00',
@@ -29,6 +31,18 @@ describe('the Coretax XML', () => {
     expect(xml).toContain('<AddInfo/>');
     const root = create(xml).root().node as unknown as { getElementsByTagName(name: string): ArrayLike<{ textContent: string | null }> };
     expect(root.getElementsByTagName('BuyerName')[0].textContent).toBe('PT <Maju> & "Jaya" \'s Tbk');
+  });
+
+  it('a discounted line: Price is the DPP before the discount, TotalDiscount the discount before PPN, TaxBase what is left (Price × Qty − TotalDiscount = TaxBase, as Odoo fills it)', () => {
+    const xml = coretaxXml(SELLER, [faktur({ discount: '37500.00', taxBase: '112500.00', otherTaxBase: '103125.00', vat: '12375.00' })]);
+    expect(xml).toMatch(/<Price>150000\.00<\/Price>\s*<Qty>1<\/Qty>\s*<TotalDiscount>37500\.00<\/TotalDiscount>\s*<TaxBase>112500\.00<\/TaxBase>\s*<OtherTaxBase>103125\.00<\/OtherTaxBase>/);
+  });
+
+  it('the faktur discount of an inclusive invoice is the DPP the discount takes off; of an exclusive one, its discount', () => {
+    const inclusive = { taxBehavior: 'inclusive' as const, subtotal: '300000.00', discountAmount: '50000.00', taxBase: '225225.00', currency: 'IDR' };
+    expect(fakturDiscount(inclusive)).toBe('45045.00');
+    expect(fakturDiscount({ ...inclusive, taxBehavior: 'exclusive', subtotal: '150000.00', discountAmount: '37500.00', taxBase: '112500.00' })).toBe('37500.00');
+    expect(fakturDiscount({ ...inclusive, discountAmount: '0.00', taxBase: '270270.00' })).toBe('0.00');
   });
 
   it('refuses more than 1,000 fakturs in one file', () => {
