@@ -14,6 +14,8 @@ import { registerSubscriptionCommands } from './commands/subscriptions.js';
 import { registerTaxCommands } from './commands/tax.js';
 import { registerUserCommands } from './commands/users.js';
 import { registerCustomerCommands } from './commands/customers.js';
+import { registerCouponCommands } from './commands/coupons.js';
+import { registerPromotionCodeCommands } from './commands/promotion-codes.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
 import { registerWalletCommands } from './commands/wallet.js';
 import { VERSION } from '../src/version.js';
@@ -29,6 +31,8 @@ const program = new Command('billing-admin')
 registerDbCommands(program);
 registerUserCommands(program);
 registerCustomerCommands(program);
+registerCouponCommands(program);
+registerPromotionCodeCommands(program);
 registerPlanCommands(program);
 registerSimulateCommands(program);
 registerBillingCommands(program);
