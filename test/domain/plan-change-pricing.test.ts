@@ -1,5 +1,10 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Plan } from '../../src/db/entities/plan.js';
+import type { SubscriptionDiscount } from '../../src/db/entities/subscription.js';
+import { isPositive, subtract } from '../../src/domain/money.js';
+import type { TaxBehavior } from '../../src/domain/tax.js';
+import { priceInvoice } from '../../src/services/invoices/create-invoice.js';
 import { priceChange } from '../../src/domain/plan-change-pricing.js';
 import { unusedShare } from '../../src/domain/unused-share.js';
 
@@ -45,5 +50,77 @@ describe('priceChange', () => {
     });
     const down = priceChange({ oldPlan: plan('500000.00', 12), newPlan: plan('50000.00'), periodStart: START, periodEnd: new Date('2027-01-31T00:00:00Z'), at: AT, credit: '400000.00', pkp: false });
     expect(down).toMatchObject({ charge: '50000.00', net: '-350000.00', periodEnd: new Date('2026-03-21T00:00:00Z'), resetsPeriod: true });
+  });
+});
+
+describe('priceChange on discounted prices and units', () => {
+  const discount = (over: Partial<SubscriptionDiscount> = {}): SubscriptionDiscount => ({
+    coupon_id: 'c', coupon: 'C', promotion_code: null, percent_off: '25.00', amount_off: null, currency: null,
+    duration: 'forever', plans: null, starts_at: START.toISOString(), ends_at: null, cycles_left: null, ...over,
+  });
+  const perUnit = (price: string) => Object.assign(plan(price), { perUnit: true });
+
+  it('the charge is the rest of the period after the discount that covers the new plan; the credit is what was paid', () => {
+    const terms = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('150000.00'), periodStart: START, periodEnd: END, at: AT, credit: '9375.00', pkp: false, discount: discount() });
+    // 150 000 × 7/28 = 37 500, 25 % off: 28 125; less 9 375 paid for Basic's unused quarter at 25 % off.
+    expect(terms).toMatchObject({ chargeLine: '37500.00', chargeDiscount: '9375.00', charge: '28125.00', net: '18750.00', creditLine: '9375.00' });
+    expect(terms.discount?.coupon).toBe('C');
+  });
+
+  it('units of a per-unit plan: price × quantity, then the share, then the discount; any other plan counts one', () => {
+    const terms = priceChange({ oldPlan: perUnit('50000.00'), newPlan: perUnit('150000.00'), periodStart: START, periodEnd: END, at: AT, credit: '0.00', pkp: false, quantity: 3, discount: discount({ percent_off: null, amount_off: '100000.00', currency: 'IDR' }) });
+    expect(terms).toMatchObject({ chargeLine: '112500.00', chargeUnit: '112500.00', chargeQuantity: 1, chargeDiscount: '100000.00', charge: '12500.00', net: '12500.00' });
+    const single = priceChange({ oldPlan: perUnit('50000.00'), newPlan: plan('150000.00'), periodStart: START, periodEnd: END, at: AT, credit: '0.00', pkp: false, quantity: 3 });
+    expect(single.chargeLine).toBe('37500.00');
+    const fresh = priceChange({ oldPlan: perUnit('50000.00'), newPlan: Object.assign(perUnit('500000.00'), { interval: 12 }), periodStart: START, periodEnd: END, at: AT, credit: '0.00', pkp: false, quantity: 3 });
+    expect(fresh).toMatchObject({ chargeUnit: '500000.00', chargeQuantity: 3, chargeLine: '1500000.00', net: '1500000.00', resetsPeriod: true });
+  });
+
+  it('a discount not for the new plan, or in another currency, does not cover the charge; one of 100 % leaves only the credit', () => {
+    const notFor = priceChange({ oldPlan: plan('50000.00'), newPlan: Object.assign(plan('150000.00'), { slug: 'pro' }), periodStart: START, periodEnd: END, at: AT, credit: '0.00', pkp: false, discount: discount({ plans: ['basic'] }) });
+    expect(notFor).toMatchObject({ chargeDiscount: '0.00', charge: '37500.00', discount: null });
+    const all = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('150000.00'), periodStart: START, periodEnd: END, at: AT, credit: '12500.00', pkp: false, discount: discount({ percent_off: '100.00' }) });
+    expect(all).toMatchObject({ charge: '0.00', net: '-12500.00' });
+  });
+
+  it('a new period (another interval) is discounted only by a discount with a period left; one that ran out covers only the running period', () => {
+    const spent = discount({ duration: 'once', cycles_left: 0, ends_at: END.toISOString() });
+    const same = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('150000.00'), periodStart: START, periodEnd: END, at: AT, credit: '0.00', pkp: false, discount: spent });
+    expect(same.chargeDiscount).toBe('9375.00');
+    const yearly = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('500000.00', 12), periodStart: START, periodEnd: END, at: AT, credit: '0.00', pkp: false, discount: spent });
+    expect(yearly).toMatchObject({ chargeDiscount: '0.00', charge: '500000.00', discount: null });
+    const left = priceChange({ oldPlan: plan('50000.00'), newPlan: plan('500000.00', 12), periodStart: START, periodEnd: END, at: AT, credit: '0.00', pkp: false, discount: discount({ duration: 'repeating', cycles_left: 2 }) });
+    expect(left).toMatchObject({ chargeDiscount: '125000.00', charge: '375000.00' });
+  });
+
+  it('the change invoice (lines as billChange makes them, priced by priceInvoice) totals exactly the net, on every tax behaviour (property)', () => {
+    const config = { tax: { pkp: true, sellerTaxId: null, sellerNitku: null }, documents: { companyName: '' } } as unknown as Parameters<typeof priceInvoice>[0];
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 28 * 24 - 1 }),
+        fc.integer({ min: 1, max: 2000 }),
+        fc.integer({ min: 0, max: 100_000 }),
+        fc.constantFrom<TaxBehavior>('none', 'inclusive', 'exclusive'),
+        fc.option(fc.oneof(fc.integer({ min: 1, max: 100 }).map((p) => discount({ percent_off: `${p}.00` })), fc.integer({ min: 1, max: 300_000 }).map((a) => discount({ percent_off: null, amount_off: `${a}.00`, currency: 'IDR' })))),
+        fc.integer({ min: 1, max: 5 }),
+        (hoursIn, price, credit, behavior, d, quantity) => {
+          const newPlan = Object.assign(perUnit(`${price * 100}.00`), { taxBehavior: behavior });
+          const at = new Date(START.getTime() + hoursIn * 3_600_000);
+          const terms = priceChange({ oldPlan: plan('50000.00'), newPlan, periodStart: START, periodEnd: END, at, credit: `${credit}.00`, pkp: true, quantity, discount: d });
+          fc.pre(isPositive(terms.net));
+          const lines = [
+            ...(isPositive(terms.creditLine) ? [{ description: 'credit', kind: 'proration' as const, unitAmount: `-${terms.creditLine}` }] : []),
+            { description: 'charge', kind: 'proration' as const, unitAmount: terms.chargeUnit, quantity: terms.chargeQuantity, discounted: true },
+          ];
+          const priced = priceInvoice(config, { lines, currency: 'IDR', taxBehavior: behavior, discount: terms.discount });
+          expect(priced.tax.total).toBe(terms.net);
+          expect(priced.discountAmount).toBe(terms.chargeDiscount);
+          // What is asked is what is owed, or (exclusive, no DPP gives it exactly) one rupiah more.
+          const over = subtract(terms.net, subtract(terms.charge, terms.credit));
+          expect(['0.00', '1.00']).toContain(over);
+        },
+      ),
+      { numRuns: 400 },
+    );
   });
 });

@@ -73,6 +73,7 @@ export const subscriptionHandlers: OperationHandlers = {
     const changed = await changeSubscriptionPlan(req.services, requireUser(req), req.path.id, {
       planId: req.body.plan_id,
       immediate: req.body.immediate,
+      promotionCode: req.body.promotion_code,
     });
     return {
       status: 200,

@@ -86,6 +86,11 @@ function applyScheduledPlan(ctx: DataContext, sub: Subscription, plan: Plan, per
   if (old.interval !== plan.interval || old.intervalUnit !== plan.intervalUnit) sub.billingAnchor = periodStart;
   sub.plan = plan;
   sub.pendingPlan = null;
+  // A plan not priced per unit has one unit: fewer units asked for on the old plan go with it.
+  if (!plan.perUnit) {
+    sub.quantity = 1;
+    sub.pendingQuantity = null;
+  }
   notify(ctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: old.name, plan_name: plan.name, applied_at_renewal: true });
 }
 

@@ -1,7 +1,7 @@
 import type { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
 import type { RenewalFailure, Subscription } from '../../db/entities/subscription.js';
-import { compare } from '../../domain/money.js';
+import { compare, isPositive } from '../../domain/money.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { capExpiryMinutes } from '../../gateway/expiry-limits.js';
 import type { Bank } from '../../gateway/types.js';
@@ -112,6 +112,11 @@ export async function collectInvoice(ctx: DataContext, sub: Subscription, invoic
   after.cancelOrderIds.push(...(await cancelInvoicePayments(ctx.em, { invoice }, at)));
   const input = { user: sub.user, subscription: sub, invoice, paymentType: sub.paymentType, amount: invoice.totalAmount, currency: invoice.currency };
 
+  if (!isPositive(invoice.totalAmount)) {
+    // A renewal its discount pays in full: paid at once, whatever the payment type (openPayment).
+    await openPayment(ctx, input);
+    return { counts: { charged: 1 }, after, outcome: null, paid: true };
+  }
   if (sub.paymentType === 'wallet') {
     const wallet = await getOrCreateWallet(ctx, sub.user);
     const short =

@@ -2,6 +2,7 @@ import type { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
 import type { PaymentType, Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
+import { isPositive } from '../../domain/money.js';
 import type { DataContext } from '../context.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { applyGatewayEvent } from './apply-gateway-event.js';
@@ -24,8 +25,15 @@ export interface OpenPaymentInput {
  * debited at once and settled through applyGatewayEvent, so activation follows the same rules
  * as a gateway settlement; without the funds it throws `insufficient_funds` and the caller's
  * transaction writes nothing. Gateway payments are sent with submitPayment after the commit.
+ *
+ * NOTE: an invoice that asks nothing (a discount of 100 %, or an amount off of at least the
+ * price) is paid at once whatever payment type was asked: no gateway takes an order of 0 and
+ * the wallet has no entry of 0. Its payment is recorded as a wallet payment (the kind that never
+ * reaches the gateway) with no ledger entry, and settles through the same applyGatewayEvent,
+ * so a first invoice activates the subscription and a renewal advances it as any payment would.
  */
 export async function openPayment(ctx: DataContext, input: OpenPaymentInput): Promise<Payment> {
+  const nothingOwed = !isPositive(input.amount);
   const payment = ctx.em.create(Payment, {
     ...(input.id ? { id: input.id } : {}),
     orderId: newSubscriptionOrderId(),
@@ -33,13 +41,17 @@ export async function openPayment(ctx: DataContext, input: OpenPaymentInput): Pr
     subscription: input.subscription,
     invoice: input.invoice,
     status: 'pending',
-    paymentType: input.paymentType,
+    paymentType: nothingOwed ? 'wallet' : input.paymentType,
     grossAmount: input.amount,
     currency: input.currency,
     paymentDetails: {},
     createdAt: ctx.clock.now(),
   });
   await ctx.em.flush();
+  if (nothingOwed) {
+    await applyGatewayEvent(ctx, walletSettlement(payment, null));
+    return payment;
+  }
   if (input.paymentType !== 'wallet') return payment;
 
   const entry = await postWalletEntry(ctx, {
@@ -56,7 +68,7 @@ export async function openPayment(ctx: DataContext, input: OpenPaymentInput): Pr
   return payment;
 }
 
-function walletSettlement(payment: Payment, walletTransactionId: string): GatewayEvent {
+function walletSettlement(payment: Payment, walletTransactionId: string | null): GatewayEvent {
   return {
     orderId: payment.orderId,
     transactionStatus: 'settlement',
@@ -67,6 +79,11 @@ function walletSettlement(payment: Payment, walletTransactionId: string): Gatewa
     paymentType: 'wallet',
     refundAmount: null,
     refunds: [],
-    raw: { order_id: payment.orderId, transaction_status: 'settlement', payment_type: 'wallet', wallet_transaction_id: walletTransactionId },
+    raw: {
+      order_id: payment.orderId,
+      transaction_status: 'settlement',
+      payment_type: 'wallet',
+      ...(walletTransactionId ? { wallet_transaction_id: walletTransactionId } : { nothing_owed: true }),
+    },
   };
 }

@@ -37,6 +37,8 @@ function customerOf(details: Record<string, string> | undefined): ChargeRequest[
  */
 export async function submitPayment(ctx: ServiceContext, paymentId: string, opts: SubmitPaymentOptions): Promise<void> {
   const payment = await ctx.em.fork().findOneOrFail(Payment, paymentId, { populate: ['invoice', 'subscription'] });
+  // Paid inside openPayment (the wallet, or an invoice that asks nothing): never the gateway's.
+  if (payment.paymentType === 'wallet') return;
   let tx: GatewayTransaction;
   try {
     tx = await ctx.gateway.charge({

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Payment } from '../../db/entities/payment.js';
 import { Plan } from '../../db/entities/plan.js';
-import type { Subscription } from '../../db/entities/subscription.js';
+import type { Subscription, SubscriptionDiscount } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
-import { DomainError, InvalidStateError } from '../../domain/errors.js';
+import { afterCoveredPeriod } from '../../domain/discount.js';
+import { DomainError, InvalidStateError, ValidationError } from '../../domain/errors.js';
 import { compare, isPositive, negate, type Money } from '../../domain/money.js';
-import { priceChange } from '../../domain/plan-change-pricing.js';
+import { priceChange, unitsOn } from '../../domain/plan-change-pricing.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { Bank } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
@@ -22,6 +23,7 @@ import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 import { unusedCredit } from '../subscription-rules/period-funds.js';
 import { dropPendingChange, onChangePaymentFailed, switchPlan } from '../subscription-rules/plan-change.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
+import { checkPromotionCode, discountOf, redeemPromotionCode } from '../coupons/redeem.js';
 
 /** How long a priced preview may be confirmed at its own price. */
 export const PLAN_CHANGE_QUOTE_MINUTES = 10;
@@ -47,6 +49,13 @@ export interface ChangePlanInput {
    * (PlanChangeQuoteRefused). Without one the change is priced at the moment it is made.
    */
   quote?: PlanChangeQuote;
+  /**
+   * A customer's promotion code, checked against the new plan (422 promotion_code_invalid naming
+   * why). Redeemed in the change's transaction, its discount replaces the subscription's from
+   * this change on: an immediate change's charge is priced after it; a scheduled change
+   * (immediate: false) redeems it now and it first applies at the renewal that switches the plan.
+   */
+  promotionCode?: string;
 }
 
 /** Raised when a quoted change cannot be made at its quoted price: the caller shows a new preview. */
@@ -89,8 +98,12 @@ function assertChangeable(sub: Subscription, newPlan: Plan): void {
   }
 }
 
-/** What an immediate change to `plan` at `at` costs or credits: the one pricing of a change and of its preview. */
-async function quotePlanChange(ctx: DataContext, sub: Subscription, plan: Plan, at: Date): Promise<ReturnType<typeof priceChange>> {
+/**
+ * What an immediate change to `plan` at `at` costs or credits: the one pricing of a change and
+ * of its preview. `discount` is the subscription's discount from the change on: the one a code
+ * redeemed with the change, else the one it has (priceChange decides whether it covers the charge).
+ */
+async function quotePlanChange(ctx: DataContext, sub: Subscription, plan: Plan, at: Date, discount: SubscriptionDiscount | null): Promise<ReturnType<typeof priceChange>> {
   return priceChange({
     oldPlan: sub.plan,
     newPlan: plan,
@@ -99,6 +112,8 @@ async function quotePlanChange(ctx: DataContext, sub: Subscription, plan: Plan, 
     at,
     credit: await unusedCredit(ctx, sub, at),
     pkp: ctx.config.tax.pkp,
+    quantity: sub.quantity,
+    discount,
   });
 }
 
@@ -112,13 +127,35 @@ export interface PlanChangePreview {
  * What an immediate change would cost, priced exactly as changeSubscriptionPlan prices it,
  * without changing anything (the hosted portal shows it before the customer confirms).
  */
-export async function previewPlanChange(ctx: DataContext, user: User, id: string, planIdOrSlug: string, opts: { pricedAt?: Date } = {}): Promise<PlanChangePreview & { pricedAt: Date }> {
+export async function previewPlanChange(
+  ctx: DataContext,
+  user: User,
+  id: string,
+  planIdOrSlug: string,
+  opts: { pricedAt?: Date; promotionCode?: string } = {},
+): Promise<PlanChangePreview & { pricedAt: Date }> {
   const pricedAt = opts.pricedAt ?? ctx.clock.now();
   const plan = await findSubscribablePlan(ctx, planIdOrSlug);
   const sub = await findOwnSubscription(ctx.em, user, id);
   assertChangeable(sub, plan);
+  // The code is checked as the change would redeem it, and not counted.
+  let discount = sub.discount;
+  if (opts.promotionCode !== undefined) {
+    const promo = await checkPromotionCode(ctx, { code: opts.promotionCode, user: sub.user, plan, quantity: unitsOn(plan, sub.quantity), at: ctx.clock.now() });
+    discount = discountOf(promo.coupon, promo, pricedAt);
+  }
   if (sub.status === 'trialing') return { plan, terms: null, pricedAt };
-  return { plan, terms: await quotePlanChange(ctx, sub, plan, pricedAt), pricedAt };
+  return { plan, terms: await quotePlanChange(ctx, sub, plan, pricedAt, discount), pricedAt };
+}
+
+/**
+ * The subscription moves to `plan`'s units now (a plan not priced per unit has one), and units
+ * asked for at the period's end no longer apply to it.
+ */
+function takeUnitsOf(sub: Subscription, plan: Plan): void {
+  if (plan.perUnit) return;
+  sub.quantity = 1;
+  sub.pendingQuantity = null;
 }
 
 /**
@@ -145,32 +182,50 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     // NOTE: another change replaces a pending one: its payment is canceled before anything else.
     const toCancel = await dropPendingChange(tctx, sub);
     if (oldPlan.id === newPlan.id) {
+      // Asking for the current plan withdraws a change: there is no change to redeem a code on.
+      if (input.promotionCode !== undefined) {
+        throw new ValidationError([{ field: 'promotion_code', message: `is redeemed on a change of plan; the subscription is already on ${oldPlan.slug}` }]);
+      }
       sub.pendingPlan = null;
       return { paymentId: null, toCancel };
     }
     const plan = await em.findOneOrFail(Plan, newPlan.id);
+    // NOTE: the code is checked against the new plan and its units, and counted here, once:
+    // a refusal (422) or any later failure rolls the whole change back with its count.
+    const redeemed = input.promotionCode === undefined ? null
+      : await redeemPromotionCode(tctx, { code: input.promotionCode, user: sub.user, plan, quantity: unitsOn(plan, sub.quantity), at: now, subscription: sub });
     if (!immediate) {
       sub.pendingPlan = plan;
+      // Redeemed now, it starts with the renewal that switches the plan (the first period it can cover).
+      if (redeemed) sub.discount = { ...redeemed, starts_at: (sub.currentPeriodEnd ?? sub.nextBillingDate ?? now).toISOString() };
       notify(tctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, plan_name: plan.name, scheduled: true });
       return { paymentId: null, toCancel };
     }
+    const discount = redeemed ? { ...redeemed, starts_at: at.toISOString() } : sub.discount;
     if (sub.status === 'trialing') {
       if (quote) assertQuoteHolds(quote, sub, null);
-      // A trial costs nothing and buys nothing to credit: the plan changes, the trial runs on.
+      // A trial costs nothing and buys nothing to credit: the plan changes, the trial runs on
+      // (a discount redeemed now first covers the period after it).
       sub.plan = plan;
       sub.pendingPlan = null;
+      sub.discount = discount;
+      takeUnitsOf(sub, plan);
       notify(tctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, proration: null });
       return { paymentId: null, toCancel };
     }
 
-    const terms = await quotePlanChange(tctx, sub, plan, at);
+    const terms = await quotePlanChange(tctx, sub, plan, at, discount);
     if (quote) assertQuoteHolds(quote, sub, terms.net);
+    if (isPositive(terms.net) && sub.paymentType === 'credit_card' && !sub.cardToken) {
+      throw new InvalidStateError('The subscription has no saved card to charge the change to.');
+    }
+    // The discount is the subscription's from the change on. It counts the change's period
+    // when that is a period it has not counted yet: a new one, or its first (a code redeemed now).
+    sub.discount = discount;
+    if (terms.discount && (redeemed || terms.resetsPeriod)) sub.discount = afterCoveredPeriod(terms.discount, terms.periodEnd);
     if (!isPositive(terms.net)) {
       await switchPlan(tctx, sub, plan, terms, at, null);
       return { paymentId: null, toCancel };
-    }
-    if (sub.paymentType === 'credit_card' && !sub.cardToken) {
-      throw new InvalidStateError('The subscription has no saved card to charge the change to.');
     }
     return { paymentId: await billChange(tctx, sub, plan, terms, at, now), toCancel };
   });
@@ -229,9 +284,12 @@ async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms
     description: terms.resetsPeriod ? `${plan.name} (new period)` : `Remaining time on ${plan.name}`,
     subject: { type: terms.resetsPeriod ? 'new_period' : 'remaining_time', plan: plan.name },
     kind: terms.resetsPeriod ? 'subscription' : 'proration',
-    unitAmount: terms.chargeLine,
+    unitAmount: terms.chargeUnit,
+    quantity: terms.chargeQuantity,
     periodStart: at,
     periodEnd: terms.periodEnd,
+    // The subscription's own price: priced after the same discount priceChange took off.
+    discounted: true,
   });
   const invoice = await createInvoice(ctx, {
     user: sub.user,
@@ -243,6 +301,7 @@ async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms
     dueAt: issuedAt,
     periodStart: at,
     periodEnd: terms.periodEnd,
+    discount: terms.discount,
     lines,
   });
   const paymentId = randomUUID();
