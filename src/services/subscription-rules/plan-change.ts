@@ -53,6 +53,11 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
     await issueWalletCreditNotes(ctx, entry, 'proration_credit', parts.map((p) => ({ payment: p.payment, amount: p.unused, description, subject })));
   }
   sub.plan = plan;
+  // A plan not priced per unit has one unit (units asked for at the period's end go with the old plan).
+  if (!plan.perUnit) {
+    sub.quantity = 1;
+    sub.pendingQuantity = null;
+  }
   sub.pendingPlan = null;
   sub.pendingChangePlan = null;
   sub.pendingChange = null;
