@@ -49,7 +49,7 @@ export function registerPlanCommands(program: Command): void {
     .description('list every plan, whatever its status')
     .action(async (_opts, cmd: Command) => {
       const rows = (await withServices((s) => listAllPlans(s))).map(serializePlan);
-      output(globalOptions(cmd), rows, () => table(rows, ['slug', 'name', 'price', 'currency', 'interval', 'interval_unit', 'status']));
+      output(globalOptions(cmd), rows, () => table(rows, ['slug', 'name', 'price', 'currency', 'interval', 'interval_unit', 'per_unit', 'status']));
     });
 
   withReason(plans.command('archive <slug>'))

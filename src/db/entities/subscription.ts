@@ -21,6 +21,8 @@ export interface PendingChange {
   charge: string;
   /** The period end the change was priced against: a renewal in between makes it stale. */
   prior_period_end: string | null;
+  /** A change of units (change-quantity) on the same plan: the quantity it sets when paid. */
+  quantity?: number;
 }
 
 /** Why the latest renewal charge failed (kept until a renewal succeeds), for staff and the customer. */

@@ -5,6 +5,7 @@ import type { AccessRule } from '../access-middleware.js';
 import type { LoginThrottler } from '../auth/login-throttle.js';
 import type { OperationHandlers } from '../operations.js';
 import { adminActionHandlers } from './admin-actions.js';
+import { adminCouponHandlers } from './admin-coupons.js';
 import { adminCustomerHandlers } from './admin-customers.js';
 import { adminReadHandlers } from './admin-reads.js';
 import { authHandlers } from './auth.js';
@@ -16,6 +17,7 @@ import { notificationHandlers } from './notifications.js';
 import { paymentHandlers } from './payments.js';
 import { planHandlers } from './plans.js';
 import { subscriptionHandlers } from './subscriptions.js';
+import { subscriptionQuantityHandlers } from './subscription-quantity.js';
 import { taxHandlers } from './tax.js';
 import { topupHandlers } from './topups.js';
 import { walletHandlers } from './wallet.js';
@@ -39,6 +41,7 @@ export function allHandlers(deps: {
     ...notificationHandlers,
     ...webhookHandlers(deps.invalidWebhookQuota),
     ...subscriptionHandlers,
+    ...subscriptionQuantityHandlers,
     ...paymentHandlers,
     ...invoiceHandlers,
     ...creditNoteHandlers,
@@ -46,5 +49,6 @@ export function allHandlers(deps: {
     ...adminReadHandlers,
     ...adminActionHandlers,
     ...adminCustomerHandlers(deps.accessRule),
+    ...adminCouponHandlers,
   };
 }

@@ -19,6 +19,8 @@ export interface PlanSeed {
   features?: Record<string, unknown>;
   sort_order?: number;
   tax_behavior?: TaxBehavior;
+  /** Priced per unit (seats): a subscription pays price × its quantity. */
+  per_unit?: boolean;
 }
 
 export interface SeedResult {
@@ -44,6 +46,7 @@ function validate(seed: PlanSeed, index: number): FieldError[] {
   if (seed.status !== undefined && !['active', 'inactive', 'archived'].includes(seed.status)) errors.push({ field: at('status'), message: 'must be active, inactive or archived' });
   if (seed.sort_order !== undefined && !Number.isInteger(seed.sort_order)) errors.push({ field: at('sort_order'), message: 'must be a whole number' });
   if (seed.tax_behavior !== undefined && !TAX_BEHAVIORS.includes(seed.tax_behavior)) errors.push({ field: at('tax_behavior'), message: 'must be none, exclusive or inclusive' });
+  if (seed.per_unit !== undefined && typeof seed.per_unit !== 'boolean') errors.push({ field: at('per_unit'), message: 'must be true or false' });
   if (seed.features !== undefined && (typeof seed.features !== 'object' || seed.features === null || Array.isArray(seed.features))) errors.push({ field: at('features'), message: 'must be an object' });
   try {
     parseAmountInput(seed.price, seed.currency ?? 'IDR', at('price'));
@@ -79,6 +82,7 @@ export async function seedPlans(ctx: DataContext, seeds: unknown): Promise<SeedR
       features: seed.features ?? {},
       sortOrder: seed.sort_order ?? 0,
       taxBehavior: seed.tax_behavior ?? 'none',
+      perUnit: seed.per_unit ?? false,
     } satisfies Partial<Plan>;
     const status = seed.status ?? 'active';
     const plan = existing.get(seed.slug);

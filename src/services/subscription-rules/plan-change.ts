@@ -109,8 +109,10 @@ export async function applyPaidPlanChange(ctx: DataContext, payment: Payment): P
     periodEnd: new Date(pending.period_end),
     resetsPeriod: pending.resets_period,
   };
+  // A change of units is paid the same way: the running funds carry over, the payment adds its units.
+  if (pending.quantity !== undefined) sub.quantity = pending.quantity;
   await switchPlan(ctx, sub, plan, terms, at, payment);
-  return [`plan changed to ${plan.slug}`];
+  return [pending.quantity !== undefined ? `quantity changed to ${pending.quantity}` : `plan changed to ${plan.slug}`];
 }
 
 /** NOTE: no payment is kept silently: money for a change that will not happen goes to the wallet. */
