@@ -18,7 +18,8 @@ import { reportMonths, type ReportHeader, type ReportMonth, type ReportRange } f
  * moment, so the rows say when service was paid for), or when it is past due: its renewal
  * invoice for a period covering t is open or uncollectible and it had not ended by t. A trial
  * (no payment), a paused span (its funds moved past the pause) and time after the end are not
- * paying. Its amount is the price it was invoiced at for the plan it was on at t (without PPN),
+ * paying. Its amount is the price it was invoiced at for the plan it was on at t (× its
+ * quantity, less its discount, without PPN),
  * normalised to a month; the plan at t comes from the in-app `subscription_plan_changed`
  * notifications, the one dated record of a plan change (a scheduled change applied at renewal
  * takes effect at the period it starts). The catalogue's price today is used only where no
@@ -270,7 +271,9 @@ function subjectOf(raw: unknown): Record<string, unknown> | null {
 /**
  * NOTE: what each subscription was priced at (docs/reports.md, "MRR"): every plan-price line
  * (`kind` subscription: a first, renewal or new-period invoice) of its invoices not voided, at
- * the start of the period it billed, without PPN (an inclusive price's DPP as the invoice
+ * the start of the period it billed, net of its discount (docs/pricing.md: the line's amount is
+ * price × quantity before the discount, so a discount that has ended stops reducing the MRR at
+ * the first period billed without it), without PPN (an inclusive price's DPP as the invoice
  * computes it; an exclusive price is already without it). At an instant, the subscription's
  * price for the plan it is on is that of the last such line for that plan by then; before the
  * first (a plan changed mid-period and invoiced in full only at its renewal), the first one
@@ -282,14 +285,15 @@ async function invoicedPrices(em: EntityManager, ids: string[]): Promise<(subscr
     const chunk = ids.slice(i, i + 500);
     if (chunk.length === 0) continue;
     const rows = (await em.execute(
-      'select i.subscription_id as sid, i.tax_behavior as tb, i.currency as cur, i.period_start as ips, i.created_at as ica, l.amount as amt, l.period_start as lps, l.subject as subj' +
+      'select i.subscription_id as sid, i.tax_behavior as tb, i.currency as cur, i.period_start as ips, i.created_at as ica, l.amount as amt, l.discount_amount as dis, l.period_start as lps, l.subject as subj' +
         " from invoice_lines l join invoices i on i.id = l.invoice_id where l.kind = 'subscription' and i.status <> 'void'" +
         ` and i.subscription_id in (${chunk.map(() => '?').join(', ')})`,
       chunk,
       'all',
-    )) as { sid: string; tb: string; cur: string; ips: unknown; ica: unknown; amt: unknown; lps: unknown; subj: unknown }[];
+    )) as { sid: string; tb: string; cur: string; ips: unknown; ica: unknown; amt: unknown; dis: unknown; lps: unknown; subj: unknown }[];
     for (const r of rows) {
-      const amount = fromColumn(em, InvoiceLine, 'amount', r.amt) as Money;
+      // Net of the line's discount: a discounted subscription brings in what it is invoiced, not its list price.
+      const amount = subtract(fromColumn(em, InvoiceLine, 'amount', r.amt) as Money, (fromColumn(em, InvoiceLine, 'discountAmount', r.dis) as Money | null) ?? ZERO);
       const price = r.tb === 'inclusive' ? taxInvoice(amount, 'inclusive', String(r.cur), true).taxBase : amount;
       const at = (toDate(r.lps) ?? toDate(r.ips) ?? toDate(r.ica))!.getTime();
       const plan = subjectOf(r.subj)?.['plan'];
