@@ -130,15 +130,20 @@ export async function invoiceDocumentView(ctx: Pick<DataContext, 'em' | 'config'
   if (taxed && invoice.taxInvoiceNumber) facts.push([t.facts.taxInvoiceNumber, invoice.taxInvoiceNumber]);
 
   const words = lineWordsFor(settings);
+  // A line's discount is said under it; its amount stays the price before the discount, as the
+  // subtotal does, and the discount total comes off below (docs/pricing.md).
+  const detailOf = (line: InvoiceLine) =>
+    [lineDetail(format, labels, line), isZero(line.discountAmount) ? '' : t.lineDetail.discount(money(`-${line.discountAmount}`))].filter(Boolean).join(' · ');
   const documentLines: DocumentLine[] = lines.map((line) => ({
     description: words.line(line, invoice.currency),
-    detail: lineDetail(format, labels, line),
+    detail: detailOf(line),
     quantity: String(line.quantity),
     unitAmount: money(line.unitAmount),
     amount: money(line.amount),
   }));
 
   const totals: DocumentView['totals'] = [{ label: t.totals.subtotal, value: money(invoice.subtotal) }];
+  if (!isZero(invoice.discountAmount)) totals.push({ label: t.totals.discount, value: money(`-${invoice.discountAmount}`) });
   if (taxed) {
     totals.push(
       { label: t.totals.taxBase, value: money(invoice.taxBase) },

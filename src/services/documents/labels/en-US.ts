@@ -23,6 +23,7 @@ export const EN_US: Labels = {
     lineDetail: {
       proration: (span) => (span ? `Proration for ${span}` : 'Proration'),
       credit: (span) => (span ? `Credit for ${span}` : 'Credit'),
+      discount: (amount) => `Discount ${amount}`,
     },
     stamps: { paid: 'PAID', open: 'DUE', void: 'VOID', uncollectible: 'UNCOLLECTIBLE', refunded: 'REFUNDED', partiallyRefunded: 'PARTIALLY REFUNDED' },
     statuses: { open: 'Open', paid: 'Paid', void: 'Void', uncollectible: 'Uncollectible' },
@@ -31,6 +32,7 @@ export const EN_US: Labels = {
     chargedBack: (amount) => `Charged back ${amount}`,
     totals: {
       subtotal: 'Subtotal',
+      discount: 'Discount',
       taxBase: 'DPP (tax base)',
       otherTaxBase: 'DPP other value (11/12)',
       tax: (rate) => `VAT (PPN) ${rate}%`,

@@ -33,6 +33,7 @@ export const ID_ID: Labels = {
     lineDetail: {
       proration: (span) => (span ? `Prorata ${span}` : 'Prorata'),
       credit: (span) => (span ? `Kredit ${span}` : 'Kredit'),
+      discount: (amount) => `Diskon ${amount}`,
     },
     stamps: { paid: 'LUNAS', open: 'BELUM DIBAYAR', void: 'DIBATALKAN', uncollectible: 'TIDAK TERTAGIH', refunded: 'DIKEMBALIKAN', partiallyRefunded: 'DIKEMBALIKAN SEBAGIAN' },
     statuses: { open: 'Belum Dibayar', paid: 'Lunas', void: 'Dibatalkan', uncollectible: 'Tidak Tertagih' },
@@ -41,6 +42,7 @@ export const ID_ID: Labels = {
     chargedBack: (amount) => `Chargeback ${amount}`,
     totals: {
       subtotal: 'Subtotal',
+      discount: 'Diskon',
       taxBase: 'DPP',
       otherTaxBase: 'DPP Nilai Lain (11/12)',
       tax: (rate) => `PPN ${rate}%`,

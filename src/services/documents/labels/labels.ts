@@ -38,7 +38,7 @@ export interface Labels {
     billTo: string;
     facts: { number: string; issueDate: string; dueDate: string; paidOn: string; period: string; taxInvoiceNumber: string };
     /** The second line of a proration or credit line, with the period it covers when known. */
-    lineDetail: { proration: (span: string | null) => string; credit: (span: string | null) => string };
+    lineDetail: { proration: (span: string | null) => string; credit: (span: string | null) => string; discount: (amount: string) => string };
     stamps: Record<InvoiceStatus, string> & { refunded: string; partiallyRefunded: string };
     statuses: Record<InvoiceStatus, string>;
     refundedInFull: string;
@@ -46,6 +46,8 @@ export interface Labels {
     chargedBack: (amount: string) => string;
     totals: {
       subtotal: string;
+      /** The invoice's discount, between the subtotal and the DPP; shown only when there is one. */
+      discount: string;
       taxBase: string;
       otherTaxBase: string;
       tax: (rate: string) => string;
