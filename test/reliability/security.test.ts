@@ -18,6 +18,7 @@ const contract = loadContract();
 /** Bodies that pass validation, so that what is checked is the ownership, not the input. */
 const VALID_BODIES: Record<string, unknown> = {
   changeSubscriptionPlan: { plan_id: 'pro-monthly' },
+  changeSubscriptionQuantity: { quantity: 2 },
   refundPayment: { amount: 1000 },
   createSubscription: { plan_id: 'basic-monthly', payment_type: 'gopay' },
   createTopup: { amount: 15000, payment_type: 'qris' },
@@ -34,6 +35,10 @@ const VALID_BODIES: Record<string, unknown> = {
   adminReplayWebhookLog: { reason: 'r' },
   adminCreateCustomer: { external_id: 'csrf-check', email: 'csrf@example.com' },
   adminUpdateCustomer: { email: 'csrf@example.com' },
+  adminCreateCoupon: { code: 'CSRF25', name: 'CSRF check', percent_off: '25', duration: 'once', reason: 'r' },
+  adminArchiveCoupon: { reason: 'r' },
+  adminCreatePromotionCode: { code: 'csrf25', coupon: 'CSRF25', reason: 'r' },
+  adminUpdatePromotionCode: { active: false, reason: 'r' },
   createCheckoutSession: { plan_id: 'pro-monthly', success_url: 'https://shop.example.com/thanks', cancel_url: 'https://shop.example.com/plans' },
   createPortalSession: { return_url: 'https://shop.example.com/account' },
 };
@@ -130,7 +135,7 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
     expect(staffLogin.status).toBe(200);
     const staffCookie = cookieOf(staffLogin);
     for (const op of unsafe.filter(isStaffRoute)) {
-      const path = op.path.replace('{id}', bob.subscription).replace('{user}', 'bob').replace('{customer}', 'bob');
+      const path = op.path.replace('{id}', bob.subscription).replace('{user}', 'bob').replace('{customer}', 'bob').replace('{coupon}', 'CSRF25').replace('{code}', 'csrf25');
       const body = bodies[op.id] ?? {};
       const customer = await api(op.method, path, { cookie, headers: { 'x-csrf-token': login.body.csrf_token }, body });
       expect({ op: op.id, status: customer.status, code: customer.body.code }).toEqual({ op: op.id, status: 404, code: 'not_found' });
