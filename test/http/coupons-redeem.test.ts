@@ -21,6 +21,8 @@ import { dbOf, fundWallet, storedCounts, subscribe, walletBalance, type TestUser
  */
 
 const DAY = 24 * 60 * 60 * 1000;
+/** Forty customers (each a password hash) and their forty subscribes on a shared two-core machine. */
+const RACE_TIMEOUT = 180_000;
 const START = new Date('2026-05-04T03:00:00.000Z');
 const PLANS = [
   ...STANDARD_PLANS,
@@ -209,11 +211,11 @@ describe.each(DATABASES)('promotion codes on POST /subscriptions/ (%s)', (kind) 
 
     it('40 customers at once on a code of 5 redemptions: exactly 5 subscribe, 5 counted on the code and the coupon', async () => {
       await race(await makePromotionCode(em(), { maxRedemptions: 5 }));
-    });
+    }, RACE_TIMEOUT);
 
     it('the same with the limit on the coupon only', async () => {
       await race(await makePromotionCode(em(), { coupon: await makeCoupon(em(), { maxRedemptions: 5 }) }));
-    });
+    }, RACE_TIMEOUT);
   });
 
   /** A paid invoice of `amount` for the user, made in-process (what first_time_only looks at). */
