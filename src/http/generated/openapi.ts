@@ -451,8 +451,10 @@ export interface paths {
          *     - `immediate: false`: sets `pending_plan`, applied at the next renewal; `payment` is
          *       `null`.
          *
-         *     `promotion_code` redeems a code whose discount replaces the subscription's from this
-         *     change on: the charge is priced at the discounted price. A state that cannot change
+         *     `promotion_code` redeems a code (checked against the new plan) whose discount replaces the
+         *     subscription's from this change on: the charge is priced at the discounted price. With
+         *     `immediate: false` the code is redeemed now and its discount first covers the renewal
+         *     that switches the plan. A state that cannot change
          *     plan, or plans in different currencies, answer `409` `invalid_state`.
          */
         post: operations["changeSubscriptionPlan"];
