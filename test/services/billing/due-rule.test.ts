@@ -165,7 +165,7 @@ describe.each(DATABASES)('the due rule on %s', (kind) => {
     const ids = await store(
       Array.from({ length: 7 }, (_, n) => ({
         status: 'active' as const, paymentType: 'wallet' as const, nextBillingDate: AT, trialEnd: null, trialWillEndNotifiedAt: null,
-        cancelAtPeriodEnd: n % 2 === 0, cyclesCompleted: 0, planIndex: 0, pendingPlanIndex: null, invoices: [],
+        cancelAtPeriodEnd: n % 2 === 0, cyclesCompleted: 0, planIndex: 0, pendingPlanIndex: null, pendingQuantity: null, discounted: false, invoices: [],
       })),
     );
     const em = orm.em.fork();
