@@ -107,6 +107,8 @@
   window.addEventListener('pageshow', function (event) { if (event.persisted) release(); });
 
   form.addEventListener('submit', function (event) {
+    // Apply (units, a promotion code) prices the checkout again: nothing to tokenise or hold.
+    if (event.submitter && event.submitter.name === 'apply') return;
     if (pay.disabled) {
       event.preventDefault();
       return;

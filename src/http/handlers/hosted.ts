@@ -43,11 +43,11 @@ const serializeLink = ({ session, url }: MadeLink) => ({ id: session.id, url, ex
 
 export const hostedHandlers: OperationHandlers = {
   async createCheckoutSession(req) {
-    const { plan_id, topup_amount, payment_type, success_url, cancel_url } = req.body;
+    const { plan_id, topup_amount, payment_type, quantity, promotion_code, success_url, cancel_url } = req.body;
     const link = await createCheckoutSession(
       req.services,
       await customerOf(req),
-      { planId: plan_id, topupAmount: topup_amount, paymentType: payment_type, successUrl: success_url, cancelUrl: cancel_url },
+      { planId: plan_id, topupAmount: topup_amount, paymentType: payment_type, quantity, promotionCode: promotion_code, successUrl: success_url, cancelUrl: cancel_url },
       hostedOrigin(req.services.config, req.koa),
     );
     return { status: 201, body: serializeLink(link) };

@@ -1,8 +1,23 @@
 import type { Context } from 'koa';
 import type { PaymentType } from '../../db/entities/subscription.js';
-import { taxInvoice } from '../../domain/tax.js';
 import { BANKS, GATEWAY_PAYMENT_TYPES, type Bank, type GatewayPaymentType } from '../../gateway/types.js';
-import { checkoutChoose, checkoutProgress, followCheckout, trialOffer, type ChoiceResult, type CheckoutProgress, type TrialOffer } from '../../services/hosted/checkout.js';
+import {
+  checkoutChoose,
+  checkoutProgress,
+  checkoutTerms,
+  followCheckout,
+  keepCheckoutTerms,
+  trialOffer,
+  type ChoiceResult,
+  type CheckoutPricing,
+  type CheckoutProgress,
+  type CheckoutTerms,
+  type TrialOffer,
+} from '../../services/hosted/checkout.js';
+import { PromotionCodeInvalidError, ValidationError } from '../../domain/errors.js';
+import { isPositive } from '../../domain/money.js';
+import { MAX_QUANTITY } from '../../services/subscriptions/create-subscription.js';
+import { formFieldErrors, promotionCodeText } from './field-errors.js';
 import { firstPeriodAmount } from '../../services/subscriptions/authorize-trial-card.js';
 import { classifyFailure } from '../../services/common/classify-failure.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
@@ -28,20 +43,28 @@ interface ItemSummary {
   submitLabel: string;
 }
 
-function itemSummary(page: PageRequest, offer: TrialOffer | null): ItemSummary {
+function itemSummary(page: PageRequest, offer: TrialOffer | null, priced: CheckoutPricing | null): ItemSummary {
   const { t, format, session } = page;
   const config = page.deps.config;
   const plan = session.plan;
-  if (!plan) {
+  if (!plan || !priced) {
     const amount = format.money(session.topupAmount!, config.walletCurrency);
     return {
       heading: t('checkout.topup'), name: t('checkout.topup_amount'), every: null, trial: null, trialTerms: [], taxNote: null,
       rows: [{ label: t('checkout.total'), value: amount, total: true }], submitLabel: t('checkout.pay', { amount }),
     };
   }
-  const tax = taxInvoice(plan.price, plan.taxBehavior, plan.currency, config.tax.pkp);
+  // PPN on the price after the discount, as the first invoice will have it (priceInvoice).
+  const tax = priced.pricing.tax;
   const rate = tax.taxRate.replace(/\.?0+$/, '');
   const rows: ItemSummary['rows'] = [];
+  const discounted = isPositive(priced.pricing.discountAmount);
+  if (plan.perUnit) {
+    rows.push({ label: t('checkout.units', { n: priced.quantity, price: format.money(plan.price, plan.currency) }), value: format.money(priced.pricing.subtotal, plan.currency) });
+  }
+  if (discounted) {
+    rows.push({ label: t('checkout.discount', { code: priced.promotionCode ?? '' }), value: `\u2212${format.money(priced.pricing.discountAmount, plan.currency)}` });
+  }
   if (tax.taxBehavior === 'exclusive') {
     rows.push({ label: t('checkout.subtotal'), value: format.money(tax.taxBase, plan.currency) });
     rows.push({ label: t('checkout.tax', { rate }), value: format.money(tax.taxAmount, plan.currency) });
@@ -57,7 +80,8 @@ function itemSummary(page: PageRequest, offer: TrialOffer | null): ItemSummary {
     return { heading: t('checkout.plan'), name: plan.name, every, rows, trial: null, trialTerms: [], taxNote, submitLabel: t('checkout.pay', { amount: total }) };
   }
   // A trial: the plan's price is what each period costs from the trial's end; today costs nothing.
-  const firstCharge = format.money(offer.firstCharge, offer.currency);
+  // Units or a discount change that price: the first charge is the period's total as priced here.
+  const firstCharge = plan.perUnit || discounted ? total : format.money(offer.firstCharge, offer.currency);
   const date = format.date(offer.endsAt);
   rows.push({ label: t('checkout.period_total'), value: total });
   rows.push({ label: t('checkout.today'), value: format.money('0', plan.currency), total: true });
@@ -72,6 +96,60 @@ function itemSummary(page: PageRequest, offer: TrialOffer | null): ItemSummary {
     trial: t('checkout.trial', { n: offer.days }),
     submitLabel: t('checkout.start_trial_today', { amount: format.money('0', plan.currency) }),
   };
+}
+
+/**
+ * The units and promotion code the page prices: those just typed when they can be bought, else
+ * the checkout's own (a refused code is shown in its field, never priced).
+ */
+async function pricedTerms(page: PageRequest, typed: TypedTerms | null): Promise<CheckoutPricing | null> {
+  if (!page.session.plan) return null;
+  if (typed) {
+    try {
+      return await checkoutTerms(page.services, page.session, typed);
+    } catch (err) {
+      if (!(err instanceof PromotionCodeInvalidError) && !(err instanceof ValidationError)) throw err;
+      try {
+        return await checkoutTerms(page.services, page.session, { quantity: typed.quantity, promotionCode: null });
+      } catch (again) {
+        if (!(again instanceof ValidationError)) throw again;
+      }
+    }
+  }
+  try {
+    return await checkoutTerms(page.services, page.session, {});
+  } catch (err) {
+    // The checkout's own code can no longer be redeemed (used up since): priced without it, said next to its field.
+    if (!(err instanceof PromotionCodeInvalidError)) throw err;
+    return checkoutTerms(page.services, page.session, { promotionCode: null });
+  }
+}
+
+/** The terms a form gives: `quantity` as a number when typed (NaN when not one), the code as typed ('' for none). */
+interface TypedTerms {
+  quantity?: number;
+  promotionCode?: string | null;
+}
+
+function typedTerms(page: PageRequest, form: Record<string, string>): TypedTerms | null {
+  if (!page.session.plan) return null;
+  const terms: TypedTerms = {};
+  if (form.quantity !== undefined) terms.quantity = /^\s*\d{1,6}\s*$/.test(form.quantity) ? Number(form.quantity) : Number.NaN;
+  if (form.promotion_code !== undefined) terms.promotionCode = form.promotion_code.slice(0, 64);
+  return terms;
+}
+
+/** The field errors of terms that cannot be bought, in the page's language; null when they can. */
+async function termsRefusal(page: PageRequest, typed: TypedTerms): Promise<{ errors: Record<string, string>; priced: null } | { errors: null; priced: CheckoutPricing }> {
+  try {
+    return { errors: null, priced: await checkoutTerms(page.services, page.session, typed) };
+  } catch (err) {
+    if (err instanceof PromotionCodeInvalidError) return { errors: { promotion_code: promotionCodeText(page.t, err.reason) }, priced: null };
+    if (err instanceof ValidationError) {
+      return { errors: formFieldErrors(page.t, err.errors, { quantity: 'quantity', promotion_code: 'promotion_code' }) ?? { quantity: page.t('field.invalid') }, priced: null };
+    }
+    throw err;
+  }
 }
 
 /** The gateway's card script: Midtrans's own in production, the simulator's under development. */
@@ -94,6 +172,17 @@ interface RenderOptions {
   cardError?: string | null;
   /** A line above the page's state (the earlier payment arrived before another method could replace it). */
   notice?: string | null;
+  /** Refusals next to the quantity and promotion code fields, by field name. */
+  fieldErrors?: Record<string, string>;
+  /** What the customer typed in those fields, shown again as typed. */
+  typed?: TypedTerms | null;
+  /** Raw text of the fields, kept as typed after a refusal. */
+  values?: { quantity?: string; promotion_code?: string };
+}
+
+/** A charge waiting for the customer may be replaced by another method (its order canceled first). */
+function switchesFor(progress: CheckoutProgress): boolean {
+  return (progress.state === 'pending' || progress.state === 'confirming') && progress.orderId !== null;
 }
 
 async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opts: RenderOptions = {}): Promise<void> {
@@ -103,7 +192,19 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
   const offer = session.plan && (progress.state === 'choose' || progress.state === 'failed' || progress.state === 'card_check')
     ? await trialOffer(page.services, session.user, session.plan)
     : null;
-  const item = itemSummary(page, offer);
+  const priced = await pricedTerms(page, opts.typed ?? null);
+  const item = itemSummary(page, offer, priced);
+  // The form's units and code: as typed after a refusal, else those the checkout is priced with.
+  const terms = session.plan && !switchesFor(progress)
+    ? {
+      perUnit: session.plan.perUnit,
+      quantity: opts.values?.quantity ?? String(priced?.quantity ?? session.quantity),
+      promotionCode: opts.values?.promotion_code ?? priced?.promotionCode ?? '',
+      unitPrice: format.money(session.plan.price, session.plan.currency),
+      applied: priced?.promotionCode && !opts.fieldErrors?.promotion_code ? t('checkout.promo_applied', { code: priced.promotionCode }) : null,
+      max: MAX_QUANTITY,
+    }
+    : null;
   const card = cardScript(page.deps);
   const cardError = opts.cardError ?? (progress.failure === 'card_declined' ? t('card.declined') : null);
   const offered = offeredTypes(page, card !== null);
@@ -113,7 +214,7 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
   const cardCheck = progress.state === 'card_check';
   const chooses = progress.state === 'choose' || progress.state === 'failed' || (cardCheck && !opts.threeDsUrl);
   // A charge waiting for the customer may be replaced by another method (its order canceled first).
-  const switches = (progress.state === 'pending' || progress.state === 'confirming') && progress.orderId !== null;
+  const switches = switchesFor(progress);
   const scripts = ['/hosted-assets/checkout.js'];
   if ((chooses || switches) && card && methods.some((m) => m.value === 'credit_card')) scripts.unshift(card.src);
   const trialStarted = progress.state === 'trialing' && progress.trialEnd && session.plan
@@ -132,6 +233,8 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
       item,
       error: opts.error ?? null,
       notice: opts.notice ?? null,
+      terms,
+      fieldErrors: opts.fieldErrors ?? {},
       cardError,
       state: progress.state,
       chooses,
@@ -180,6 +283,7 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
   const form = await readForm(ctx);
   const current = () => checkoutProgress(page.services, page.session);
   if (!formIsGenuine(page, form)) return renderCheckout(page, await current(), { error: page.t('error.csrf_failed'), status: 403 });
+  if (form.apply !== undefined) return applyTerms(page, form, await current());
   const card = cardScript(deps);
   const paymentType = form.payment_type as PaymentType;
   if (!(offeredTypes(page, card !== null) as string[]).includes(paymentType)) {
@@ -189,9 +293,23 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
   if (bank !== undefined && !(BANKS as readonly string[]).includes(bank)) {
     return renderCheckout(page, await current(), { error: page.t('error.validation_error', { detail: 'bank' }), status: 400 });
   }
+  // Units and a promotion code: checked before anything is claimed or charged; refused next to their fields.
+  const typed = typedTerms(page, form);
+  const values = { quantity: form.quantity, promotion_code: form.promotion_code };
+  let terms: CheckoutTerms | undefined;
+  // Only while the checkout can still be chosen: once a submit charged (or is charging), the
+  // code it counted may be used up, and this submit is sent back to the page (already_chosen).
+  const before = await current();
+  const open = before.state === 'choose' || before.state === 'failed' || before.state === 'card_check';
+  if (typed && !form.replaces && open) {
+    const checked = await termsRefusal(page, typed);
+    if (checked.errors) return renderCheckout(page, before, { fieldErrors: checked.errors, typed, values, status: 422 });
+    terms = { quantity: checked.priced.quantity, promotionCode: checked.priced.promotionCode };
+  }
   let result: ChoiceResult;
   try {
     result = await checkoutChoose(page.services, page.session, {
+      terms,
       paymentType: paymentType as GatewayPaymentType,
       bank: bank as Bank | undefined,
       token: paymentType === 'credit_card' ? form.token : undefined,
@@ -202,6 +320,10 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
     // The gateway's answer to the charge was lost: the page follows that charge (it may have
     // been taken) and offers no second one until the gateway has said what became of it.
     if (after.state === 'confirming') return seeThePage(page);
+    // The code was used up between the check and the charge (another customer took its last use).
+    if (err instanceof PromotionCodeInvalidError) {
+      return renderCheckout(page, after, { fieldErrors: { promotion_code: promotionCodeText(page.t, err.reason) }, typed, values, status: 422 });
+    }
     const failure = classifyFailure(err);
     // The bank refused the card (422 card_declined): said next to the card form, another card may be tried.
     if (failure?.code === 'card_declined') {
@@ -223,6 +345,22 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
       if (result.threeDsUrl) return renderCheckout(page, await current(), { threeDsUrl: result.threeDsUrl });
       return seeThePage(page);
   }
+}
+
+/**
+ * The form's Apply button: the units and promotion code are checked and priced, and kept on the
+ * checkout while nothing is charged yet, so the page shows the new total (the discount line and
+ * PPN on the discounted price). Nothing is charged; a code is counted only when the checkout is paid.
+ */
+async function applyTerms(page: PageRequest, form: Record<string, string>, progress: CheckoutProgress): Promise<void> {
+  const typed = typedTerms(page, form);
+  const values = { quantity: form.quantity, promotion_code: form.promotion_code };
+  const open = progress.state === 'choose' || progress.state === 'failed' || progress.state === 'card_check';
+  if (!typed || !open) return seeThePage(page);
+  const checked = await termsRefusal(page, typed);
+  if (checked.errors) return renderCheckout(page, progress, { fieldErrors: checked.errors, typed, values, status: 422 });
+  await keepCheckoutTerms(page.services, page.session, { quantity: checked.priced.quantity, promotionCode: checked.priced.promotionCode });
+  return renderCheckout(page, progress);
 }
 
 /** 303 to the page itself, which shows where the checkout stands. */

@@ -1,4 +1,4 @@
-import type { FieldError } from '../../domain/errors.js';
+import type { FieldError, PromotionCodeRefusal } from '../../domain/errors.js';
 import type { TypedAmountRefusal } from '../../domain/typed-amount.js';
 import { pageFormat, type Translate } from './language.js';
 import type { Messages } from './messages/id.js';
@@ -24,6 +24,7 @@ const RULES: Rule[] = [
   { pattern: /^must be at most (\d+(?:\.\d+)?) ([A-Z]{3})$/, key: 'field.amount_max', vars: (m) => ({ amount: rupiah(m[1]!, m[2]!) }) },
   { pattern: /^must be greater than zero$/, key: 'field.amount_positive' },
   { pattern: /^(may have at most two decimal places|must be a whole amount for [A-Z]{3})$/, key: 'field.amount_whole' },
+  { pattern: /^must be a whole number from 1 to (\d+)$/, key: 'field.quantity_range', vars: (m) => ({ max: m[1]! }) },
   { pattern: /^(must be a decimal number|must be a number or a decimal string|must be a finite number|is out of range|is too long)$/, key: 'field.amount_not_a_number' },
 ];
 
@@ -34,6 +35,11 @@ export function fieldErrorText(t: Translate, error: FieldError): string {
     if (match) return t(rule.key, rule.vars?.(match) ?? {});
   }
   return t('field.invalid');
+}
+
+/** Why a promotion code was refused, next to its field in the page's language. */
+export function promotionCodeText(t: Translate, reason: PromotionCodeRefusal): string {
+  return t(`promo.${reason}`);
 }
 
 /** Why a typed amount was refused, with an example written the page's way. */

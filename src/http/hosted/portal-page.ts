@@ -14,6 +14,9 @@ import { portalOverview, type PortalOverview } from '../../services/hosted/porta
 import { cancelSubscription } from '../../services/subscriptions/cancel-subscription.js';
 import { chargeSubscription } from '../../services/subscriptions/charge-subscription.js';
 import { changeSubscriptionPlan, PlanChangeQuoteRefused, previewPlanChange, withdrawPlanChange } from '../../services/subscriptions/change-subscription-plan.js';
+import { changeSubscriptionQuantity, previewQuantityChange, QuantityChangeMoved } from '../../services/subscriptions/change-subscription-quantity.js';
+import { MAX_QUANTITY } from '../../services/subscriptions/create-subscription.js';
+import { discountCovers } from '../../domain/discount.js';
 import { pauseSubscription } from '../../services/subscriptions/pause-subscription.js';
 import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
 import { hostedOrigin } from '../handlers/hosted.js';
@@ -22,7 +25,7 @@ import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageD
 import { readQuote, signQuote } from './plan-change-quote.js';
 
 /** What the portal's forms may ask; each runs the same use case as the API, as the link's user. */
-const ACTIONS = ['change-plan', 'withdraw-change', 'cancel', 'pause', 'resume', 'pay', 'topup'] as const;
+const ACTIONS = ['change-plan', 'withdraw-change', 'change-quantity', 'cancel', 'pause', 'resume', 'pay', 'topup'] as const;
 type PortalAction = (typeof ACTIONS)[number];
 
 /** What a render shows beside the portal itself. */
@@ -36,6 +39,8 @@ interface RenderOptions {
   values?: Record<string, string>;
   /** A plan to preview a change to (else `?change=`). */
   previewPlan?: string | null;
+  /** A number of units to preview a change to (else `?quantity=`). */
+  previewQuantity?: string | null;
 }
 
 function every(page: PageRequest, plan: Plan): string {
@@ -84,6 +89,7 @@ function subscriptionView(page: PageRequest, overview: PortalOverview) {
   return {
     id: sub.id,
     live,
+    ...unitsView(page, sub),
     planName: sub.plan.name,
     price: price.total,
     priceTaxed: price.taxed,
@@ -104,12 +110,61 @@ function subscriptionView(page: PageRequest, overview: PortalOverview) {
   };
 }
 
+/**
+ * A per-unit subscription's units (and the units it drops to at the period's end), and the
+ * discount it redeemed, as the portal shows them.
+ */
+function unitsView(page: PageRequest, sub: Subscription) {
+  const { t, format } = page;
+  const money = (amount: string) => format.money(amount, sub.plan.currency);
+  const perUnit = sub.plan.perUnit;
+  const discount = sub.discount && discountCovers(sub.discount, sub.plan, page.services.clock.now()) ? sub.discount : null;
+  const label = discount?.promotion_code ?? discount?.coupon ?? '';
+  return {
+    perUnit,
+    quantity: sub.quantity,
+    quantityText: perUnit ? t('checkout.units', { n: sub.quantity, price: money(sub.plan.price) }) : null,
+    pendingQuantityText: perUnit && sub.pendingQuantity !== null && sub.currentPeriodEnd
+      ? t('portal.pending_quantity', { n: sub.pendingQuantity, date: format.date(sub.currentPeriodEnd) })
+      : null,
+    discountText: discount
+      ? discount.percent_off !== null
+        ? t('portal.discount_percent', { code: label, percent: discount.percent_off.replace(/\.?0+$/, '') })
+        : t('portal.discount_amount', { code: label, amount: money(discount.amount_off ?? '0') })
+      : null,
+    canChangeQuantity: perUnit && subscriptionActions.can(sub, 'change_plan'),
+    maxQuantity: MAX_QUANTITY,
+  };
+}
+
+/** What a change to `wanted` units would cost or credit, priced as the change itself prices it. */
+async function quantityPreviewView(page: PageRequest, overview: PortalOverview, typed: string) {
+  const sub = overview.subscription!;
+  const wanted = /^\s*\d{1,6}\s*$/.test(typed) ? Number(typed) : Number.NaN;
+  const preview = await previewQuantityChange(page.services, page.session.user, sub.id, wanted);
+  const money = (amount: string) => page.format.money(amount, sub.plan.currency);
+  return {
+    quantity: wanted,
+    current: sub.quantity,
+    trial: sub.status === 'trialing',
+    more: wanted > sub.quantity,
+    same: wanted === sub.quantity,
+    due: preview.amountDue ? money(preview.amountDue) : null,
+    dueRaw: preview.amountDue,
+    credit: preview.credit ? money(preview.credit) : null,
+    creditRaw: preview.credit,
+    periodEnd: sub.currentPeriodEnd ? page.format.date(sub.currentPeriodEnd) : null,
+  };
+}
+
 /** A change waiting for its payment: what it moves to, what it waits for, and until when it would run. */
 function pendingChangeView(page: PageRequest, sub: Subscription, overview: PortalOverview) {
   const pending = sub.pendingChange;
   if (!pending || !sub.pendingChangePlan) return null;
   const payment = overview.pendingPayment?.id === pending.payment_id ? overview.pendingPayment : null;
   return {
+    /** A change of units (change-quantity) rather than of plan: the units it sets. */
+    quantity: pending.quantity ?? null,
     planName: sub.pendingChangePlan.name,
     amount: payment ? page.format.money(payment.grossAmount, payment.currency) : page.format.money(subtract(pending.charge, pending.credit), sub.plan.currency),
     paymentShown: payment !== null,
@@ -149,6 +204,7 @@ async function previewView(page: PageRequest, overview: PortalOverview, planSlug
 function doneNotice(page: PageRequest, done: string | null | undefined, overview: PortalOverview, view: ReturnType<typeof subscriptionView>): string | null {
   if (!done) return null;
   const { t } = page;
+  if (done === 'quantity-pending' && view?.change?.quantity) return t('portal.done.quantity_pending', { n: view.change.quantity, amount: view.change.amount });
   if ((done === 'change-plan' || done === 'change-pending') && view?.change) return t('portal.done.change_pending', { plan: view.change.planName, amount: view.change.amount });
   const notices: Record<string, string> = {
     'change-plan': t('portal.done.change_plan'),
@@ -158,6 +214,8 @@ function doneNotice(page: PageRequest, done: string | null | undefined, overview
     pause: t('portal.done.pause'),
     resume: t('portal.done.resume'),
     pay: t('portal.done.pay'),
+    quantity: t('portal.done.quantity'),
+    'quantity-scheduled': t('portal.done.quantity_scheduled'),
   };
   return notices[done] ?? null;
 }
@@ -178,6 +236,18 @@ async function renderPortal(page: PageRequest, opts: RenderOptions = {}): Promis
       status = status === 200 ? 400 : status;
     }
   }
+  let quantityPreview = null;
+  const units = opts.previewQuantity ?? (typeof page.ctx.query.quantity === 'string' ? page.ctx.query.quantity : null);
+  if (units !== null && sub?.canChangeQuantity) {
+    try {
+      quantityPreview = await quantityPreviewView(page, overview, units);
+    } catch (err) {
+      const fields = err instanceof ValidationError ? formFieldErrors(t, err.errors, { quantity: 'quantity' }) : null;
+      if (fields?.quantity) opts = { ...opts, fieldErrors: { ...opts.fieldErrors, quantity: fields.quantity }, values: { ...opts.values, quantity: units } };
+      else error = failureMessage(t, err);
+      status = status === 200 ? 400 : status;
+    }
+  }
   const action = (name: PortalAction) => withLang(page, `${page.path}${name}`);
   const pendingIsChange = sub?.change?.paymentShown ?? false;
   const otherPlans = overview.otherPlans.map((p) => {
@@ -195,15 +265,18 @@ async function renderPortal(page: PageRequest, opts: RenderOptions = {}): Promis
       values: opts.values ?? {},
       sub,
       preview,
+      quantityPreview,
       csrf: page.csrf,
       pagePath: page.path,
       langParam: page.ctx.query.lang === 'en' || page.ctx.query.lang === 'id' ? page.lang : null,
       actions: {
-        changePlan: action('change-plan'), withdrawChange: action('withdraw-change'), cancel: action('cancel'), pause: action('pause'),
+        changePlan: action('change-plan'), withdrawChange: action('withdraw-change'), changeQuantity: action('change-quantity'), cancel: action('cancel'), pause: action('pause'),
         resume: action('resume'), pay: action('pay'), topup: action('topup'),
       },
       pending: pending && {
-        title: pendingIsChange ? t('portal.pay_change_title', { plan: sub!.change!.planName }) : t('pay.title'),
+        title: pendingIsChange
+          ? sub!.change!.quantity ? t('portal.pay_quantity_title', { n: sub!.change!.quantity }) : t('portal.pay_change_title', { plan: sub!.change!.planName })
+          : t('pay.title'),
         due: format.money(pending.grossAmount, pending.currency),
         details: pending.paymentDetails,
         paymentType: pending.paymentType,
@@ -287,6 +360,28 @@ async function confirmChange(page: PageRequest, form: Record<string, string>, su
   }
 }
 
+/**
+ * Confirms a previewed change of units: more now at the amount shown, fewer at the period's end
+ * (`when=period_end`) or now with the credit shown (`when=now`). When pricing now no longer
+ * gives what was shown, nothing is changed or charged and the preview is shown again.
+ */
+async function confirmQuantity(page: PageRequest, form: Record<string, string>, subscriptionId: string): Promise<string | null> {
+  const typed = form.quantity ?? '';
+  const quantity = /^\s*\d{1,6}\s*$/.test(typed) ? Number(typed) : Number.NaN;
+  const immediate = form.when === 'now';
+  const shown = form.shown && /^\d+\.\d{2}$/.test(form.shown) ? form.shown : undefined;
+  try {
+    const changed = await changeSubscriptionQuantity(page.services, page.session.user, subscriptionId, { quantity, immediate, shown });
+    if (changed.subscription.pendingChange?.quantity !== undefined) return 'quantity-pending';
+    return changed.subscription.pendingQuantity !== null ? 'quantity-scheduled' : 'quantity';
+  } catch (err) {
+    if (err instanceof QuantityChangeMoved) return renderPortal(page, { error: page.t('portal.quantity_moved'), previewQuantity: typed, status: 409 }).then(() => null);
+    const fields = err instanceof ValidationError ? formFieldErrors(page.t, err.errors, { quantity: 'quantity' }) : null;
+    if (fields?.quantity) return renderPortal(page, { fieldErrors: { quantity: fields.quantity }, values: { quantity: typed }, status: 400 }).then(() => null);
+    throw err;
+  }
+}
+
 export async function portalAction(ctx: Context, deps: PageDeps, token: string, name: string): Promise<void> {
   const page = await openPage(ctx, deps, 'portal', token);
   if (!page) return;
@@ -303,6 +398,11 @@ export async function portalAction(ctx: Context, deps: PageDeps, token: string, 
     if (!subscriptionId) return renderPortal(page, { error: page.t('portal.none'), status: 409 });
     if (action === 'change-plan') {
       const outcome = await confirmChange(page, form, subscriptionId);
+      if (outcome === null) return;
+      done = outcome;
+    }
+    if (action === 'change-quantity') {
+      const outcome = await confirmQuantity(page, form, subscriptionId);
       if (outcome === null) return;
       done = outcome;
     }

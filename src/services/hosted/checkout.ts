@@ -16,7 +16,12 @@ import { previewGatewayEvent, recordAndApplyGatewayEvent } from '../gateway-even
 import { firstPeriodAmount } from '../subscriptions/authorize-trial-card.js';
 import { chargeSubscription } from '../subscriptions/charge-subscription.js';
 import { confirmTrialCard } from '../subscriptions/confirm-trial-card.js';
-import { createSubscription, trialAllowed } from '../subscriptions/create-subscription.js';
+import { createSubscription, quantityFor, trialAllowed } from '../subscriptions/create-subscription.js';
+import type { SubscriptionDiscount } from '../../db/entities/subscription.js';
+import { discountCovers } from '../../domain/discount.js';
+import { checkPromotionCode, discountOf } from '../coupons/redeem.js';
+import { priceInvoice, type InvoicePricing } from '../invoices/create-invoice.js';
+import { periodLine } from '../invoices/subscription-lines.js';
 import { cancelOrAskGateway } from '../subscriptions/resolve-unknown-charges.js';
 import { createTopup } from '../topups/create-topup.js';
 import { extendCheckoutLink } from './hosted-sessions.js';
@@ -209,6 +214,50 @@ async function keepTopupInstructions(ctx: ServiceContext, orderId: string, answe
   await em.flush();
 }
 
+/** What a plan checkout buys: the units, and the promotion code redeemed when it is paid. */
+export interface CheckoutTerms {
+  quantity: number;
+  /** The code as the coupon's staff wrote it (any case typed), or null. */
+  promotionCode: string | null;
+}
+
+/** A plan checkout's price for its terms: each line's amount, the discount and PPN, as the first invoice will have them. */
+export interface CheckoutPricing extends CheckoutTerms {
+  /** The promotion code's coupon terms, when one applies. */
+  discount: SubscriptionDiscount | null;
+  pricing: InvoicePricing;
+}
+
+/**
+ * Checks the terms a page's form gives (`quantity` as typed, `promotionCode` '' for none) for the
+ * session's plan and prices them: ValidationError (field `quantity`) or PromotionCodeInvalidError
+ * when they cannot be bought. Nothing is written; the code is counted only when the checkout is paid.
+ */
+export async function checkoutTerms(ctx: Pick<ServiceContext, 'em' | 'config' | 'clock'>, session: HostedSession, given: { quantity?: number; promotionCode?: string | null }): Promise<CheckoutPricing> {
+  const plan = session.plan!;
+  const quantity = quantityFor(plan, given.quantity ?? session.quantity);
+  const typed = given.promotionCode === undefined ? session.promotionCode : given.promotionCode?.trim() || null;
+  const at = ctx.clock.now();
+  let discount: SubscriptionDiscount | null = null;
+  let promotionCode: string | null = null;
+  if (typed) {
+    const promo = await checkPromotionCode(ctx, { code: typed, user: session.user, plan, quantity, at });
+    promotionCode = promo.code;
+    discount = discountOf(promo.coupon, promo, at);
+  }
+  const line = periodLine(plan, quantity, null, null);
+  const pricing = priceInvoice(ctx.config, { lines: [line], currency: plan.currency, taxBehavior: plan.taxBehavior, discount: discountCovers(discount, plan, at) ? discount : null });
+  return { quantity, promotionCode, discount, pricing };
+}
+
+/** Keeps the terms on the checkout: a reload shows them, and the charge buys them. */
+export async function keepCheckoutTerms(ctx: Pick<ServiceContext, 'em'>, session: HostedSession, terms: CheckoutTerms): Promise<void> {
+  if (session.quantity === terms.quantity && session.promotionCode === terms.promotionCode) return;
+  await ctx.em.nativeUpdate(HostedSession, { id: session.id }, { quantity: terms.quantity, promotionCode: terms.promotionCode });
+  session.quantity = terms.quantity;
+  session.promotionCode = terms.promotionCode;
+}
+
 /** A trial the checkout's customer would get: its length, its end if it started now, and its first charge (PPN included). */
 export interface TrialOffer {
   days: number;
@@ -225,6 +274,8 @@ export async function trialOffer(ctx: Pick<ServiceContext, 'em' | 'config' | 'cl
 
 export interface CheckoutChoice {
   paymentType: Exclude<PaymentType, 'wallet'>;
+  /** The units and promotion code the page's form gave (checked with checkoutTerms); kept on the session when charged. */
+  terms?: CheckoutTerms;
   bank?: Bank;
   token?: string;
   /** The waiting order the customer chose another method for (the pending page's switch form). */
@@ -268,6 +319,8 @@ export async function checkoutChoose(ctx: ServiceContext, session: HostedSession
       const earlier = await cancelWaitingOrder(ctx, session, progress.orderId!);
       if (earlier !== 'canceled') return { outcome: earlier === 'paid' ? 'earlier_paid' : 'earlier_not_canceled' };
     }
+    // Under the claim: what this submit chose is what the checkout buys (and shows on a reload).
+    if (choice.terms && !switching) await keepCheckoutTerms(ctx, session, choice.terms);
     const result = await charge(ctx, session, choice, claimedAt, switching);
     await keepLinkForCharge(ctx, session);
     return result;
@@ -347,6 +400,8 @@ async function charge(ctx: ServiceContext, session: HostedSession, choice: Check
         paymentType: choice.paymentType,
         token: choice.token,
         metadata: choice.paymentType === 'bank_transfer' && choice.bank ? { bank: choice.bank } : undefined,
+        quantity: session.plan.perUnit ? session.quantity : undefined,
+        promotionCode: session.promotionCode ?? undefined,
       });
       await remember(subscription.id);
       // The gateway gives the 3-D Secure page's address in its charge answer only: the page shows it now.

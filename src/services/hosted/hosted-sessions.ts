@@ -6,6 +6,8 @@ import { ValidationError, type FieldError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
 import { checkTopupAmount } from '../topups/create-topup.js';
+import { checkPromotionCode } from '../coupons/redeem.js';
+import { quantityFor } from '../subscriptions/create-subscription.js';
 
 /** A portal link must be claimed (its landing page's button) within this many minutes of being made. */
 export const PORTAL_CLAIM_MINUTES = 15;
@@ -72,6 +74,10 @@ export interface CheckoutInput {
   planId?: string;
   topupAmount?: unknown;
   paymentType?: Exclude<PaymentType, 'wallet'>;
+  /** Units of a per-unit plan (with planId only). */
+  quantity?: number;
+  /** A promotion code, checked now and redeemed when the customer pays (with planId only). */
+  promotionCode?: string;
   successUrl: string;
   cancelUrl: string;
 }
@@ -89,9 +95,18 @@ export async function createCheckoutSession(ctx: DataContext, user: User, input:
   const topupAmount = input.topupAmount === undefined ? null : checkTopupAmount(ctx, input.topupAmount, 'topup_amount', errors);
   const successUrl = checkReturnUrl(ctx, origin, input.successUrl, 'success_url', errors, opts.ownPage);
   const cancelUrl = checkReturnUrl(ctx, origin, input.cancelUrl, 'cancel_url', errors, opts.ownPage);
+  if (input.planId === undefined && input.quantity !== undefined) errors.push({ field: 'quantity', message: 'applies to a plan only (with plan_id)' });
+  if (input.planId === undefined && input.promotionCode !== undefined) errors.push({ field: 'promotion_code', message: 'applies to a plan only (with plan_id)' });
   if (errors.length > 0) throw new ValidationError(errors);
   const plan = input.planId === undefined ? null : await findSubscribablePlan(ctx, input.planId);
-  const link = makeLink(ctx, { kind: 'checkout', user, plan, topupAmount, paymentType: input.paymentType ?? null, successUrl, cancelUrl }, origin);
+  const quantity = plan ? quantityFor(plan, input.quantity) : 1;
+  // NOTE: checked now so the shop hears at once of a code that cannot be redeemed; it is counted
+  // only when the customer pays (createSubscription), where its limits are enforced again.
+  let promotionCode: string | null = null;
+  if (plan && input.promotionCode !== undefined) {
+    promotionCode = (await checkPromotionCode(ctx, { code: input.promotionCode, user, plan, quantity, at: ctx.clock.now() })).code;
+  }
+  const link = makeLink(ctx, { kind: 'checkout', user, plan, topupAmount, paymentType: input.paymentType ?? null, quantity, promotionCode, successUrl, cancelUrl }, origin);
   await ctx.em.flush();
   return link;
 }

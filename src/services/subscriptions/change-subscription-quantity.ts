@@ -4,8 +4,8 @@ import type { Payment } from '../../db/entities/payment.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { discountCovers } from '../../domain/discount.js';
-import { InvalidStateError, ValidationError } from '../../domain/errors.js';
-import { add, isPositive, multiplyAndRound, subtract, type Money } from '../../domain/money.js';
+import { DomainError, InvalidStateError, ValidationError } from '../../domain/errors.js';
+import { add, compare, isPositive, multiplyAndRound, subtract, type Money } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import { unusedShare } from '../../domain/unused-share.js';
@@ -39,6 +39,19 @@ export interface ChangeQuantityInput {
   quantity: number;
   /** Fewer units only: true takes them away now with a wallet credit, false at the period's end. */
   immediate?: boolean;
+  /**
+   * The amount a page showed (what more units cost, or what fewer now credit): when pricing now
+   * gives another, nothing is changed or charged (QuantityChangeMoved) and the page shows the new one.
+   */
+  shown?: Money;
+}
+
+/** Raised when a change priced on a page no longer costs (or credits) what was shown. */
+export class QuantityChangeMoved extends DomainError {
+  constructor() {
+    super('conflict', 'The price of this change is no longer the one shown; preview it again.');
+    this.name = 'QuantityChangeMoved';
+  }
 }
 
 export interface ChangedQuantity {
@@ -143,12 +156,12 @@ export async function changeSubscriptionQuantity(ctx: ServiceContext, user: User
       notifyChange(tctx, sub, old, { scheduled: true, quantity: wanted });
       return none;
     }
-    if (wanted < old) return { ...none, creditNoteId: await removeUnitsNow(tctx, sub, wanted, at) };
+    if (wanted < old) return { ...none, creditNoteId: await removeUnitsNow(tctx, sub, wanted, at, input.shown) };
     // A plan change waiting for its payment priced the old units: the two cannot both stand.
     if (sub.pendingChange !== null) throw new InvalidStateError('A plan change is waiting for its payment; withdraw it or let it settle before adding units.');
     if (sub.paymentType === 'credit_card' && !sub.cardToken) throw new InvalidStateError('The subscription has no saved card to charge the added units to.');
     sub.pendingQuantity = null;
-    return { ...none, paymentId: await billAddedUnits(tctx, sub, wanted, at) };
+    return { ...none, paymentId: await billAddedUnits(tctx, sub, wanted, at, input.shown) };
   });
 
   await cancelAtGateway(ctx, outcome.toCancel);
@@ -182,7 +195,7 @@ function notifyChange(ctx: DataContext, sub: Subscription, old: number, extra: R
  * change's settlement (applyPaidPlanChange) carries the running funds over, funds the rest of
  * the period with the payment and sets the quantity.
  */
-async function billAddedUnits(ctx: DataContext, sub: Subscription, wanted: number, at: Date): Promise<string | null> {
+async function billAddedUnits(ctx: DataContext, sub: Subscription, wanted: number, at: Date, shown: Money | undefined): Promise<string | null> {
   const plan = sub.plan;
   const added = wanted - sub.quantity;
   const { unitAmount, periodStart, periodEnd } = seatCharge(sub, at);
@@ -208,6 +221,7 @@ async function billAddedUnits(ctx: DataContext, sub: Subscription, wanted: numbe
       discounted: true,
     }],
   });
+  if (shown !== undefined && compare(shown, invoice.totalAmount) !== 0) throw new QuantityChangeMoved();
   if (!isPositive(invoice.totalAmount)) {
     // Nothing to pay (a discount covering all of it, or the period's last instant): the units are added now.
     const old = sub.quantity;
@@ -241,11 +255,12 @@ async function billAddedUnits(ctx: DataContext, sub: Subscription, wanted: numbe
  * that paid for the units given up goes to the wallet (a credit note per payment it came from),
  * the rest keeps paying for the period. Returns the first credit note's id, or null.
  */
-async function removeUnitsNow(ctx: DataContext, sub: Subscription, wanted: number, at: Date): Promise<string | null> {
+async function removeUnitsNow(ctx: DataContext, sub: Subscription, wanted: number, at: Date, shown: Money | undefined): Promise<string | null> {
   const plan = sub.plan;
   const old = sub.quantity;
   const unused = await unusedCredit(ctx, sub, at);
   const giveBack = givenUpShare(unused, old - wanted, old, plan.currency);
+  if (shown !== undefined && compare(shown, giveBack) !== 0) throw new QuantityChangeMoved();
   let noteId: string | null = null;
   let credited: Money = '0.00';
   if (isPositive(giveBack) && sub.currentPeriodEnd) {
