@@ -22,6 +22,7 @@ const PERIOD_END = '2026-05-01T00:00:00.000Z';
  */
 const SEATS = { slug: 'seats', name: 'Team seats', description: 'Per seat', price: 40000, currency: 'IDR', interval: 1, interval_unit: 'month' as const, per_unit: true };
 const SEATS_TRIAL = { ...SEATS, slug: 'seats-trial', name: 'Team seats with trial', trial_period_days: 14 };
+const ENTERPRISE = { slug: 'enterprise', name: 'Enterprise', description: 'Flat price', price: 1000000, currency: 'IDR', interval: 1, interval_unit: 'month' as const };
 
 describe.each(DATABASES)('POST /subscriptions/{id}/change-quantity/ on %s', (kind) => {
   const suite = serverOnClock(kind, START);
@@ -29,7 +30,7 @@ describe.each(DATABASES)('POST /subscriptions/{id}/change-quantity/ on %s', (kin
   let server: TestServer;
   let user: TestUser;
   beforeAll(async () => {
-    await suite.server.seedPlans([...STANDARD_PLANS, SEATS, SEATS_TRIAL]);
+    await suite.server.seedPlans([...STANDARD_PLANS, SEATS, SEATS_TRIAL, ENTERPRISE]);
   });
   beforeEach(() => {
     ({ server, user } = suite);
@@ -86,6 +87,33 @@ describe.each(DATABASES)('POST /subscriptions/{id}/change-quantity/ on %s', (kin
     expect(await get(created.body.subscription.id)).toMatchObject({ quantity: 8, pending_change: null, current_period_end: PERIOD_END });
     // Nothing went to the wallet: the running period's money carried over.
     expect(await walletBalance(server, user)).toBe('200000.00');
+  });
+
+  it('asking for the current quantity withdraws more seats waiting for their payment; a waiting plan change blocks a change now (409)', async () => {
+    const created = await subscribe(server, user, { plan_id: 'seats', payment_type: 'bank_transfer', quantity: 5 });
+    await simulate(server, created.body.payment.order_id, 'settle');
+    const id = created.body.subscription.id;
+    clock.advance(15 * DAY);
+    const more = await change(id, { quantity: 8 });
+    expect(more.body.subscription.pending_change).not.toBeNull();
+    const back = await change(id, { quantity: 5 });
+    expect(back.status, back.text).toBe(200);
+    expect(back.body).toMatchObject({ payment: null, subscription: { quantity: 5, pending_change: null } });
+    const withdrawn = await em().findOneOrFail(Payment, more.body.payment.id, { populate: ['invoice'] });
+    expect(withdrawn.status).not.toBe('pending');
+    expect(withdrawn.invoice!.status).toBe('void');
+
+    clock.advance(60_000);
+    const plan = await server.api('POST', `/subscriptions/${id}/change-plan/`, { auth: user, body: { plan_id: 'enterprise' } });
+    expect(plan.status, plan.text).toBe(200);
+    expect(plan.body.subscription.pending_change).not.toBeNull();
+    for (const body of [{ quantity: 8 }, { quantity: 3, immediate: true }]) {
+      const refused = await change(id, body);
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('invalid_state');
+    }
+    // At the period's end it is another matter: nothing is priced now.
+    expect((await change(id, { quantity: 3 })).body.subscription.pending_quantity).toBe(3);
   });
 
   it('two seats fewer at the period end: pending_quantity 3, the renewal bills 3 × 40.000 = 120.000', async () => {

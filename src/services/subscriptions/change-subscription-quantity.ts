@@ -156,9 +156,10 @@ export async function changeSubscriptionQuantity(ctx: ServiceContext, user: User
       notifyChange(tctx, sub, old, { scheduled: true, quantity: wanted });
       return none;
     }
+    // A plan change waiting for its payment was priced on the running funds and units as they
+    // are: changing them now would leave it wrongly priced, so one waits for the other.
+    if (sub.pendingChange !== null) throw new InvalidStateError('A plan change is waiting for its payment; withdraw it or let it settle before changing the units now.');
     if (wanted < old) return { ...none, creditNoteId: await removeUnitsNow(tctx, sub, wanted, at, input.shown) };
-    // A plan change waiting for its payment priced the old units: the two cannot both stand.
-    if (sub.pendingChange !== null) throw new InvalidStateError('A plan change is waiting for its payment; withdraw it or let it settle before adding units.');
     if (sub.paymentType === 'credit_card' && !sub.cardToken) throw new InvalidStateError('The subscription has no saved card to charge the added units to.');
     sub.pendingQuantity = null;
     return { ...none, paymentId: await billAddedUnits(tctx, sub, wanted, at, input.shown) };
