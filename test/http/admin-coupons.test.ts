@@ -4,7 +4,7 @@ import { Coupon, PromotionCode } from '../../src/db/entities/coupon.js';
 import { runCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
-import { dbOf, serverOnClock } from '../helpers/subscriptions.js';
+import { dbOf, serverOnClock, subscribe } from '../helpers/subscriptions.js';
 
 /*
  * Coupons and promotion codes as staff make them over the staff API: each kind of coupon, every
@@ -287,5 +287,27 @@ describe.each(DATABASES)('coupons and promotion codes by the staff API (%s)', { 
     expect(made.status, made.text).toBe(201);
     const [event] = await auditOf(made.body.id);
     expect(event).toMatchObject({ action: 'coupon.create', actorType: 'staff', actorName: staff.username, reason: 'session test' });
+  });
+
+  it('what staff make is what customers redeem: a made code discounts a subscription and is counted; deactivated or of an archived coupon, it is refused as inactive', async () => {
+    const { server, user } = stage;
+    const coupon = (await createCoupon({ code: nextCode(), percent_off: '20', duration: 'forever', plans: ['pro-monthly'] })).body;
+    const code = (await createCode({ code: nextCode('redeem'), coupon: coupon.code, max_redemptions: 10 })).body;
+    const subscribed = await subscribe(server, user, { plan_id: 'pro-monthly', payment_type: 'bank_transfer', promotion_code: code.code.toLowerCase() });
+    expect(subscribed.status, subscribed.text).toBe(201);
+    expect(subscribed.body.subscription.discount).toMatchObject({ coupon: coupon.code, promotion_code: code.code, percent_off: '20.00', duration: 'forever' });
+    expect((await get(`/admin/promotion-codes/${code.id}/`)).body).toMatchObject({ times_redeemed: 1, coupon: { times_redeemed: 1 } });
+
+    await stage.server.api('PATCH', `/admin/promotion-codes/${code.id}/`, { body: { active: false, reason: 'stop' }, headers: bearer(writeKey) });
+    const other = await server.createUser();
+    const off = await subscribe(server, other, { plan_id: 'pro-monthly', payment_type: 'bank_transfer', promotion_code: code.code });
+    expect(off.status).toBe(422);
+    expect(off.body).toMatchObject({ code: 'promotion_code_invalid', reason: 'inactive' });
+
+    const live = (await createCode({ code: nextCode('live'), coupon: coupon.code })).body;
+    await post(`/admin/coupons/${coupon.code}/archive/`, { reason: 'over' });
+    const archived = await subscribe(server, other, { plan_id: 'pro-monthly', payment_type: 'bank_transfer', promotion_code: live.code });
+    expect(archived.status).toBe(422);
+    expect(archived.body).toMatchObject({ code: 'promotion_code_invalid', reason: 'inactive' });
   });
 });
