@@ -378,8 +378,9 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
         !(walletInDebt && p.paymentType === 'wallet') &&
         STILL_PAID.includes(p.status) &&
         p.paidAt !== null &&
-        // Money the gateway still holds: refunded and charged-back money does not count.
-        compare(subtract(p.grossAmount, add(refundedOf(p), p.chargebackAmount)), ZERO) > 0 &&
+        // Money the gateway still holds: refunded and charged-back money does not count. An
+        // invoice that asked nothing (a discount of all of it) is paid by a payment of nothing.
+        (compare(subtract(p.grossAmount, add(refundedOf(p), p.chargebackAmount)), ZERO) > 0 || (compare(p.grossAmount, ZERO) === 0 && p.invoice !== null && compare(p.invoice.totalAmount, ZERO) === 0)) &&
         (p.invoice?.billingReason !== 'subscription_cycle' || (p.invoice.periodEnd !== null && s.currentPeriodEnd !== null && p.invoice.periodEnd.getTime() >= s.currentPeriodEnd.getTime())),
     );
     if (!((periodCovers && paidFor) || inGrace)) {
