@@ -119,9 +119,11 @@ async function pricedTerms(page: PageRequest, typed: TypedTerms | null): Promise
   try {
     return await checkoutTerms(page.services, page.session, {});
   } catch (err) {
-    // The checkout's own code can no longer be redeemed (used up since): priced without it, said next to its field.
-    if (!(err instanceof PromotionCodeInvalidError)) throw err;
-    return checkoutTerms(page.services, page.session, { promotionCode: null });
+    // The checkout's own code can no longer be redeemed (used up since), or its plan is no longer
+    // priced per unit: priced without what no longer holds; pressing pay says why next to the field.
+    if (err instanceof PromotionCodeInvalidError) return checkoutTerms(page.services, page.session, { promotionCode: null }).catch(() => checkoutTerms(page.services, page.session, { quantity: 1, promotionCode: null }));
+    if (err instanceof ValidationError) return checkoutTerms(page.services, page.session, { quantity: 1, promotionCode: null });
+    throw err;
   }
 }
 
