@@ -152,6 +152,18 @@ describe.each(DATABASES)('change-plan with discounts (%s)', (kind) => {
       const renewal = await renewalOf(sub.id);
       expect(renewal).toMatchObject({ subtotal: '150000.00', discount_amount: '75000.00', total_amount: '75000.00' });
     });
+
+    it('on a trial: the plan changes, nothing is billed, and the discount waits for the first paid period', async () => {
+      const created = await subscribe(server, user, { plan_id: 'pro-trial', payment_type: 'qris' });
+      expect(created.status, created.text).toBe(201);
+      const promo = await code({ percentOff: '30.00', duration: 'repeating', durationInCycles: 2 });
+      const res = await change(created.body.subscription.id, { plan_id: 'basic-monthly', promotion_code: promo.code });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.payment).toBeNull();
+      expect(res.body.subscription).toMatchObject({ status: 'trialing', plan: { slug: 'basic-monthly' }, discount: { promotion_code: promo.code, cycles_left: 2, ends_at: null } });
+      expect((await storedCounts(server, user)).invoices).toBe(0);
+      expect((await em().findOneOrFail(PromotionCode, promo.id)).timesRedeemed).toBe(1);
+    });
   });
 
   describe('proration when the current period was discounted: discounted prices on both sides', () => {
