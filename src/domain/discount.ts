@@ -22,6 +22,8 @@ export function percentHundredths(percent: string): number {
  */
 export function discountCovers(discount: SubscriptionDiscount | null | undefined, plan: { slug: string; currency: string }, at: Date): discount is SubscriptionDiscount {
   if (!discount) return false;
+  // A code redeemed with a change scheduled for the renewal starts covering at that renewal.
+  if (at.getTime() < Date.parse(discount.starts_at)) return false;
   if (discount.ends_at !== null) {
     if (at.getTime() >= Date.parse(discount.ends_at)) return false;
   } else if (discount.cycles_left !== null && discount.cycles_left <= 0) return false;

@@ -10,7 +10,7 @@ import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import { User } from '../../db/entities/user.js';
 import { localDate } from '../../domain/billing-calendar.js';
-import { add, isPositive, money, multiplyAndRound, ZERO } from '../../domain/money.js';
+import { isPositive, money, ZERO } from '../../domain/money.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { invoiceTaxFields, priceInvoice, type CreateInvoiceInput, type InvoicePricing } from '../invoices/create-invoice.js';
 import { reserveInvoiceNumbers } from '../invoices/next-invoice-number.js';

@@ -5,7 +5,7 @@ import type { Plan } from '../../db/entities/plan.js';
 import { Subscription, type RenewalFailure } from '../../db/entities/subscription.js';
 import { isPostgres } from '../../db/dialect.js';
 import { Invoice } from '../../db/entities/invoice.js';
-import { boundaryAfter, isoDate } from '../../domain/billing-calendar.js';
+import { boundaryAfter } from '../../domain/billing-calendar.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { GatewayError, isMerchantSideFailure, merchantSideFailure } from '../../gateway/errors.js';

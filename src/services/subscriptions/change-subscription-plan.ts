@@ -8,20 +8,19 @@ import { DomainError, InvalidStateError, ValidationError } from '../../domain/er
 import { compare, isPositive, negate, type Money } from '../../domain/money.js';
 import { priceChange, unitsOn } from '../../domain/plan-change-pricing.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
-import type { Bank } from '../../gateway/types.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { loadPayment } from '../payments/find-payment.js';
 import { openPayment } from '../gateway-events/open-payment.js';
-import { submitPayment } from '../gateway-events/submit-payment.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
+import { submitChangePayment } from './submit-change-payment.js';
 import { unusedCredit } from '../subscription-rules/period-funds.js';
-import { dropPendingChange, onChangePaymentFailed, switchPlan } from '../subscription-rules/plan-change.js';
+import { dropPendingChange, switchPlan } from '../subscription-rules/plan-change.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 import { checkPromotionCode, discountOf, redeemPromotionCode } from '../coupons/redeem.js';
 
@@ -233,18 +232,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
   await cancelAtGateway(ctx, outcome.toCancel);
   // A change paid at once (wallet, nothing owed) may have voided an open renewal: its orders too.
   await cancelWithdrawnOrders(ctx, { subscriptionId: id });
-  if (outcome.paymentId) {
-    const sub = await loadSubscription(ctx.em, id);
-    if (sub.paymentType !== 'wallet') {
-      await submitPayment(ctx, outcome.paymentId, {
-        bank: (sub.bank as Bank | null) ?? undefined,
-        cardToken: sub.cardToken,
-        merchantInitiated: sub.paymentType === 'credit_card',
-        customer: sub.customerDetails,
-        onRejected: async (t, payment) => void onChangePaymentFailed(t, payment),
-      });
-    }
-  }
+  if (outcome.paymentId) await submitChangePayment(ctx, id, outcome.paymentId);
   return {
     subscription: await loadSubscription(ctx.em, id),
     payment: outcome.paymentId ? await loadPayment(ctx.em, outcome.paymentId) : null,

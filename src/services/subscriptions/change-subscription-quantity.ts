@@ -9,23 +9,22 @@ import { add, compare, isPositive, multiplyAndRound, subtract, type Money } from
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import { unusedShare } from '../../domain/unused-share.js';
-import type { Bank } from '../../gateway/types.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { issueWalletCreditNotes } from '../credit-notes/issue-credit-note.js';
 import { openPayment } from '../gateway-events/open-payment.js';
-import { submitPayment } from '../gateway-events/submit-payment.js';
 import { createInvoice, priceInvoice } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { loadPayment } from '../payments/find-payment.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { moveFundsToNewPeriod, unusedCredit } from '../subscription-rules/period-funds.js';
-import { dropPendingChange, onChangePaymentFailed } from '../subscription-rules/plan-change.js';
+import { dropPendingChange } from '../subscription-rules/plan-change.js';
 import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { MAX_QUANTITY } from './create-subscription.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
+import { submitChangePayment } from './submit-change-payment.js';
 
 /*
  * Seats (docs/billing.md, 'Money rules'): the units of a per-unit plan change like a plan does.
@@ -167,18 +166,7 @@ export async function changeSubscriptionQuantity(ctx: ServiceContext, user: User
 
   await cancelAtGateway(ctx, outcome.toCancel);
   await cancelWithdrawnOrders(ctx, { subscriptionId: id });
-  if (outcome.paymentId) {
-    const sub = await loadSubscription(ctx.em, id);
-    if (sub.paymentType !== 'wallet') {
-      await submitPayment(ctx, outcome.paymentId, {
-        bank: (sub.bank as Bank | null) ?? undefined,
-        cardToken: sub.cardToken,
-        merchantInitiated: sub.paymentType === 'credit_card',
-        customer: sub.customerDetails,
-        onRejected: async (t, payment) => void onChangePaymentFailed(t, payment),
-      });
-    }
-  }
+  if (outcome.paymentId) await submitChangePayment(ctx, id, outcome.paymentId);
   return {
     subscription: await loadSubscription(ctx.em, id),
     payment: outcome.paymentId ? await loadPayment(ctx.em, outcome.paymentId) : null,
