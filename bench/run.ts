@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runPdfFloodScenario, type PdfFloodFigures } from './pdf-flood.js';
+import { findRegressions, TOLERANCE, type BenchReport } from './regressions.js';
 import { seedBench, type BenchFixtures } from './seed.js';
 import { freshDatabase, productionNodeArgs, waitFor } from './support.js';
 
@@ -293,9 +294,28 @@ const report = {
 };
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(join(ROOT, `bench/results/${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
-// One scenario alone does not replace the latest full run.
-if (!ONLY) {
-  writeFileSync(join(ROOT, 'bench/results/latest.json'), `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(join(ROOT, 'bench/results/latest.md'), `${table}\n`);
-}
 process.stderr.write(`\nwritten to bench/results/${stamp}.json\n`);
+// One scenario alone neither is checked against nor replaces the latest full run.
+if (!ONLY) {
+  const latest = join(ROOT, 'bench/results/latest.json');
+  const previous = (() => {
+    try {
+      return JSON.parse(readFileSync(latest, 'utf8')) as BenchReport;
+    } catch {
+      return null;
+    }
+  })();
+  const regressions = previous ? findRegressions(previous, report as BenchReport) : [];
+  // BENCH_ACCEPT=1: a slower figure is known and accepted (say why in the commit); it becomes the new reference.
+  if (regressions.length > 0 && process.env.BENCH_ACCEPT !== '1') {
+    process.stderr.write(
+      `\nBENCH REGRESSION: ${regressions.length} figure(s) fell more than ${TOLERANCE * 100} % below bench/results/latest.json:\n` +
+        regressions.map((r) => `  - ${r}\n`).join('') +
+        'latest.json is kept. Find the cause, or accept the figures with BENCH_ACCEPT=1 and say why in the commit.\n',
+    );
+    process.exitCode = 1;
+  } else {
+    writeFileSync(latest, `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(join(ROOT, 'bench/results/latest.md'), `${table}\n`);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The bench's regression check: a figure of this run more than TOLERANCE worse than the
+ * committed `bench/results/latest.json` fails the run, so that a slower hot path is seen the day
+ * it lands (two figures fell unseen before this check existed).
+ *
+ * NOTE: machines differ threefold in speed, so raw figures are not compared as they are. A
+ * scenario with a baseline is compared by its ratio to the baseline of its own run; the figures
+ * without one (the billing run's renewals per second, start to first answer) are first scaled by
+ * how much faster this run's `baseline: select` was on the same database: a machine twice as
+ * fast is expected to renew twice as fast. Peak memory does not depend on speed: compared as it is.
+ */
+
+export const TOLERANCE = 0.2;
+
+export interface BenchRow {
+  scenario: string;
+  database: string;
+  requestsPerSecond: number;
+  ratio: number | null;
+}
+
+export interface BillingFigure {
+  subscriptions: number;
+  renewalsPerSecond: number;
+}
+
+export interface BenchReport {
+  rows: BenchRow[];
+  extras: Record<string, { startToFirstAnswerMs?: number; peakRssMb?: number; billing?: BillingFigure[] } | undefined>;
+}
+
+/** How much faster this run's machine is than the earlier one's, by the bare select on `database` (1 when either lacks it). */
+function speedup(previous: BenchReport, current: BenchReport, database: string): number {
+  const select = (r: BenchReport) => r.rows.find((row) => row.scenario === 'baseline: select' && row.database === database)?.requestsPerSecond;
+  const before = select(previous);
+  const now = select(current);
+  return before && now ? now / before : 1;
+}
+
+const pct = (worse: number) => `${Math.round(worse * 100)} %`;
+
+/** Every figure of `current` more than `tolerance` worse than the same figure of `previous`, in words. */
+export function findRegressions(previous: BenchReport, current: BenchReport, tolerance = TOLERANCE): string[] {
+  const found: string[] = [];
+  for (const row of current.rows) {
+    if (row.ratio === null) continue;
+    const before = previous.rows.find((r) => r.scenario === row.scenario && r.database === row.database);
+    if (!before || before.ratio === null || before.ratio <= 0) continue;
+    const worse = 1 - row.ratio / before.ratio;
+    if (worse > tolerance) found.push(`${row.scenario} (${row.database}): ratio ${row.ratio.toFixed(2)} against ${before.ratio.toFixed(2)} in latest.json, ${pct(worse)} lower`);
+  }
+  for (const [database, now] of Object.entries(current.extras)) {
+    const before = previous.extras[database];
+    if (!now || !before) continue;
+    const faster = speedup(previous, current, database);
+    if (now.startToFirstAnswerMs !== undefined && before.startToFirstAnswerMs !== undefined) {
+      const expected = before.startToFirstAnswerMs / faster;
+      // Slower start: its speed (1 / ms) more than the tolerance below the expected one.
+      const worse = 1 - expected / now.startToFirstAnswerMs;
+      if (worse > tolerance) found.push(`start to first answer (${database}): ${now.startToFirstAnswerMs} ms against ${Math.round(expected)} ms expected from latest.json's ${before.startToFirstAnswerMs} ms, ${pct(worse)} slower`);
+    }
+    if (now.peakRssMb !== undefined && before.peakRssMb !== undefined && now.peakRssMb > before.peakRssMb * (1 + tolerance)) {
+      found.push(`peak RSS under load (${database}): ${now.peakRssMb} MB against ${before.peakRssMb} MB in latest.json`);
+    }
+    for (const run of now.billing ?? []) {
+      const earlier = before.billing?.find((b) => b.subscriptions === run.subscriptions);
+      if (!earlier || earlier.renewalsPerSecond <= 0) continue;
+      const expected = earlier.renewalsPerSecond * faster;
+      const worse = 1 - run.renewalsPerSecond / expected;
+      if (worse > tolerance) found.push(`billing run, ${run.subscriptions} due (${database}): ${run.renewalsPerSecond} renewals/s against ${Math.round(expected)}/s expected from latest.json's ${earlier.renewalsPerSecond}/s, ${pct(worse)} lower`);
+    }
+  }
+  return found;
+}

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { findRegressions, type BenchReport } from '../../bench/regressions.js';
+
+const report = (select: number, active: number, renewals: number, startMs: number, rssMb = 140): BenchReport => ({
+  rows: [
+    { scenario: 'baseline: select', database: 'sqlite', requestsPerSecond: select, ratio: null },
+    { scenario: 'GET /subscriptions/active/ (basic)', database: 'sqlite', requestsPerSecond: active, ratio: active / select },
+  ],
+  extras: { sqlite: { startToFirstAnswerMs: startMs, peakRssMb: rssMb, billing: [{ subscriptions: 1000, renewalsPerSecond: renewals }] } },
+});
+
+describe('the bench regression check', () => {
+  it('passes a run within 20 % of latest.json, and a faster machine with the same ratios', () => {
+    expect(findRegressions(report(10000, 2400, 3000, 1000), report(10000, 2000, 2500, 1200))).toEqual([]);
+    expect(findRegressions(report(10000, 2400, 3000, 1000), report(30000, 7200, 9000, 340))).toEqual([]);
+  });
+
+  it('names each figure that fell more than 20 %: a ratio, the billing run and the start scaled by the machine, memory as it is', () => {
+    const found = findRegressions(report(10000, 2400, 3207, 1138, 140), report(10000, 1700, 1379, 1457, 180));
+    expect(found).toHaveLength(4);
+    expect(found[0]).toMatch(/^GET \/subscriptions\/active\/ \(basic\) \(sqlite\): ratio 0\.17 against 0\.24 in latest\.json, 29 % lower$/);
+    expect(found.join('\n')).toMatch(/start to first answer \(sqlite\): 1457 ms against 1138 ms expected/);
+    expect(found.join('\n')).toMatch(/peak RSS under load \(sqlite\): 180 MB against 140 MB/);
+    expect(found.join('\n')).toMatch(/billing run, 1000 due \(sqlite\): 1379 renewals\/s against 3207\/s expected from latest\.json's 3207\/s, 57 % lower/);
+  });
+
+  it('a slower machine is expected to be slower: half the select, half the renewals is no regression', () => {
+    expect(findRegressions(report(10000, 2400, 3000, 1000), report(5000, 1200, 1500, 2000))).toEqual([]);
+    expect(findRegressions(report(10000, 2400, 3000, 1000), report(5000, 1200, 1000, 2000))).toHaveLength(1);
+  });
+
+  it('compares only what both runs measured', () => {
+    const earlier: BenchReport = { rows: [], extras: {} };
+    expect(findRegressions(earlier, report(10000, 100, 1, 99999))).toEqual([]);
+  });
+});
