@@ -40,9 +40,20 @@ export function isoDate(at: Date): string {
  * 18:30 UTC on 31 March is dated 1 April in Jakarta, and belongs to April's tax period.
  */
 export function localDate(at: Date, timeZone: string): string {
-  // en-CA formats a date as YYYY-MM-DD.
-  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+  let format = dayFormats.get(timeZone);
+  if (!format) {
+    // en-CA formats a date as YYYY-MM-DD.
+    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    dayFormats.set(timeZone, format);
+  }
+  return format.format(at);
 }
+
+/**
+ * NOTE: one formatter per time zone, made once: constructing one costs about 100 µs, and the
+ * billing run dates every invoice it issues (made per call, it halved the batched run's speed).
+ */
+const dayFormats = new Map<string, Intl.DateTimeFormat>();
 
 /**
  * The first cycle boundary strictly after `at`, counted from `anchor` (never before the first

@@ -3,6 +3,7 @@
  * is the local date of its payment (UU PPN Pasal 13(1a), docs/tax.md): a payment at 18:30 UTC
  * on 31 March is 1 April in Jakarta, and belongs to April's export.
  */
+import { localDate } from '../../domain/billing-calendar.js';
 
 /** A month as `billing-admin tax … --month` names it. */
 export interface TaxMonth {
@@ -23,18 +24,8 @@ export function parseTaxMonth(text: string): TaxMonth | null {
   return { year, month, label: `${match[1]}-${match[2]}` };
 }
 
-const dayFormats = new Map<string, Intl.DateTimeFormat>();
-
-/** The calendar date (YYYY-MM-DD) of an instant in a time zone. */
-export function localDate(at: Date, timeZone: string): string {
-  let format = dayFormats.get(timeZone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
-    dayFormats.set(timeZone, format);
-  }
-  const parts = Object.fromEntries(format.formatToParts(at).map((p) => [p.type, p.value]));
-  return `${parts.year}-${parts.month}-${parts.day}`;
-}
+/** The calendar date (YYYY-MM-DD) of an instant in a time zone: the one rule, in the billing calendar. */
+export { localDate };
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
