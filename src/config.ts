@@ -69,6 +69,11 @@ export interface Config {
   billingSchedulerIntervalSeconds: number;
   /** Minutes after its period ends that an unrenewed subscription still gives access (docs/billing.md). */
   accessGraceMinutes: number;
+  /**
+   * Minutes after a period ends before its usage is invoiced (docs/usage.md): late events still
+   * count until then. Access lasts at least as long (services/subscriptions/has-access.ts).
+   */
+  usageGraceMinutes: number;
   deliveryIntervalSeconds: number;
   smtpUrl: string | null;
   mailFrom: string;
@@ -435,6 +440,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     dunningRetryDays: dunning,
     billingSchedulerIntervalSeconds: integer(env, 'BILLING_SCHEDULER_INTERVAL', 60),
     accessGraceMinutes: integer(env, 'ACCESS_GRACE_MINUTES', 60),
+    usageGraceMinutes: integer(env, 'USAGE_GRACE_MINUTES', 60),
     deliveryIntervalSeconds: integer(env, 'DELIVERY_INTERVAL_SECONDS', 10),
     smtpUrl: env.SMTP_URL || null,
     mailFrom: env.MAIL_FROM || 'billing@localhost',

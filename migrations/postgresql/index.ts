@@ -20,6 +20,7 @@ import { Migration20261128015534 } from './Migration20261128015534.js';
 import { Migration20261128015812 } from './Migration20261128015812.js';
 import { Migration20261128022957 } from './Migration20261128022957.js';
 import { Migration20261201213237 } from './Migration20261201213237.js';
+import { Migration20261202010926 } from './Migration20261202010926.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -43,4 +44,5 @@ export const migrations = [
   { name: 'Migration20261128015812', class: Migration20261128015812 },
   { name: 'Migration20261128022957', class: Migration20261128022957 },
   { name: 'Migration20261201213237', class: Migration20261201213237 },
+  { name: 'Migration20261202010926', class: Migration20261202010926 },
 ];

@@ -21,4 +21,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261128015812',
   'Migration20261128022957',
   'Migration20261201213237',
+  'Migration20261202010926',
 ];

@@ -88,6 +88,7 @@ export function serializePlan(p: Plan): Schemas['Plan'] {
     sort_order: p.sortOrder,
     tax_behavior: p.taxBehavior,
     per_unit: p.perUnit,
+    charges: (p.charges ?? []).map((c) => ({ metric: c.metric, metric_name: c.metric_name ?? c.metric, model: c.model, properties: c.properties })),
     created_at: isoRequired(p.createdAt),
     updated_at: isoRequired(p.updatedAt),
   };
@@ -231,6 +232,20 @@ export function serializeInvoiceLine(l: InvoiceLine): Schemas['InvoiceLine'] {
     discount_amount: l.discountAmount,
     period_start: iso(l.periodStart),
     period_end: iso(l.periodEnd),
+    usage: usageOfLine(l),
+  };
+}
+
+/** What a `usage` line counted, kept in its subject when it was billed (services/usage). */
+function usageOfLine(l: InvoiceLine): Schemas['InvoiceLineUsage'] | null {
+  const s = l.subject;
+  if (l.kind !== 'usage' || !s || s.type !== 'usage') return null;
+  return {
+    metric: String(s.metric),
+    metric_name: String(s.metric_name),
+    aggregation: s.aggregation as Schemas['InvoiceLineUsage']['aggregation'],
+    model: s.model as Schemas['InvoiceLineUsage']['model'],
+    units: String(s.units),
   };
 }
 

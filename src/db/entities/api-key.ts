@@ -1,7 +1,8 @@
 import { EntitySchema } from '@mikro-orm/core';
 import { createdAtProperty, idProperty } from './common.js';
 
-export type ApiKeyScope = 'read' | 'write';
+/** `events`: may only send usage events (POST /events/, /events/batch/), as a write key. */
+export type ApiKeyScope = 'read' | 'write' | 'events';
 
 /**
  * A staff API key (`billing-admin api-keys create`). Only the SHA-256 of the secret is kept: the

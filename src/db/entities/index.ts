@@ -16,9 +16,11 @@ export * from './api-key.js';
 export * from './audit-event.js';
 export * from './hosted-session.js';
 export * from './coupon.js';
+export * from './billable-metric.js';
 
 import { AccessVersionSchema } from './access-version.js';
 import { ApiKeySchema } from './api-key.js';
+import { BillableMetricSchema } from './billable-metric.js';
 import { AuditEventSchema } from './audit-event.js';
 import { CreditNoteLineSchema, CreditNoteSchema } from './credit-note.js';
 import { DeliveryAttemptSchema } from './delivery-attempt.js';
@@ -66,4 +68,5 @@ export const allEntities = [
   CouponSchema,
   PromotionCodeSchema,
   CouponRedemptionSchema,
+  BillableMetricSchema,
 ];

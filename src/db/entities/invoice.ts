@@ -6,7 +6,7 @@ import { Subscription } from './subscription.js';
 import { User } from './user.js';
 
 export type InvoiceStatus = 'open' | 'paid' | 'void' | 'uncollectible';
-export type InvoiceLineKind = 'subscription' | 'proration' | 'credit';
+export type InvoiceLineKind = 'subscription' | 'proration' | 'credit' | 'usage';
 /**
  * Why the invoice exists (as Stripe's billing_reason): paying a `subscription_create` invoice
  * starts the first period, a `subscription_cycle` invoice advances to its own period, and a

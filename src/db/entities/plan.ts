@@ -1,4 +1,5 @@
 import type { TaxBehavior } from '../../domain/tax.js';
+import type { PlanCharge } from '../../domain/usage/charge-models.js';
 import { EntitySchema, type Opt } from '@mikro-orm/core';
 import { createdAtProperty, idProperty, moneyProperty, updatedAtProperty } from './common.js';
 
@@ -24,6 +25,8 @@ export class Plan {
   taxBehavior: TaxBehavior = 'none';
   /** Seats: the price is per unit and a subscription pays price × quantity. */
   perUnit: Opt<boolean> = false;
+  /** Usage charges billed in arrears (docs/usage.md); empty for a plan of fixed prices only. */
+  charges: Opt<PlanCharge[]> = [];
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -48,6 +51,7 @@ export const PlanSchema = new EntitySchema<Plan>({
     sortOrder: { type: 'integer', default: 0 },
     taxBehavior: { type: 'string', length: 10, default: 'none' },
     perUnit: { type: 'boolean', default: false },
+    charges: { type: 'json', default: '[]' },
     createdAt: createdAtProperty,
     updatedAt: updatedAtProperty,
   },

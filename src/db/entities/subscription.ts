@@ -97,6 +97,11 @@ export class Subscription {
   /** Fewer units asked for at the period's end: applied by the renewal. */
   pendingQuantity: number | null = null;
   discount: SubscriptionDiscount | null = null;
+  /**
+   * Usage (docs/usage.md) is invoiced up to this instant: the open usage window starts here (at
+   * the period's start while nothing was invoiced yet). Events before it are refused.
+   */
+  usageBilledUntil: Date | null = null;
   lastRenewalFailure: RenewalFailure | null = null;
   metadata: Record<string, unknown> = {};
   customerDetails: Record<string, string> = {};
@@ -139,6 +144,7 @@ export const SubscriptionSchema = new EntitySchema<Subscription>({
     quantity: { type: 'integer', default: 1 },
     pendingQuantity: { type: 'integer', nullable: true },
     discount: { type: 'json', nullable: true },
+    usageBilledUntil: { type: 'Date', nullable: true },
     lastRenewalFailure: { type: 'json', nullable: true },
     metadata: { type: 'json' },
     customerDetails: { type: 'json' },

@@ -513,6 +513,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/subscriptions/{id}/usage/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The usage the coming invoice will bill
+         * @description The current usage window of one of the current user's subscriptions (from the end of
+         *     the last window billed to now): per charge of its plan, the units counted so far and
+         *     what they cost, as the invoice made at the end of the period will bill them (amounts
+         *     before PPN and before any discount; usage is never discounted). A subscription whose
+         *     plan has no charges answers an empty `charges` list. See docs/usage.md.
+         */
+        get: operations["getSubscriptionUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one usage event
+         * @description Records one usage event for a customer with a write key (`Authorization: Bearer KEY`,
+         *     an API key of scope `events` or `write`). The event counts towards the customer's live
+         *     subscription whose plan charges the metric `code`, in the usage window its `timestamp`
+         *     falls in (the time of arrival when omitted). `transaction_id` is unique per customer:
+         *     the same event sent again answers `202` with `duplicate: true` and is counted once;
+         *     another event under the same `transaction_id` answers `409` `conflict`. Refused with
+         *     `422`: a timestamp more than 5 minutes ahead (`event_in_future`), a window already
+         *     invoiced (`period_closed`), an unknown or archived metric (`unknown_metric`), a
+         *     customer with no live subscription charging the metric (`no_metered_subscription`).
+         *     See docs/usage.md.
+         */
+        post: operations["sendUsageEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/batch/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send up to 1,000 usage events at once
+         * @description The events of `POST /events/`, all or nothing: when any event is invalid, conflicts or
+         *     is refused, nothing is recorded and the answer names every bad event by its index
+         *     (`events[3].timestamp`). Duplicates (of earlier requests or within the batch) are
+         *     counted once and are not an error. At most 1,000 events a request.
+         */
+        post: operations["sendUsageEventBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/payments/": {
         parameters: {
             query?: never;
@@ -1236,6 +1312,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/subscriptions/{id}/usage/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The usage any subscription's coming invoice will bill
+         * @description Staff only. The answer of `GET /subscriptions/{id}/usage/` for any user's subscription.
+         */
+        get: operations["adminGetSubscriptionUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/invoices/": {
         parameters: {
             query?: never;
@@ -1504,6 +1600,78 @@ export interface paths {
          *     archived coupon cannot be activated (`409` `invalid_state`).
          */
         patch: operations["adminUpdatePromotionCode"];
+        trace?: never;
+    };
+    "/admin/metrics/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List billable metrics
+         * @description Staff only. Billable metrics, newest first; `active` filters on whether they still take events.
+         */
+        get: operations["adminListMetrics"];
+        put?: never;
+        /**
+         * Create a billable metric
+         * @description Staff only, write scope. What a plan's usage charges count: the events sent with this
+         *     `code`, aggregated by `aggregation` over `field` of their properties (every aggregation
+         *     but `count` needs a `field`), keeping only the events whose properties match every
+         *     key of `filters`. A metric's terms never change once made (counted usage depends on
+         *     them); archive it and make another. A second metric with the same `code` answers
+         *     `409` `conflict`. The audit trail records who made it and why.
+         */
+        post: operations["adminCreateMetric"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/metrics/{metric}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up a billable metric
+         * @description Staff only. The metric named by id or code.
+         */
+        get: operations["adminGetMetric"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/metrics/{metric}/archive/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a billable metric
+         * @description Staff only, write scope. An archived metric takes no more events. A metric that a plan
+         *     not archived still charges answers `409` `invalid_state` (change the plans file
+         *     first), as does archiving an archived metric. Metrics are never deleted: invoices
+         *     name them.
+         */
+        post: operations["adminArchiveMetric"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/admin/customers/": {
@@ -1953,7 +2121,7 @@ export interface components {
              * @example validation_error
              * @enum {string}
              */
-            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "customer_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "card_declined" | "promotion_code_invalid" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
+            code: "validation_error" | "not_authenticated" | "invalid_api_key" | "insufficient_scope" | "permission_denied" | "csrf_failed" | "not_found" | "invalid_state" | "subscription_exists" | "customer_exists" | "insufficient_funds" | "nothing_due" | "idempotency_key_reused" | "refund_refused" | "card_declined" | "promotion_code_invalid" | "period_closed" | "event_in_future" | "unknown_metric" | "no_metered_subscription" | "rate_limited" | "gateway_error" | "gateway_unavailable" | "service_unavailable" | "conflict" | "not_implemented" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type";
             /**
              * @description For `promotion_code_invalid`, why the code cannot be redeemed.
              * @enum {string}
@@ -2156,6 +2324,27 @@ export interface components {
          *       "sort_order": 20,
          *       "tax_behavior": "exclusive",
          *       "per_unit": false,
+         *       "charges": [
+         *         {
+         *           "metric": "api_calls",
+         *           "metric_name": "API calls",
+         *           "model": "graduated",
+         *           "properties": {
+         *             "tiers": [
+         *               {
+         *                 "up_to": "10000",
+         *                 "unit_amount": "0",
+         *                 "flat_amount": "0.00"
+         *               },
+         *               {
+         *                 "up_to": null,
+         *                 "unit_amount": "2",
+         *                 "flat_amount": "0.00"
+         *               }
+         *             ]
+         *           }
+         *         }
+         *       ],
          *       "created_at": "2026-01-01T00:00:00Z",
          *       "updated_at": "2026-01-01T00:00:00Z"
          *     }
@@ -2187,6 +2376,11 @@ export interface components {
              *     (1 to 10,000). False: the quantity is always 1.
              */
             per_unit: boolean;
+            /**
+             * @description Usage charges, billed in arrears: the usage of each period is billed on the invoice
+             *     made at its end (docs/usage.md). Empty for a plan of fixed prices only.
+             */
+            charges: components["schemas"]["PlanCharge"][];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2237,6 +2431,9 @@ export interface components {
          *             "seats": 10
          *           },
          *           "sort_order": 20,
+         *           "tax_behavior": "exclusive",
+         *           "per_unit": false,
+         *           "charges": [],
          *           "created_at": "2026-01-01T00:00:00Z",
          *           "updated_at": "2026-01-01T00:00:00Z"
          *         }
@@ -2691,6 +2888,234 @@ export interface components {
             redeem_by?: string;
             plans?: string[];
             reason: components["schemas"]["StaffReason"];
+        };
+        /**
+         * @description How a metric counts a window's events: `count` (how many), `sum` (of `field`), `max` (the
+         *     largest `field`), `unique_count` (how many distinct values of `field`), `latest` (the
+         *     `field` of the event with the latest timestamp).
+         * @enum {string}
+         */
+        MetricAggregation: "count" | "sum" | "max" | "unique_count" | "latest";
+        /**
+         * @description Units of usage, as an exact decimal string with at most six decimal places.
+         * @example 1250.5
+         */
+        UsageUnits: string;
+        /**
+         * @example {
+         *       "id": "0b7e5a1c-2f3d-4c5b-8a9e-1d2c3b4a5f6e",
+         *       "code": "api_calls",
+         *       "name": "API calls",
+         *       "description": "",
+         *       "aggregation": "count",
+         *       "field": null,
+         *       "filters": null,
+         *       "status": "active",
+         *       "archived_at": null,
+         *       "created_at": "2026-12-01T02:00:00Z"
+         *     }
+         */
+        BillableMetric: {
+            /** Format: uuid */
+            id: string;
+            /** @description What events name in `code`, and plans' `charges` in `metric`. */
+            code: string;
+            name: string;
+            description: string;
+            aggregation: components["schemas"]["MetricAggregation"];
+            /** @description The event property aggregated; null for `count`. */
+            field: string | null;
+            /**
+             * @description Only events whose property `key` (as text) is one of the listed values, for every
+             *     key, are counted; others are kept but count for nothing. Null counts every event.
+             */
+            filters: {
+                [key: string]: string[];
+            } | null;
+            /** @enum {string} */
+            status: "active" | "archived";
+            /** Format: date-time */
+            archived_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        CreateMetricRequest: {
+            code: string;
+            name: string;
+            description?: string;
+            aggregation: components["schemas"]["MetricAggregation"];
+            /** @description Required for every aggregation but `count`, refused with it. */
+            field?: string;
+            filters?: {
+                [key: string]: string[];
+            };
+            /** @description Why, for the audit trail. */
+            reason: string;
+        };
+        PaginatedMetricList: {
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+            results: components["schemas"]["BillableMetric"][];
+        };
+        /**
+         * @description How a window's units are priced (docs/usage.md): `standard` (units × `unit_amount`),
+         *     `graduated` (each tier's units at its own rate, plus its `flat_amount` when it holds
+         *     any), `package` (`amount` per started `package_size` units after `free_units`),
+         *     `volume` (every unit at the rate of the tier the total falls in, plus its
+         *     `flat_amount`).
+         * @enum {string}
+         */
+        ChargeModel: "standard" | "graduated" | "package" | "volume";
+        /**
+         * @description A price of one unit, as a decimal string with at most six decimal places (Rp 0.15 a call is `'0.15'`).
+         * @example 0.15
+         */
+        UnitPrice: string;
+        ChargeTier: {
+            /** @description The tier's last unit (inclusive); null on the last tier, which has no end. */
+            up_to: components["schemas"]["UsageUnits"] | components["schemas"]["NullValue"];
+            unit_amount: components["schemas"]["UnitPrice"];
+            flat_amount: components["schemas"]["Money"];
+        };
+        /**
+         * @description The model's terms: `standard` has `unit_amount`; `package` has `amount`,
+         *     `package_size` and `free_units`; `graduated` and `volume` have `tiers`, in ascending
+         *     `up_to`, the last with `up_to` null.
+         */
+        ChargeProperties: {
+            unit_amount?: components["schemas"]["UnitPrice"];
+            amount?: components["schemas"]["Money"];
+            package_size?: number;
+            free_units?: number;
+            tiers?: components["schemas"]["ChargeTier"][];
+        };
+        /**
+         * @example {
+         *       "metric": "api_calls",
+         *       "metric_name": "API calls",
+         *       "model": "graduated",
+         *       "properties": {
+         *         "tiers": [
+         *           {
+         *             "up_to": "10000",
+         *             "unit_amount": "0",
+         *             "flat_amount": "0.00"
+         *           },
+         *           {
+         *             "up_to": null,
+         *             "unit_amount": "2",
+         *             "flat_amount": "0.00"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
+        PlanCharge: {
+            /** @description The billable metric's code. */
+            metric: string;
+            metric_name?: string;
+            model: components["schemas"]["ChargeModel"];
+            properties: components["schemas"]["ChargeProperties"];
+        };
+        UsageEventInput: {
+            /** @description Unique per customer; the same event sent again is counted once. */
+            transaction_id: string;
+            /** @description The customer, by id, username or `ext:` followed by its external id. */
+            customer: string;
+            /** @description The billable metric's code. */
+            code: string;
+            /**
+             * @description When the usage happened: an RFC 3339 time, or Unix seconds as an integer. Omitted,
+             *     the time the event arrives.
+             */
+            timestamp?: string | number;
+            /**
+             * @description Free-form; the metric's `field` (a number, or a decimal string of at most six
+             *     decimal places, for `sum`, `max` and `latest`; any string or number for
+             *     `unique_count`) and its `filters` keys are read from here.
+             */
+            properties?: {
+                [key: string]: unknown;
+            };
+        };
+        UsageEventAccepted: {
+            transaction_id: string;
+            /** Format: uuid */
+            customer: string;
+            code: string;
+            /** Format: date-time */
+            timestamp: string;
+            /**
+             * Format: uuid
+             * @description The subscription the event counts towards.
+             */
+            subscription: string;
+            /** @description True when this event was already recorded (it is counted once). */
+            duplicate: boolean;
+        };
+        UsageEventBatch: {
+            events: components["schemas"]["UsageEventInput"][];
+        };
+        UsageEventBatchAccepted: {
+            /** @description Events recorded now. */
+            accepted: number;
+            /** @description Events already recorded (by an earlier request or earlier in this batch), counted once. */
+            duplicates: number;
+        };
+        UsageCharge: {
+            metric: string;
+            metric_name: string;
+            aggregation: components["schemas"]["MetricAggregation"];
+            model: components["schemas"]["ChargeModel"];
+            units: components["schemas"]["UsageUnits"];
+            amount: components["schemas"]["Money"];
+        };
+        /**
+         * @example {
+         *       "subscription": "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d",
+         *       "currency": "IDR",
+         *       "from": "2026-12-01T00:00:00Z",
+         *       "to": "2027-01-01T00:00:00Z",
+         *       "charges": [
+         *         {
+         *           "metric": "api_calls",
+         *           "metric_name": "API calls",
+         *           "aggregation": "count",
+         *           "model": "graduated",
+         *           "units": "12500",
+         *           "amount": "5000.00"
+         *         }
+         *       ],
+         *       "amount": "5000.00"
+         *     }
+         */
+        SubscriptionUsage: {
+            /** Format: uuid */
+            subscription: string;
+            currency: components["schemas"]["Currency"];
+            /**
+             * Format: date-time
+             * @description Where the window starts (the end of the last window billed); null before the subscription starts.
+             */
+            from: string | null;
+            /**
+             * Format: date-time
+             * @description Where the window will end and be invoiced (the period's end); null when no period is running.
+             */
+            to: string | null;
+            charges: components["schemas"]["UsageCharge"][];
+            /** @description The charges' total so far, before PPN. */
+            amount: components["schemas"]["Money"];
+        };
+        InvoiceLineUsage: {
+            metric: string;
+            metric_name: string;
+            aggregation: components["schemas"]["MetricAggregation"];
+            model: components["schemas"]["ChargeModel"];
+            units: components["schemas"]["UsageUnits"];
         };
         PaginatedCouponList: {
             count: number;
@@ -3480,14 +3905,20 @@ export interface components {
          *       "amount": "150000.00",
          *       "discount_amount": "0.00",
          *       "period_start": "2026-01-15T03:12:45Z",
-         *       "period_end": "2026-02-15T03:12:45Z"
+         *       "period_end": "2026-02-15T03:12:45Z",
+         *       "usage": null
          *     }
          */
         InvoiceLine: {
             /** @example Pro Monthly (15 Jan 2026 to 15 Feb 2026) */
             description: string;
-            /** @enum {string} */
-            kind: "subscription" | "proration" | "credit";
+            /**
+             * @description `usage`: a charge of the plan for the usage of the line's period, billed in arrears.
+             * @enum {string}
+             */
+            kind: "subscription" | "proration" | "credit" | "usage";
+            /** @description On a `usage` line, what was counted; null on any other line. */
+            usage: components["schemas"]["InvoiceLineUsage"] | components["schemas"]["NullValue"];
             /** @example 1 */
             quantity: number;
             unit_amount: components["schemas"]["Money"];
@@ -3534,7 +3965,8 @@ export interface components {
          *           "amount": "154839.00",
          *           "discount_amount": "0.00",
          *           "period_start": "2026-01-30T03:12:45Z",
-         *           "period_end": "2026-02-15T03:12:45Z"
+         *           "period_end": "2026-02-15T03:12:45Z",
+         *           "usage": null
          *         },
          *         {
          *           "description": "Pro Monthly, unused time (30 Jan 2026 to 15 Feb 2026)",
@@ -3544,7 +3976,8 @@ export interface components {
          *           "amount": "-77420.00",
          *           "discount_amount": "0.00",
          *           "period_start": "2026-01-30T03:12:45Z",
-         *           "period_end": "2026-02-15T03:12:45Z"
+         *           "period_end": "2026-02-15T03:12:45Z",
+         *           "usage": null
          *         }
          *       ],
          *       "credit_notes": []
@@ -4739,6 +5172,38 @@ export interface components {
             };
         };
         /**
+         * @description The event (or, in a batch, every event named in `errors`) cannot be counted, and
+         *     nothing was recorded: `event_in_future` (a timestamp more than 5 minutes ahead of the
+         *     service's clock), `period_closed` (the usage window the timestamp falls in is already
+         *     invoiced), `unknown_metric` (no active metric has the code),
+         *     `no_metered_subscription` (the customer has no live subscription whose plan charges
+         *     the metric). `code` is the first refused event's; `errors` lists them all. Or
+         *     `idempotency_key_reused`.
+         */
+        UsageEventRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://billing.example/problems/period-closed",
+                 *       "title": "Period closed",
+                 *       "status": 422,
+                 *       "detail": "The usage before 2026-12-01T00:00:00.000Z is already invoiced.",
+                 *       "code": "period_closed",
+                 *       "errors": [
+                 *         {
+                 *           "field": "events[3].timestamp",
+                 *           "message": "The usage before 2026-12-01T00:00:00.000Z is already invoiced."
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description `card_declined`: the card given for a trial was declined (by its bank or the fraud
          *     check, or 3-D Secure failed); `detail` carries the gateway's reason and nothing was
          *     created. Or `promotion_code_invalid`: the promotion code cannot be redeemed (`reason`
@@ -4966,6 +5431,8 @@ export interface components {
         AdminCustomer: string;
         /** @description The coupon, by id or code. */
         AdminCoupon: string;
+        /** @description The billable metric, by id or code. */
+        AdminMetric: string;
         /** @description The promotion code, by id or code (any case). */
         AdminPromotionCode: string;
         /** @description The wallet's owner, by user id or username. */
@@ -6104,6 +6571,124 @@ export interface operations {
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];
             503: components["responses"]["GatewayUnavailable"];
+        };
+    };
+    getSubscriptionUsage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage so far. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionUsage"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendUsageEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "transaction_id": "req-2026-12-01-000042",
+                 *       "customer": "ext:crm-1042",
+                 *       "code": "api_calls",
+                 *       "timestamp": "2026-12-01T08:15:00Z",
+                 *       "properties": {
+                 *         "region": "jakarta"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["UsageEventInput"];
+            };
+        };
+        responses: {
+            /** @description The event is recorded (or was already). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageEventAccepted"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UsageEventRefused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendUsageEventBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UsageEventBatch"];
+            };
+        };
+        responses: {
+            /** @description Every event is recorded (or was already). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageEventBatchAccepted"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UsageEventRefused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listPayments: {
@@ -7564,6 +8149,35 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    adminGetSubscriptionUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage so far. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionUsage"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     adminListInvoices: {
         parameters: {
             query?: {
@@ -8159,6 +8773,167 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PromotionCode"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListMetrics: {
+        parameters: {
+            query?: {
+                active?: boolean;
+                /** @description Page number, from 1. A page past the last answers an empty `results`. */
+                page?: components["parameters"]["Page"];
+                /** @description Number of items per page, at most 100. */
+                page_size?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedMetricList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminCreateMetric: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A client-chosen key, unique per intended operation. The same key from the same user
+                 *     with the same body within 24 hours replays the first response without doing anything
+                 *     again; the same key with another body answers `422` `idempotency_key_reused`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "storage_gb",
+                 *       "name": "Storage (GB, peak)",
+                 *       "aggregation": "max",
+                 *       "field": "gb",
+                 *       "reason": "Storage plans"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateMetricRequest"];
+            };
+        };
+        responses: {
+            /** @description The metric. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillableMetric"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminGetMetric: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The billable metric, by id or code. */
+                metric: components["parameters"]["AdminMetric"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metric. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillableMetric"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminArchiveMetric: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The billable metric, by id or code. */
+                metric: components["parameters"]["AdminMetric"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The archived metric. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillableMetric"];
                 };
             };
             400: components["responses"]["ValidationError"];

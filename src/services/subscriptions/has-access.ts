@@ -6,9 +6,13 @@ import { OPEN_RENEWAL_INVOICE, paidAccessEndsAt, type AccessRules, type AccessSu
 import { ACCESS_GRANTING_STATUSES } from '../../domain/states/subscription-states.js';
 import type { DataContext } from '../context.js';
 
-/** The configured access rules (ACCESS_GRACE_MINUTES, RENEWAL_DUE_DAYS). */
-export function accessRules(config: Pick<Config, 'accessGraceMinutes' | 'renewalDueDays'>): AccessRules {
-  return { graceMinutes: config.accessGraceMinutes, renewalDueDays: config.renewalDueDays };
+/**
+ * The configured access rules (ACCESS_GRACE_MINUTES, RENEWAL_DUE_DAYS). NOTE: a renewal that bills
+ * usage is made USAGE_GRACE_MINUTES after the period ends (late events still count), so access
+ * lasts at least that long: no subscriber is locked out while the invoice waits for its usage.
+ */
+export function accessRules(config: Pick<Config, 'accessGraceMinutes' | 'renewalDueDays'> & Partial<Pick<Config, 'usageGraceMinutes'>>): AccessRules {
+  return { graceMinutes: Math.max(config.accessGraceMinutes, config.usageGraceMinutes ?? 0), renewalDueDays: config.renewalDueDays };
 }
 
 /**

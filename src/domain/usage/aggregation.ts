@@ -1,0 +1,58 @@
+/*
+ * Billable metrics' aggregations and usage units (docs/usage.md). Units are exact decimals with at
+ * most six places, carried as text and stored as integer micro-units (× 1,000,000), so that sums
+ * are exact on both databases (SQLite has no exact decimal type): never a float.
+ */
+
+export type MetricAggregation = 'count' | 'sum' | 'max' | 'unique_count' | 'latest';
+export const METRIC_AGGREGATIONS: readonly MetricAggregation[] = ['count', 'sum', 'max', 'unique_count', 'latest'];
+
+/** Aggregations that read a numeric `field` of the event's properties. */
+export const NUMERIC_AGGREGATIONS: readonly MetricAggregation[] = ['sum', 'max', 'latest'];
+
+export const MICRO = 1_000_000n;
+/** The largest magnitude an event's value may have (a sum of a million of them still fits a bigint). */
+export const MAX_EVENT_VALUE_MICRO = 1_000_000_000_000n * MICRO;
+
+const UNITS = /^(-?)(\d{1,19})(?:\.(\d{1,6}))?$/;
+
+/**
+ * An event property as micro-units: a JSON number or a decimal string with at most six decimal
+ * places (1e3 and other exponents are refused); null when it is not one.
+ */
+export function parseUnits(value: unknown): bigint | null {
+  let text: string;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return null;
+    text = String(value);
+  } else if (typeof value === 'string') {
+    text = value.trim();
+  } else {
+    return null;
+  }
+  const m = UNITS.exec(text);
+  if (!m) return null;
+  const micro = BigInt(m[2]) * MICRO + BigInt((m[3] ?? '').padEnd(6, '0') || '0');
+  if (micro > MAX_EVENT_VALUE_MICRO) return null;
+  return m[1] === '-' ? -micro : micro;
+}
+
+/** Micro-units as the shortest exact decimal text ("1250.5", "3", "-0.000001"). */
+export function formatUnits(micro: bigint): string {
+  const negative = micro < 0n;
+  const abs = negative ? -micro : micro;
+  const whole = abs / MICRO;
+  const fraction = (abs % MICRO).toString().padStart(6, '0').replace(/0+$/, '');
+  return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
+}
+
+/** Whether an event's properties pass a metric's filters (every key's value, as text, listed). */
+export function matchesFilters(filters: Record<string, string[]> | null, properties: Record<string, unknown>): boolean {
+  if (!filters) return true;
+  for (const [key, allowed] of Object.entries(filters)) {
+    const value = properties[key];
+    if (value === undefined || value === null || typeof value === 'object') return false;
+    if (!allowed.includes(String(value))) return false;
+  }
+  return true;
+}
