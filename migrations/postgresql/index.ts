@@ -21,6 +21,7 @@ import { Migration20261128015812 } from './Migration20261128015812.js';
 import { Migration20261128022957 } from './Migration20261128022957.js';
 import { Migration20261201213237 } from './Migration20261201213237.js';
 import { Migration20261202010926 } from './Migration20261202010926.js';
+import { Migration20261202020000 } from './Migration20261202020000.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -45,4 +46,5 @@ export const migrations = [
   { name: 'Migration20261128022957', class: Migration20261128022957 },
   { name: 'Migration20261201213237', class: Migration20261201213237 },
   { name: 'Migration20261202010926', class: Migration20261202010926 },
+  { name: 'Migration20261202020000', class: Migration20261202020000 },
 ];

@@ -22,4 +22,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261128022957',
   'Migration20261201213237',
   'Migration20261202010926',
+  'Migration20261202020000',
 ];
