@@ -49,7 +49,9 @@ export function registerPlanCommands(program: Command): void {
     .description('list every plan, whatever its status')
     .action(async (_opts, cmd: Command) => {
       const rows = (await withServices((s) => listAllPlans(s))).map(serializePlan);
-      output(globalOptions(cmd), rows, () => table(rows, ['slug', 'name', 'price', 'currency', 'interval', 'interval_unit', 'per_unit', 'status']));
+      // Usage charges as metric:model, comma-separated (the plan's full terms are in --json).
+      const shown = rows.map((p) => ({ ...p, charges: p.charges.map((c) => `${c.metric}:${c.model}`).join(',') }));
+      output(globalOptions(cmd), rows, () => table(shown, ['slug', 'name', 'price', 'currency', 'interval', 'interval_unit', 'per_unit', 'charges', 'status']));
     });
 
   withReason(plans.command('archive <slug>'))

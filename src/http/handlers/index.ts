@@ -7,6 +7,7 @@ import type { OperationHandlers } from '../operations.js';
 import { adminActionHandlers } from './admin-actions.js';
 import { adminCouponHandlers } from './admin-coupons.js';
 import { adminCustomerHandlers } from './admin-customers.js';
+import { adminMetricHandlers } from './admin-metrics.js';
 import { adminReadHandlers } from './admin-reads.js';
 import { authHandlers } from './auth.js';
 import { creditNoteHandlers } from './credit-notes.js';
@@ -50,5 +51,6 @@ export function allHandlers(deps: {
     ...adminActionHandlers,
     ...adminCustomerHandlers(deps.accessRule),
     ...adminCouponHandlers,
+    ...adminMetricHandlers,
   };
 }

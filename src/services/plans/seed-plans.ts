@@ -3,7 +3,10 @@ import { ValidationError, type FieldError } from '../../domain/errors.js';
 import { money, parseAmountInput } from '../../domain/money.js';
 import { TAX_BEHAVIORS, type TaxBehavior } from '../../domain/tax.js';
 import { movePlanTo } from '../../domain/states/plan-states.js';
+import { checkCharge, type PlanCharge } from '../../domain/usage/charge-models.js';
+import { canonicalJson } from '../audit/audit-chain.js';
 import type { DataContext } from '../context.js';
+import { metricsByCode } from '../usage/find-metric.js';
 
 export interface PlanSeed {
   slug: string;
@@ -21,6 +24,8 @@ export interface PlanSeed {
   tax_behavior?: TaxBehavior;
   /** Priced per unit (seats): a subscription pays price × its quantity. */
   per_unit?: boolean;
+  /** Usage charges billed in arrears (docs/usage.md): `{metric, model, properties}` each. */
+  charges?: unknown[];
 }
 
 export interface SeedResult {
@@ -54,7 +59,50 @@ function validate(seed: PlanSeed, index: number): FieldError[] {
     if (e instanceof ValidationError) errors.push(...e.errors);
     else throw e;
   }
+  errors.push(...checkedCharges(seed, index).errors);
   return errors;
+}
+
+const MAX_CHARGES = 50;
+
+/** A plan's charges as the file gives them, checked (no database), each at `[i].charges[j]`. */
+function checkedCharges(seed: PlanSeed, index: number): { charges: PlanCharge[]; errors: FieldError[] } {
+  if (seed.charges === undefined) return { charges: [], errors: [] };
+  const at = `[${index}].charges`;
+  if (!Array.isArray(seed.charges) || seed.charges.length > MAX_CHARGES) return { charges: [], errors: [{ field: at, message: `must be a list of at most ${MAX_CHARGES} charges` }] };
+  const charges: PlanCharge[] = [];
+  const errors: FieldError[] = [];
+  const seen = new Set<string>();
+  seed.charges.forEach((value, j) => {
+    const checked = checkCharge(value, seed.currency ?? 'IDR', `${at}[${j}]`);
+    errors.push(...checked.errors);
+    if (!checked.charge) return;
+    if (seen.has(checked.charge.metric)) errors.push({ field: `${at}[${j}].metric`, message: `charges metric ${checked.charge.metric} a second time (at most one charge per metric)` });
+    seen.add(checked.charge.metric);
+    charges.push(checked.charge);
+  });
+  return { charges, errors };
+}
+
+/**
+ * Every plan's charges with the metric's name copied in, by slug; a metric that does not exist,
+ * or is archived (but for a plan archived too: the file seeds as it did), is an error naming
+ * `[i].charges[j].metric`.
+ */
+async function chargesWithMetrics(ctx: DataContext, seeds: PlanSeed[]): Promise<{ bySlug: Map<string, PlanCharge[]>; errors: FieldError[] }> {
+  const checked = seeds.map((seed, i) => checkedCharges(seed, i).charges);
+  const metrics = await metricsByCode(ctx.em, checked.flat().map((c) => c.metric));
+  const errors: FieldError[] = [];
+  const bySlug = new Map<string, PlanCharge[]>();
+  checked.forEach((charges, i) => {
+    bySlug.set(seeds[i].slug, charges.map((charge, j) => {
+      const metric = metrics.get(charge.metric);
+      if (!metric) errors.push({ field: `[${i}].charges[${j}].metric`, message: `no billable metric "${charge.metric}" exists (billing-admin metrics list)` });
+      else if (metric.status !== 'active' && seeds[i].status !== 'archived') errors.push({ field: `[${i}].charges[${j}].metric`, message: `billable metric "${charge.metric}" is archived` });
+      return { metric: charge.metric, metric_name: metric?.name ?? charge.metric, model: charge.model, properties: charge.properties };
+    }));
+  });
+  return { bySlug, errors };
 }
 
 /**
@@ -65,6 +113,8 @@ export async function seedPlans(ctx: DataContext, seeds: unknown): Promise<SeedR
   if (!Array.isArray(seeds)) throw new ValidationError([{ field: '', message: 'the file must hold an array of plans' }]);
   const errors = seeds.flatMap((s, i) => validate(s as PlanSeed, i));
   if (errors.length > 0) throw new ValidationError(errors, 'The plans file is not valid.');
+  const charges = await chargesWithMetrics(ctx, seeds as PlanSeed[]);
+  if (charges.errors.length > 0) throw new ValidationError(charges.errors, 'The plans file is not valid.');
 
   const result: SeedResult = { created: [], updated: [], unchanged: [] };
   const now = ctx.clock.now();
@@ -83,6 +133,7 @@ export async function seedPlans(ctx: DataContext, seeds: unknown): Promise<SeedR
       sortOrder: seed.sort_order ?? 0,
       taxBehavior: seed.tax_behavior ?? 'none',
       perUnit: seed.per_unit ?? false,
+      charges: charges.bySlug.get(seed.slug)!,
     } satisfies Partial<Plan>;
     const status = seed.status ?? 'active';
     const plan = existing.get(seed.slug);
@@ -94,7 +145,7 @@ export async function seedPlans(ctx: DataContext, seeds: unknown): Promise<SeedR
     }
     const changed =
       plan.status !== status ||
-      (Object.keys(values) as (keyof typeof values)[]).some((k) => JSON.stringify(plan[k]) !== JSON.stringify(values[k]));
+      (Object.keys(values) as (keyof typeof values)[]).some((k) => canonicalJson(plan[k] ?? null) !== canonicalJson(values[k]));
     if (changed) {
       ctx.em.assign(plan, values);
       movePlanTo(plan, status, now);
