@@ -21,6 +21,7 @@ import { subscriptionHandlers } from './subscriptions.js';
 import { subscriptionQuantityHandlers } from './subscription-quantity.js';
 import { taxHandlers } from './tax.js';
 import { topupHandlers } from './topups.js';
+import { usageHandlers } from './usage.js';
 import { walletHandlers } from './wallet.js';
 import { webhookHandlers } from './webhook.js';
 
@@ -51,6 +52,7 @@ export function allHandlers(deps: {
     ...adminActionHandlers,
     ...adminCustomerHandlers(deps.accessRule),
     ...adminCouponHandlers,
+    ...usageHandlers,
     ...adminMetricHandlers,
   };
 }
