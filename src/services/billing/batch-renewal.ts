@@ -22,7 +22,9 @@ import { renewalInvoiceInput, result, type StepResult } from './bill-subscriptio
 import { fromColumn, insertRows, updateRows } from '../../db/bulk-sql.js';
 import { lockWalletsOf, postWalletDebits, walletRefusal, type WalletDebit } from '../wallet/wallet-ledger.js';
 import { nothingAfter } from './collect-renewal.js';
-import { PLAIN_WALLET_RENEWAL, whereSql } from './due-rule.js';
+import { PLAIN_WALLET_RENEWAL, whereSql, type DueTime } from './due-rule.js';
+import { usageLinesMany } from '../usage/usage-charges.js';
+import { renewalUsageWindow } from './usage-billing.js';
 
 /*
  * The billing run's common case in bulk: a due, active, wallet-paid subscription with nothing
@@ -30,13 +32,17 @@ import { PLAIN_WALLET_RENEWAL, whereSql } from './due-rule.js';
  * the renewal invoice, open a wallet payment, debit the wallet and settle the payment through
  * applyGatewayEvent (invoice paid, period advanced, payment_succeeded and subscription_renewed
  * notifications). This module writes those same rows for a whole page of subscriptions in one
- * transaction, with a handful of set-based statements. Anything else (trials, plan changes,
+ * transaction, with a handful of set-based statements; a plan's usage charges are priced for the
+ * whole page at once (usageLinesMany: one grouped query per metric). Anything else (trials, plan changes,
  * cancellations, dunning, short or inactive wallets, a subscription several cycles behind)
  * is left to the per-subscription path, which the caller runs for every id not returned here.
  */
 
 /** What the batch needs of a subscription: the fields renewalInvoiceInput, subscriptionData and notify read. */
-type Claimed = Pick<Subscription, 'id' | 'status' | 'paymentType' | 'currentPeriodEnd' | 'nextBillingDate' | 'billingAnchor' | 'trialEnd' | 'quantity' | 'discount' | 'pendingQuantity'> & {
+type Claimed = Pick<
+  Subscription,
+  'id' | 'status' | 'paymentType' | 'currentPeriodStart' | 'currentPeriodEnd' | 'nextBillingDate' | 'billingAnchor' | 'trialEnd' | 'quantity' | 'discount' | 'pendingQuantity' | 'usageBilledUntil'
+> & {
   user: Pick<User, 'id' | 'email' | 'taxProfile'>;
   plan: Plan;
 };
@@ -46,7 +52,7 @@ type Claimed = Pick<Subscription, 'id' | 'status' | 'paymentType' | 'currentPeri
  * NOTE: read with plain SQL, not as entities: hydrating a thousand subscriptions with their
  * plans and users took longer than writing their renewals.
  */
-async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): Promise<Claimed[]> {
+async function claimPlainRenewals(em: EntityManager, ids: string[], due: DueTime): Promise<Claimed[]> {
   const postgres = isPostgres(em);
   const list = ids.map(() => '?').join(', ');
   // SQLite: write first, so the transaction queues for the write lock instead of reading a
@@ -55,9 +61,9 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
   // dueAction's plain `renew` (due-rule.ts's PLAIN_WALLET_RENEWAL), plus a usable wallet;
   // re-read under the lock.
   // NOTE: SKIP LOCKED: subscriptions another run holds are not waited for (see heldElsewhere).
-  const plain = whereSql(em, PLAIN_WALLET_RENEWAL, at);
+  const plain = whereSql(em, PLAIN_WALLET_RENEWAL, due);
   const rows = (await em.execute(
-    `select s.id, s.status, s.payment_type, s.current_period_end, s.next_billing_date, s.billing_anchor, s.trial_end, s.quantity, s.plan_id, s.user_id, u.email, u.tax_profile
+    `select s.id, s.status, s.payment_type, s.current_period_start, s.current_period_end, s.usage_billed_until, s.next_billing_date, s.billing_anchor, s.trial_end, s.quantity, s.plan_id, s.user_id, u.email, u.tax_profile
        from subscriptions s
        join users u on u.id = s.user_id
        join plans p on p.id = s.plan_id
@@ -75,7 +81,9 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], at: Date): P
     id: String(r.id),
     status: r.status as Subscription['status'],
     paymentType: r.payment_type as Subscription['paymentType'],
+    currentPeriodStart: date(r, 'currentPeriodStart', 'current_period_start'),
     currentPeriodEnd: date(r, 'currentPeriodEnd', 'current_period_end'),
+    usageBilledUntil: date(r, 'usageBilledUntil', 'usage_billed_until'),
     nextBillingDate: date(r, 'nextBillingDate', 'next_billing_date'),
     billingAnchor: date(r, 'billingAnchor', 'billing_anchor'),
     trialEnd: date(r, 'trialEnd', 'trial_end'),
@@ -110,12 +118,17 @@ export async function rehearsePlainWalletBatch(ctx: ServiceContext, ids: string[
 async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[]): Promise<StepResult[]> {
   const at = ctx.clock.now();
   const tctx: DataContext = { ...ctx, em };
-  const subs = await claimPlainRenewals(em, ids, at);
+  const subs = await claimPlainRenewals(em, ids, { at, usageGraceMinutes: ctx.config.usageGraceMinutes });
   if (subs.length === 0) return [];
+  // The usage of each period that ends, for the whole page: one grouped query per metric charged.
+  const windows = new Map(subs.map((sub) => [sub.id, renewalUsageWindow(sub)]));
+  const usage = await usageLinesMany(tctx, subs.map((sub) => ({ subscriptionId: sub.id, plan: sub.plan, ...windows.get(sub.id)! })));
   const walletOf = await lockWalletsOf(em, subs.map((s) => s.user.id));
-  // Amounts per plan and quantity: every subscription of a plan with as many units pays the same.
+  // Amounts per plan and quantity: every subscription of a plan with as many units pays the same
+  // (its usage apart: a window that bills usage is priced on its own).
   const priced = new Map<string, InvoicePricing>();
   const price = (plan: Plan, input: CreateInvoiceInput) => {
+    if (input.lines.length > 1) return priceInvoice(ctx.config, input);
     const key = `${plan.id}:${input.lines[0].quantity ?? 1}`;
     let p = priced.get(key);
     if (!p) {
@@ -126,7 +139,7 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
   };
 
   const renewals = subs.flatMap((sub) => {
-    const input = renewalInvoiceInput(tctx, sub as unknown as Subscription, at);
+    const input = renewalInvoiceInput(tctx, sub as unknown as Subscription, at, usage.get(sub.id));
     // More than one cycle behind: the per-subscription path catches up cycle by cycle.
     if (input.periodEnd.getTime() <= at.getTime()) return [];
     const pricing = price(sub.plan, input);
@@ -179,7 +192,7 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
       wallet, id: payment.paymentDetails.wallet_transaction_id, amount: total, currency: input.currency, source: 'payment',
       referenceId: payment.id, description: `Payment ${payment.orderId} of invoice ${number}`,
     });
-    subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd, input.periodEnd]);
+    subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd, input.periodEnd, windows.get(sub.id)!.to]);
     const renewed = { id: sub.id, plan: sub.plan, status: sub.status, currentPeriodEnd: input.periodEnd, trialEnd: sub.trialEnd } as Subscription;
     for (const [type, data] of [['payment_succeeded', paymentData(payment)], ['subscription_renewed', subscriptionData(renewed)]] as const) {
       notifications.push(...notificationInserts(tctx, sub.user, type, data));
@@ -194,7 +207,8 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
   await insertRows(em, PeriodFund, funds);
   await postWalletDebits(tctx, debits);
   await insertRows(em, Notification, notifications);
-  await updateRows(em, Subscription, ['currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'], subscriptionUpdates, {
+  // The usage window closes at the period's end, as closeUsageWindow does for renew().
+  await updateRows(em, Subscription, ['currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate', 'usageBilledUntil'], subscriptionUpdates, {
     // A renewal paid: the last renewal failure, if any, no longer stands.
     sql: 'cycles_completed = cycles_completed + 1, last_renewal_failure = null, updated_at = ?',
     params: [now],

@@ -11,13 +11,15 @@ import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { GatewayError, isMerchantSideFailure, merchantSideFailure } from '../../gateway/errors.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { discountCovers } from '../../domain/discount.js';
-import { createInvoice, type CreateInvoiceInput } from '../invoices/create-invoice.js';
+import { createInvoice, type CreateInvoiceInput, type InvoiceLineInput } from '../invoices/create-invoice.js';
 import { countDiscountPeriod, periodLine } from '../invoices/subscription-lines.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
-import { cancelAtGateway, endSubscriptionNow } from '../subscription-rules/end-subscription.js';
+import { cancelAtGateway, endSubscriptionBillingUsage } from '../subscription-rules/end-subscription.js';
+import { usageLines } from '../usage/usage-charges.js';
+import { billUsageSoFar, closeUsageWindow, renewalUsageWindow, type UsageBilled } from './usage-billing.js';
 import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js';
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
 import { collectInvoice, followUp, latestAttempt, markPastDue, nothingAfter, renewalSubmitOptions, type AfterCommit, type Counts } from './collect-renewal.js';
@@ -98,9 +100,16 @@ function applyScheduledPlan(ctx: DataContext, sub: Subscription, plan: Plan, per
  * NOTE: a renewal invoice pays for the period that starts where the current one ends and ends
  * at the next boundary of the billing anchor; it is due RENEWAL_DUE_DAYS after it is issued.
  * A trial's first invoice is the same thing: the trial is the current period, the anchor its end.
+ * It also bills, in arrears, the usage of the period that ends (`usage`: the lines of
+ * renewalUsageWindow under the plan that period had; never discounted).
  * Shared by renew() and the batched run (batch-renewal.ts), so both bill the same thing.
  */
-export function renewalInvoiceInput(ctx: Pick<DataContext, 'config'>, sub: Subscription, at: Date): CreateInvoiceInput & { periodStart: Date; periodEnd: Date } {
+export function renewalInvoiceInput(
+  ctx: Pick<DataContext, 'config'>,
+  sub: Subscription,
+  at: Date,
+  usage: InvoiceLineInput[] = [],
+): CreateInvoiceInput & { periodStart: Date; periodEnd: Date } {
   const plan = sub.plan;
   const periodStart = sub.currentPeriodEnd ?? sub.nextBillingDate!;
   const periodEnd = boundaryAfter(sub.billingAnchor ?? periodStart, plan.interval, plan.intervalUnit, periodStart);
@@ -116,7 +125,7 @@ export function renewalInvoiceInput(ctx: Pick<DataContext, 'config'>, sub: Subsc
     periodStart,
     periodEnd,
     discount: discountCovers(sub.discount, plan, periodStart) ? sub.discount : null,
-    lines: [periodLine(plan, sub.quantity, periodStart, periodEnd)],
+    lines: [periodLine(plan, sub.quantity, periodStart, periodEnd), ...usage],
   };
 }
 
@@ -124,6 +133,10 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
   const at = ctx.clock.now();
   const counts: Counts = { renewed: 1 };
   if (sub.status === 'trialing') counts.trial_ended = 1;
+  // The period that ends is billed its usage under the plan it had, before a scheduled change applies.
+  const window = renewalUsageWindow(sub);
+  const usage = await usageLines(ctx, sub, sub.plan, window.from, window.to);
+  closeUsageWindow(sub, window.to);
   if (planChange) {
     applyScheduledPlan(ctx, sub, planChange, sub.currentPeriodEnd ?? sub.nextBillingDate!);
     counts.plan_changes = 1;
@@ -133,7 +146,7 @@ async function renew(ctx: DataContext, sub: Subscription, planChange: Plan | nul
     sub.quantity = sub.pendingQuantity;
     sub.pendingQuantity = null;
   }
-  const input = renewalInvoiceInput(ctx, sub, at);
+  const input = renewalInvoiceInput(ctx, sub, at, usage);
   const invoice = await createInvoice(ctx, input);
   countDiscountPeriod(sub, input);
   invoice.nextRetryAt = input.dueAt;
@@ -164,8 +177,8 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
   if (at.getTime() >= schedule.cancelAt.getTime()) {
     invoiceStates.apply(invoice, 'mark_uncollectible', at);
     invoice.nextRetryAt = null;
-    const cancelOrderIds = await endSubscriptionNow(ctx, sub, 'dunning_exhausted');
-    return result(sub, 'collect', { counts: { canceled: 1 }, invoiceNumber: invoice.number, after: { ...nothingAfter(), cancelOrderIds } });
+    const ended = await endSubscriptionBillingUsage(ctx, sub, 'dunning_exhausted', at);
+    return result(sub, 'collect', { counts: { canceled: 1 }, invoiceNumber: invoice.number, after: { ...nothingAfter(), cancelOrderIds: ended.cancelOrderIds, submit: ended.usage.submit }, outcome: ended.usage.outcome });
   }
   const counts: Counts = {};
   if (at.getTime() >= schedule.dueAt.getTime() && markPastDue(ctx, sub, at)) counts.past_due = 1;
@@ -194,22 +207,38 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
   return result(sub, 'collect', { counts, invoiceNumber: invoice.number, invoice });
 }
 
-function expire(ctx: DataContext, sub: Subscription): StepResult {
+/** The last paid cycle ended: the subscription expires, its period's usage billed on a usage-only invoice. */
+async function expire(ctx: DataContext, sub: Subscription): Promise<StepResult> {
   const at = ctx.clock.now();
+  const periodEnd = renewalUsageWindow(sub).to;
   subscriptionStates.apply(sub, 'expire', at);
   sub.nextBillingDate = null;
   sub.cancelAtPeriodEnd = false;
   notify(ctx, sub.user, 'subscription_expired', { ...subscriptionData(sub), cycles_completed: sub.cyclesCompleted });
-  return result(sub, 'expire', { counts: { expired: 1 } });
+  const usage = await billUsageSoFar(ctx, sub, sub.plan, periodEnd);
+  return usageStep(sub, 'expire', { expired: 1 }, [], usage);
+}
+
+/** A step that ended a subscription and billed its last usage (an invoice, its payment after the commit). */
+function usageStep(sub: Subscription, action: StepAction, counts: Counts, cancelOrderIds: string[], usage: UsageBilled): StepResult {
+  return result(sub, action, {
+    counts: usage.paid ? { ...counts, charged: 1 } : counts,
+    invoiceNumber: usage.invoice?.number ?? null,
+    outcome: usage.outcome,
+    after: { ...nothingAfter(), cancelOrderIds, submit: usage.submit },
+    invoice: usage.invoice,
+  });
 }
 
 async function act(ctx: DataContext, sub: Subscription, action: DueAction): Promise<StepResult> {
   const at = ctx.clock.now();
   switch (action.kind) {
     case 'cancel_at_period_end': {
-      // The user's own reason (given when they asked) stays; the open renewal invoice, if any, is voided.
-      const cancelOrderIds = await endSubscriptionNow(ctx, sub, sub.cancelReason);
-      return result(sub, action.kind, { counts: { canceled: 1 }, after: { ...nothingAfter(), cancelOrderIds } });
+      // The user's own reason (given when they asked) stays; the open renewal invoice, if any, is
+      // voided; then the period's usage is billed on its own invoice.
+      const periodEnd = renewalUsageWindow(sub).to;
+      const ended = await endSubscriptionBillingUsage(ctx, sub, sub.cancelReason, periodEnd);
+      return usageStep(sub, action.kind, { canceled: 1 }, ended.cancelOrderIds, ended.usage);
     }
     case 'expire':
       return expire(ctx, sub);
@@ -242,14 +271,14 @@ async function stepIn(ctx: ServiceContext, em: EntityManager, id: string): Promi
     const exists = await em.fork({ keepTransactionContext: true }).count(Subscription, { id });
     return exists ? lockedElsewhere(id) : null;
   }
-  const at = ctx.clock.now();
-  const action = dueAction(sub, await openRenewalInvoice(em, sub), at);
+  const due = { at: ctx.clock.now(), usageGraceMinutes: ctx.config.usageGraceMinutes };
+  const action = dueAction(sub, await openRenewalInvoice(em, sub), due);
   if (!action) return null;
   const step = await act(tctx, sub, action);
   // Decided from what the step just wrote, to spare a catching-up subscription a lookup per
   // cycle; a gateway answer may still change things, so those always look again.
   const open = step.invoice?.status === 'open' ? step.invoice : null;
-  step.more = step.after.submit !== null || step.after.resubmit !== null || dueAction(sub, open, at) !== null;
+  step.more = step.after.submit !== null || step.after.resubmit !== null || dueAction(sub, open, due) !== null;
   step.amount = step.invoice?.totalAmount ?? null;
   step.invoice = undefined;
   return step;

@@ -3,7 +3,7 @@ import type { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import { OPEN_RENEWAL_INVOICE } from '../../domain/paid-access.js';
-import { DUE, DUE_SCANS, holds, selectSubscriptionIds } from './due-rule.js';
+import { DUE, DUE_SCANS, holds, selectSubscriptionIds, type DueTime } from './due-rule.js';
 
 export type DueAction =
   | { kind: 'cancel_at_period_end' }
@@ -29,7 +29,7 @@ export function nextCyclePlan(sub: Subscription): Plan {
  * from); pure apart from the open renewal invoice the caller loaded, so a dry run reports
  * exactly what a real run would do.
  */
-export function dueAction(sub: Subscription, openInvoice: Invoice | null, at: Date): DueAction | null {
+export function dueAction(sub: Subscription, openInvoice: Invoice | null, at: DueTime): DueAction | null {
   const subject = { sub, openInvoice };
   if (holds(DUE.cancelAtPeriodEnd, subject, at)) return { kind: 'cancel_at_period_end' };
   if (openInvoice && holds(DUE.collect, subject, at)) return { kind: 'collect', invoice: openInvoice };
@@ -51,12 +51,12 @@ export function dueAction(sub: Subscription, openInvoice: Invoice | null, at: Da
 }
 
 /**
- * Ids of subscriptions with something due at `at`, in id order after `afterId` (keyset pages,
+ * Ids of subscriptions with something due at `at` (with the usage grace), in id order after `afterId` (keyset pages,
  * so a long run neither skips nor repeats one): one query per scan of due-rule.ts's DUE_SCANS,
  * one after another (an entity manager, and SQLite's one connection, runs one query at a time).
  * Each answer is checked again under the subscription's lock before anything is written.
  */
-export async function dueSubscriptionIds(em: EntityManager, at: Date, afterId: string | null, limit: number): Promise<string[]> {
+export async function dueSubscriptionIds(em: EntityManager, at: DueTime, afterId: string | null, limit: number): Promise<string[]> {
   const ids = new Set<string>();
   for (const scan of DUE_SCANS) for (const id of await selectSubscriptionIds(em, scan, at, afterId, limit)) ids.add(id);
   return [...ids].sort().slice(0, limit);

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/knex';
+import { isPostgres } from '../../db/dialect.js';
 import { Invoice } from '../../db/entities/invoice.js';
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
@@ -17,8 +18,18 @@ import { TRIAL_NOTICE_DAYS } from './dunning-schedule.js';
 /** Statuses the billing run looks at; paused subscriptions are not billed (resume moves their dates). */
 export const BILLED_STATUSES = ['trialing', 'active', 'past_due'] as const;
 
-/** A time the rule compares with, as a function of the run's `at`. */
-type Moment = (at: Date) => Date;
+/**
+ * When the rule is evaluated: the run's instant, and how long after its period's end a
+ * subscription whose plan has usage charges waits before it is billed (USAGE_GRACE_MINUTES:
+ * late events of the period still arrive, docs/usage.md).
+ */
+export interface DueTime {
+  at: Date;
+  usageGraceMinutes: number;
+}
+
+/** A time the rule compares with, as a function of the run's `at` (and the usage grace). */
+type Moment = (when: DueTime) => Date;
 
 type SubscriptionField = 'status' | 'paymentType' | 'cancelAtPeriodEnd' | 'nextBillingDate' | 'trialEnd' | 'trialWillEndNotifiedAt' | 'pendingPlan' | 'pendingQuantity' | 'discount';
 type InvoiceField = 'nextRetryAt';
@@ -37,16 +48,27 @@ export type Rule<F extends string = SubscriptionField> =
   /** The subscription has an open renewal invoice meeting `where`. */
   | { op: 'openRenewalInvoice'; where: Rule<InvoiceField> }
   /** The subscription's current plan allows another paid cycle (max_cycles 0 is unlimited). */
-  | { op: 'cyclesLeft' };
+  | { op: 'cyclesLeft' }
+  /** The subscription's current plan (the one its period is billed under) has usage charges. */
+  | { op: 'metered' };
 
 const all = <F extends string>(...of: Rule<F>[]): Rule<F> => ({ op: 'all', of });
 const any = <F extends string>(...of: Rule<F>[]): Rule<F> => ({ op: 'any', of });
 const not = <F extends string>(of: Rule<F>): Rule<F> => ({ op: 'not', of });
 const oneOf = <F extends string>(field: F, ...values: (string | boolean)[]): Rule<F> => ({ op: 'in', field, values });
-const now: Moment = (at) => at;
+const now: Moment = ({ at }) => at;
+const usageGraceAgo: Moment = ({ at, usageGraceMinutes }) => new Date(at.getTime() - usageGraceMinutes * 60_000);
 
 const billed = oneOf<SubscriptionField>('status', ...BILLED_STATUSES);
-const periodOver: Rule = { op: 'atOrBefore', field: 'nextBillingDate', moment: now };
+/**
+ * The period ended, and for a plan with usage charges USAGE_GRACE_MINUTES ago: its usage is
+ * billed at the period's end (renewal, cancel at period end, expiry), after late events arrived.
+ * NOTE: `nextBillingDate <= at` stays a conjunct of its own, so the scan keeps its index range.
+ */
+const periodOver: Rule = all(
+  { op: 'atOrBefore', field: 'nextBillingDate', moment: now },
+  any(not({ op: 'metered' }), { op: 'atOrBefore', field: 'nextBillingDate', moment: usageGraceAgo }),
+);
 const cancelFlag = oneOf<SubscriptionField>('cancelAtPeriodEnd', true);
 const noOpenRenewalInvoice: Rule = not({ op: 'openRenewalInvoice', where: all() });
 
@@ -63,7 +85,7 @@ export const DUE = {
     oneOf('status', 'trialing'),
     { op: 'null', field: 'trialWillEndNotifiedAt' },
     { op: 'after', field: 'trialEnd', moment: now },
-    { op: 'atOrBefore', field: 'trialEnd', moment: (at) => addDays(at, TRIAL_NOTICE_DAYS) },
+    { op: 'atOrBefore', field: 'trialEnd', moment: ({ at }) => addDays(at, TRIAL_NOTICE_DAYS) },
     noOpenRenewalInvoice,
   ),
 } satisfies Record<string, Rule>;
@@ -104,7 +126,7 @@ function timeOf(value: unknown): number | null {
   return value instanceof Date ? value.getTime() : null;
 }
 
-function holdsOn<F extends string>(rule: Rule<F>, row: Record<string, unknown>, subject: DueSubject, at: Date): boolean {
+function holdsOn<F extends string>(rule: Rule<F>, row: Record<string, unknown>, subject: DueSubject, at: DueTime): boolean {
   switch (rule.op) {
     case 'all':
       return rule.of.every((r) => holdsOn(r, row, subject, at));
@@ -128,11 +150,13 @@ function holdsOn<F extends string>(rule: Rule<F>, row: Record<string, unknown>, 
       return subject.openInvoice !== null && holdsOn(rule.where, subject.openInvoice as unknown as Record<string, unknown>, subject, at);
     case 'cyclesLeft':
       return subject.sub.plan.maxCycles === 0 || subject.sub.cyclesCompleted < subject.sub.plan.maxCycles;
+    case 'metered':
+      return subject.sub.plan.charges.length > 0;
   }
 }
 
 /** Whether `rule` holds for the subscription at `at`. */
-export function holds(rule: Rule, subject: DueSubject, at: Date): boolean {
+export function holds(rule: Rule, subject: DueSubject, at: DueTime): boolean {
   return holdsOn(rule, subject.sub as unknown as Record<string, unknown>, subject, at);
 }
 
@@ -155,7 +179,7 @@ function tableOf(em: EntityManager, entity: { name: string }): string {
  * NOTE: every comparison is written `col is not null and …`, so a missing date is false, never
  * SQL's unknown: `not` then means what it means in `holds`.
  */
-function toSql<F extends string>(em: EntityManager, rule: Rule<F>, at: Date, entity: { name: string }, alias: string, subAlias: string): Sql {
+function toSql<F extends string>(em: EntityManager, rule: Rule<F>, at: DueTime, entity: { name: string }, alias: string, subAlias: string): Sql {
   const col = (field: string) => `${alias}.${column(em, entity, field)}`;
   const join = (parts: Sql[], glue: string, empty: string): Sql =>
     parts.length === 0 ? { sql: empty, params: [] } : { sql: `(${parts.map((p) => p.sql).join(glue)})`, params: parts.flatMap((p) => p.params) };
@@ -194,16 +218,25 @@ function toSql<F extends string>(em: EntityManager, rule: Rule<F>, at: Date, ent
         params: [],
       };
     }
+    case 'metered': {
+      const p = `${subAlias}_m`;
+      // plans.charges: a JSON array (default []), jsonb on PostgreSQL, text on SQLite.
+      const length = isPostgres(em) ? 'jsonb_array_length' : 'json_array_length';
+      return {
+        sql: `exists (select 1 from ${tableOf(em, Plan)} ${p} where ${p}.id = ${subAlias}.${column(em, Subscription, 'plan')} and ${length}(${p}.${column(em, Plan, 'charges')}) > 0)`,
+        params: [],
+      };
+    }
   }
 }
 
 /** `rule` as a SQL condition on the subscriptions table under `alias`, with its bound parameters. */
-export function whereSql(em: EntityManager, rule: Rule, at: Date, alias = 's'): Sql {
+export function whereSql(em: EntityManager, rule: Rule, at: DueTime, alias = 's'): Sql {
   return toSql(em, rule, at, Subscription, alias, alias);
 }
 
 /** Ids of subscriptions for which `rule` holds at `at`, in id order after `afterId`, at most `limit`. */
-export async function selectSubscriptionIds(em: EntityManager, rule: Rule, at: Date, afterId: string | null, limit: number): Promise<string[]> {
+export async function selectSubscriptionIds(em: EntityManager, rule: Rule, at: DueTime, afterId: string | null, limit: number): Promise<string[]> {
   const where = whereSql(em, rule, at);
   const rows = (await em.execute(
     `select s.id from ${tableOf(em, Subscription)} s where ${where.sql}${afterId ? ' and s.id > ?' : ''} order by s.id limit ?`,

@@ -176,6 +176,7 @@ async function pass(runCtx: ServiceContext, at: Date, opts: BillingRunOptions, d
   // A dry run's reads stay inside its transaction: they see what it rehearsed (and SQLite has one connection).
   const fork = (): EntityManager => (dryRun ? runCtx.em.fork({ keepTransactionContext: true }) : runCtx.em.fork()) as EntityManager;
   const report = emptyReport(at, dryRun);
+  const due = { at, usageGraceMinutes: runCtx.config.usageGraceMinutes };
   const batch = opts.batch ?? true;
   const largest = Math.max(1, opts.chunkSize ?? (batch ? BATCH_PAGE : SINGLE_PAGE));
   let page = batch ? Math.min(FIRST_BATCH_PAGE, largest) : largest;
@@ -189,7 +190,7 @@ async function pass(runCtx: ServiceContext, at: Date, opts: BillingRunOptions, d
   // Orders withdrawn where the gateway could not be called (or whose cancel failed) are canceled now.
   if (!dryRun) await cancelWithdrawnOrders(runCtx);
   // For the progress display only: one more scan of what is due, before anything changes.
-  let total = opts.onProgress ? (await dueSubscriptionIds(fork(), at, null, opts.limit ?? 1_000_000_000)).length : 0;
+  let total = opts.onProgress ? (await dueSubscriptionIds(fork(), due, null, opts.limit ?? 1_000_000_000)).length : 0;
   let seen = 0;
   const progress = () => {
     seen += 1;
@@ -201,11 +202,11 @@ async function pass(runCtx: ServiceContext, at: Date, opts: BillingRunOptions, d
     const room = opts.limit === undefined ? Infinity : opts.limit - report.subscriptions;
     if (room <= 0) return report;
     // NOTE: a page no longer than the room left under --limit: a batch never renews a subscription the report would not count.
-    const ids: string[] = await (next ?? dueSubscriptionIds(fork(), at, afterId, Math.min(page, room)));
+    const ids: string[] = await (next ?? dueSubscriptionIds(fork(), due, afterId, Math.min(page, room)));
     if (ids.length === 0) break;
     page = Math.min(page * 2, largest);
     if (prefetch) {
-      next = dueSubscriptionIds(runCtx.em.fork(), at, ids[ids.length - 1], page);
+      next = dueSubscriptionIds(runCtx.em.fork(), due, ids[ids.length - 1], page);
       // Awaited at the top of the next page; this only keeps a failure from going unhandled meanwhile.
       next.catch(() => undefined);
     }

@@ -1,4 +1,5 @@
-import { Invoice } from '../../db/entities/invoice.js';
+import type { FilterQuery } from '@mikro-orm/core';
+import { Invoice, type InvoiceLine } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
@@ -8,6 +9,7 @@ import type { DataContext, ServiceContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
+import { billUsageSoFar, type UsageBilled } from '../billing/usage-billing.js';
 
 const PAID_STATUSES = ['settled', 'partially_refunded', 'refunded'] as const;
 
@@ -21,19 +23,60 @@ export async function wasNeverPaid(ctx: Pick<DataContext, 'em'>, sub: Subscripti
 /**
  * Cancels a subscription now, inside the caller's transaction: its pending payments are
  * canceled and its open invoices voided, so nothing stays payable. Returns the order ids to
- * cancel at the gateway once the transaction has committed.
+ * cancel at the gateway once the transaction has committed. The usage of its open window is
+ * billed up to now (a gateway payment of it is left for the customer: see endSubscriptionBillingUsage).
  */
 export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, reason: string | null): Promise<string[]> {
+  return (await endSubscriptionBillingUsage(ctx, sub, reason, ctx.clock.now(), false)).cancelOrderIds;
+}
+
+/**
+ * endSubscriptionNow, and then (after the open invoices are voided) the usage of the open
+ * window up to `usageUntil` (now, or the end of the period at which it was set to end) billed
+ * on a usage-only invoice under the plan it was used under, collected once (usage-billing.ts).
+ * `send`: the caller submits the usage payment after its commit (`usage.submit`).
+ */
+export async function endSubscriptionBillingUsage(
+  ctx: DataContext,
+  sub: Subscription,
+  reason: string | null,
+  usageUntil: Date,
+  send = true,
+): Promise<{ cancelOrderIds: string[]; usage: UsageBilled }> {
   const at = ctx.clock.now();
   subscriptionStates.apply(sub, 'cancel', at);
   sub.cancelReason = reason;
   sub.nextBillingDate = null;
   sub.pendingChange = null;
   sub.pendingChangePlan = null;
-  const orderIds = await cancelInvoicePayments(ctx.em, { subscription: sub }, at);
-  for (const invoice of await ctx.em.find(Invoice, { subscription: sub, status: 'open' })) invoiceStates.apply(invoice, 'void', at);
+  const cancelOrderIds = await cancelInvoicePayments(ctx.em, { subscription: sub }, at);
+  await voidOpenInvoices(ctx, sub, at);
   notify(ctx, sub.user, 'subscription_canceled', { ...subscriptionData(sub), cancel_reason: reason });
-  return orderIds;
+  const usage = await billUsageSoFar(ctx, sub, sub.plan, usageUntil, send);
+  return { cancelOrderIds, usage };
+}
+
+/**
+ * Voids the subscription's open invoices, but not a usage-only one: usage already consumed
+ * stays owed (its payment has no subscription, so it was not withdrawn either). A voided
+ * invoice that billed usage (an unpaid renewal) gives its window back to the open one, billed
+ * again on the invoice that ends it (reopenUsageOf).
+ */
+export async function voidOpenInvoices(ctx: DataContext, sub: Subscription, at: Date, where: FilterQuery<Invoice> = {}): Promise<void> {
+  for (const invoice of await ctx.em.find(Invoice, { ...(where as object), subscription: sub, status: 'open' }, { populate: ['lines'] })) {
+    const lines = invoice.lines.getItems();
+    if (lines.length > 0 && lines.every((l) => l.kind === 'usage')) continue;
+    invoiceStates.apply(invoice, 'void', at);
+    reopenUsageOf(sub, lines);
+  }
+}
+
+/** A voided invoice's usage lines are billed no more: the open usage window starts again at the earliest of them. */
+function reopenUsageOf(sub: Subscription, lines: InvoiceLine[]): void {
+  for (const line of lines) {
+    if (line.kind !== 'usage' || !line.periodStart) continue;
+    if (!sub.usageBilledUntil || line.periodStart.getTime() < sub.usageBilledUntil.getTime()) sub.usageBilledUntil = line.periodStart;
+  }
 }
 
 /**

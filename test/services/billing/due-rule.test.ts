@@ -18,6 +18,10 @@ import { makePlan, makeUser } from '../../helpers/factories.js';
 
 const AT = new Date('2026-06-15T10:00:00.000Z');
 const DAY = 86_400_000;
+/** The usage grace the rule is evaluated with: a plan with usage charges is due only this long after its period's end. */
+const GRACE_MINUTES = 60;
+const DUE_AT = { at: AT, usageGraceMinutes: GRACE_MINUTES };
+const GRACE_AGO = AT.getTime() - GRACE_MINUTES * 60_000;
 const STATUSES: SubscriptionStatus[] = ['pending', 'trialing', 'active', 'paused', 'past_due', 'canceled', 'expired'];
 const PAYMENT_TYPES: PaymentType[] = ['wallet', 'bank_transfer', 'credit_card'];
 
@@ -26,6 +30,8 @@ const nearAt = fc.oneof(
   fc.constant(AT),
   fc.integer({ min: -10 * 24, max: 10 * 24 }).map((h) => new Date(AT.getTime() + h * 3_600_000)),
   fc.constantFrom(-1, 1).map((ms) => new Date(AT.getTime() + ms)),
+  // Either side of the usage grace's end: a metered plan's period ended exactly so long ago.
+  fc.constantFrom(-1, 0, 1).map((ms) => new Date(GRACE_AGO + ms)),
   fc.constantFrom(3, 4, 7).map((d) => new Date(AT.getTime() + d * DAY)),
 );
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null });
@@ -44,8 +50,8 @@ const subscriptionShape = fc.record({
   trialWillEndNotifiedAt: maybe(fc.constant(new Date(AT.getTime() - DAY))),
   cancelAtPeriodEnd: fc.boolean(),
   cyclesCompleted: fc.integer({ min: 0, max: 3 }),
-  planIndex: fc.integer({ min: 0, max: 2 }),
-  pendingPlanIndex: maybe(fc.integer({ min: 0, max: 3 })),
+  planIndex: fc.integer({ min: 0, max: 4 }),
+  pendingPlanIndex: maybe(fc.integer({ min: 0, max: 5 })),
   pendingQuantity: maybe(fc.integer({ min: 1, max: 3 })),
   discounted: fc.boolean(),
   // NOTE: at most one open renewal invoice, as the run keeps it (the period advances only when
@@ -65,11 +71,15 @@ describe.each(DATABASES)('the due rule on %s', (kind) => {
     orm = await openOrm(db.url, { create: true });
     await migrateUp(orm);
     const em = orm.em.fork();
-    // Unlimited, one paid cycle, three; and one in another currency (a blocked plan change).
+    // Unlimited, one paid cycle, three; the same two with usage charges (due after the grace);
+    // and one in another currency (a blocked plan change).
+    const charges = [{ metric: 'due_calls', metric_name: 'Calls', model: 'standard', properties: { unit_amount: '10' } }] as unknown as Plan['charges'];
     plans = [
       await makePlan(em, { maxCycles: 0 }),
       await makePlan(em, { maxCycles: 1 }),
       await makePlan(em, { maxCycles: 3 }),
+      await makePlan(em, { maxCycles: 0, charges }),
+      await makePlan(em, { maxCycles: 1, charges }),
       await makePlan(em, { maxCycles: 0, currency: 'USD', price: '10.00' }),
     ];
   }, 60_000);
@@ -136,7 +146,7 @@ describe.each(DATABASES)('the due rule on %s', (kind) => {
 
   const selected = async (rule: Rule | 'due', ids: string[]) => {
     const em = orm.em.fork();
-    const found = rule === 'due' ? await dueSubscriptionIds(em, AT, null, 1_000_000) : await selectSubscriptionIds(em, rule, AT, null, 1_000_000);
+    const found = rule === 'due' ? await dueSubscriptionIds(em, DUE_AT, null, 1_000_000) : await selectSubscriptionIds(em, rule, DUE_AT, null, 1_000_000);
     const mine = new Set(ids);
     return found.filter((id) => mine.has(id)).sort();
   };
@@ -148,13 +158,13 @@ describe.each(DATABASES)('the due rule on %s', (kind) => {
         const subjects = await loaded(ids);
         const where = (test: (s: (typeof subjects)[number]) => boolean) => subjects.filter(test).map((s) => s.sub.id).sort();
 
-        expect(await selected('due', ids)).toEqual(where((s) => dueAction(s.sub, s.openInvoice, AT) !== null));
+        expect(await selected('due', ids)).toEqual(where((s) => dueAction(s.sub, s.openInvoice, DUE_AT) !== null));
         for (const clause of [...Object.values(DUE), PLAIN_WALLET_RENEWAL]) {
-          expect(await selected(clause, ids)).toEqual(where((s) => holds(clause, s, AT)));
+          expect(await selected(clause, ids)).toEqual(where((s) => holds(clause, s, DUE_AT)));
         }
         // The batch's plain renewals are the renewals dueAction would make without a plan change.
         for (const s of subjects) {
-          if (holds(PLAIN_WALLET_RENEWAL, s, AT)) expect(dueAction(s.sub, s.openInvoice, AT)).toEqual({ kind: 'renew', planChange: null });
+          if (holds(PLAIN_WALLET_RENEWAL, s, DUE_AT)) expect(dueAction(s.sub, s.openInvoice, DUE_AT)).toEqual({ kind: 'renew', planChange: null });
         }
       }),
       { numRuns: kind === 'sqlite' ? 60 : 40 },
@@ -169,10 +179,10 @@ describe.each(DATABASES)('the due rule on %s', (kind) => {
       })),
     );
     const em = orm.em.fork();
-    const all = await dueSubscriptionIds(em, AT, null, 1_000_000);
+    const all = await dueSubscriptionIds(em, DUE_AT, null, 1_000_000);
     const pages: string[] = [];
     for (let after: string | null = null; ; ) {
-      const page = await dueSubscriptionIds(em, AT, after, 3);
+      const page = await dueSubscriptionIds(em, DUE_AT, after, 3);
       if (page.length === 0) break;
       pages.push(...page);
       after = page[page.length - 1];
