@@ -72,7 +72,7 @@ export async function voidOpenInvoices(ctx: DataContext, sub: Subscription, at: 
 }
 
 /** A voided invoice's usage lines are billed no more: the open usage window starts again at the earliest of them. */
-function reopenUsageOf(sub: Subscription, lines: InvoiceLine[]): void {
+export function reopenUsageOf(sub: Subscription, lines: InvoiceLine[]): void {
   for (const line of lines) {
     if (line.kind !== 'usage' || !line.periodStart) continue;
     if (!sub.usageBilledUntil || line.periodStart.getTime() < sub.usageBilledUntil.getTime()) sub.usageBilledUntil = line.periodStart;

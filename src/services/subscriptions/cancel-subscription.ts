@@ -2,7 +2,8 @@ import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { ServiceContext } from '../context.js';
-import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from '../subscription-rules/end-subscription.js';
+import { cancelAtGateway, endSubscriptionBillingUsage, wasNeverPaid } from '../subscription-rules/end-subscription.js';
+import { submitUsagePayment } from '../billing/usage-billing.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 
@@ -19,15 +20,17 @@ export interface CancelSubscriptionInput {
  */
 export async function cancelSubscription(ctx: ServiceContext, user: User, id: string, input: CancelSubscriptionInput): Promise<Subscription> {
   const reason = input.reason?.trim() || null;
-  const toCancel = await retryingTransaction(ctx.em, async (em) => {
+  const ended = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
     const sub = await findOwnSubscription(em, user, id, { lock: true });
-    if (input.immediate || (await wasNeverPaid(tctx, sub))) return endSubscriptionNow(tctx, sub, reason);
+    // Ending now bills the usage so far (usage-billing.ts); its payment goes out after the commit.
+    if (input.immediate || (await wasNeverPaid(tctx, sub))) return endSubscriptionBillingUsage(tctx, sub, reason, ctx.clock.now());
     subscriptionActions.assert(sub, 'cancel_at_period_end');
     sub.cancelAtPeriodEnd = true;
     sub.cancelReason = reason;
-    return [];
+    return null;
   });
-  await cancelAtGateway(ctx, toCancel);
+  await cancelAtGateway(ctx, ended?.cancelOrderIds ?? []);
+  await submitUsagePayment(ctx, ended?.usage.submit ?? null);
   return loadSubscription(ctx.em, id);
 }

@@ -22,6 +22,7 @@ import { submitChangePayment } from './submit-change-payment.js';
 import { unusedCredit } from '../subscription-rules/period-funds.js';
 import { dropPendingChange, switchPlan } from '../subscription-rules/plan-change.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
+import { billUsageSoFar, submitUsagePayment, type UsageBilled } from '../billing/usage-billing.js';
 import { checkPromotionCode, discountOf, redeemPromotionCode } from '../coupons/redeem.js';
 
 /** How long a priced preview may be confirmed at its own price. */
@@ -171,7 +172,10 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
   const quote = immediate ? (input.quote ?? null) : null;
   if (quote) assertQuoteFresh(quote, ctx.clock.now());
 
+  // The usage billed when the change applies now (a retried transaction starts it again).
+  let usage: UsageBilled[] = [];
   const outcome = await retryingTransaction(ctx.em, async (em) => {
+    usage = [];
     const tctx = { ...ctx, em };
     const now = ctx.clock.now();
     const at = quote?.pricedAt ?? now;
@@ -204,7 +208,9 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     if (sub.status === 'trialing') {
       if (quote) assertQuoteHolds(quote, sub, null);
       // A trial costs nothing and buys nothing to credit: the plan changes, the trial runs on
-      // (a discount redeemed now first covers the period after it).
+      // (a discount redeemed now first covers the period after it). Its usage so far is billed
+      // now, under the plan it was used under.
+      usage.push(await billUsageSoFar(tctx, sub, oldPlan, now));
       sub.plan = plan;
       sub.pendingPlan = null;
       sub.discount = discount;
@@ -223,7 +229,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     sub.discount = discount;
     if (terms.discount && (redeemed || terms.resetsPeriod)) sub.discount = afterCoveredPeriod(terms.discount, terms.periodEnd);
     if (!isPositive(terms.net)) {
-      await switchPlan(tctx, sub, plan, terms, at, null);
+      await switchPlan(tctx, sub, plan, terms, at, null, usage);
       return { paymentId: null, toCancel };
     }
     return { paymentId: await billChange(tctx, sub, plan, terms, at, now), toCancel };
@@ -233,6 +239,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
   // A change paid at once (wallet, nothing owed) may have voided an open renewal: its orders too.
   await cancelWithdrawnOrders(ctx, { subscriptionId: id });
   if (outcome.paymentId) await submitChangePayment(ctx, id, outcome.paymentId);
+  for (const billed of usage) await submitUsagePayment(ctx, billed.submit);
   return {
     subscription: await loadSubscription(ctx.em, id),
     payment: outcome.paymentId ? await loadPayment(ctx.em, outcome.paymentId) : null,
