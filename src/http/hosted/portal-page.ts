@@ -137,6 +137,30 @@ function unitsView(page: PageRequest, sub: Subscription) {
   };
 }
 
+/** Units as amounts are written, in Indonesian digits in either language ("12.500", "3,25"). */
+const UNITS_FORMAT = new Intl.NumberFormat('id-ID', { maximumFractionDigits: 6 });
+
+/** The usage so far of the live subscription's window (per charge: the metric, units, amount); null when its plan has no charges. */
+function usageView(page: PageRequest, overview: PortalOverview) {
+  const usage = overview.usage;
+  if (!usage) return null;
+  const { t, format } = page;
+  const money = (amount: string) => format.money(amount, usage.currency);
+  const from = usage.from ? format.dateTime(usage.from) : null;
+  const to = usage.to ? format.dateTime(usage.to) : null;
+  return {
+    window: from === null ? t('portal.usage_not_started') : to ? t('portal.usage_window', { from, to }) : t('portal.usage_window_open', { from }),
+    charges: usage.charges.map((c) => ({
+      metric: c.metric.code,
+      name: c.metric.name,
+      // Intl formats a decimal string exactly (no float on the way).
+      units: UNITS_FORMAT.format(c.units as unknown as number),
+      amount: money(c.amount),
+    })),
+    total: money(usage.amount),
+  };
+}
+
 /** What a change to `wanted` units would cost or credit, priced as the change itself prices it. */
 async function quantityPreviewView(page: PageRequest, overview: PortalOverview, typed: string) {
   const sub = overview.subscription!;
@@ -282,6 +306,7 @@ async function renderPortal(page: PageRequest, opts: RenderOptions = {}): Promis
         paymentType: pending.paymentType,
         expiresAtText: pending.expiresAt ? format.dateTime(pending.expiresAt) : null,
       },
+      usage: usageView(page, overview),
       otherPlans,
       plansTaxNote: otherPlans.some((p) => p.taxed) ? t('portal.plans_tax_note') : null,
       invoices: overview.invoices.map((inv) => ({

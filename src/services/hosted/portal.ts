@@ -9,6 +9,7 @@ import { LIVE_SUBSCRIPTION_STATUSES } from '../../domain/states/subscription-sta
 import type { DataContext } from '../context.js';
 import { listCreditNotes } from '../credit-notes/list-credit-notes.js';
 import { listInvoices } from '../invoices/list-invoices.js';
+import { currentUsage, type CurrentUsage } from '../usage/current-usage.js';
 import { listWalletTransactions } from '../wallet/list-wallet-transactions.js';
 import { getOrCreateWallet } from '../wallet/wallet-ledger.js';
 
@@ -26,6 +27,8 @@ export interface PortalOverview {
   creditNotes: CreditNote[];
   wallet: Wallet;
   ledger: WalletTransaction[];
+  /** What the live subscription's coming invoice will bill for usage so far; null when its plan has no charges. */
+  usage: CurrentUsage | null;
 }
 
 /** Everything the customer portal shows, read through the same queries as the API's lists. */
@@ -47,5 +50,6 @@ export async function portalOverview(ctx: DataContext, user: User): Promise<Port
     await getOrCreateWallet(ctx, user),
     await listWalletTransactions(ctx, user, page),
   ];
-  return { subscription, pendingPayment, otherPlans, invoices: invoices.items, creditNotes: creditNotes.items, wallet, ledger: ledger.items };
+  const usage = live && subscription.plan.charges.length > 0 ? await currentUsage(ctx, subscription) : null;
+  return { subscription, pendingPayment, otherPlans, invoices: invoices.items, creditNotes: creditNotes.items, wallet, ledger: ledger.items, usage };
 }
