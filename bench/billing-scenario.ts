@@ -24,13 +24,13 @@ export interface BillingFigures {
   seedSeconds: number;
 }
 
-const DUE_AT = new Date('2027-01-01T00:00:00.000Z');
-const PERIOD_START = new Date('2026-12-01T00:00:00.000Z');
+export const DUE_AT = new Date('2027-01-01T00:00:00.000Z');
+export const PERIOD_START = new Date('2026-12-01T00:00:00.000Z');
 /** Rows per INSERT while seeding. */
 const SEED_ROWS = 2000;
 
 /** N users, each with a funded wallet (and its ledger entry) and an active wallet subscription due at DUE_AT, in multi-row INSERTs. */
-async function seedDueSubscriptions(orm: Orm, plan: Plan, size: number): Promise<void> {
+export async function seedDueSubscriptions(orm: Orm, plan: Plan, size: number): Promise<void> {
   for (let from = 0; from < size; from += SEED_ROWS) {
     const em = orm.em.fork();
     const users: RequiredEntityData<User>[] = [];

@@ -4,8 +4,9 @@
  * it lands (two figures fell unseen before this check existed).
  *
  * NOTE: machines differ threefold in speed, so raw figures are not compared as they are. A
- * scenario with a baseline is compared by its ratio to the baseline of its own run; the figures
- * without one (the billing run's renewals per second, start to first answer) are first scaled by
+ * scenario with a baseline is compared by its ratio to the baseline of its own run (usage
+ * ingestion: to the bare INSERT); the figures without one (the billing runs' renewals per second,
+ * with and without usage, start to first answer, the current usage's p95) are first scaled by
  * how much faster this run's `baseline: select` was on the same database: a machine twice as
  * fast is expected to renew twice as fast. Peak memory does not depend on speed: compared as it is.
  */
@@ -24,9 +25,16 @@ export interface BillingFigure {
   renewalsPerSecond: number;
 }
 
+/** The usage scenarios' figures the check compares (bench/usage-scenarios.ts). */
+export interface UsageFigure {
+  ingestion?: { ratio: number };
+  query?: { customer: { p95Ms: number } };
+  billing?: BillingFigure[];
+}
+
 export interface BenchReport {
   rows: BenchRow[];
-  extras: Record<string, { startToFirstAnswerMs?: number; peakRssMb?: number; billing?: BillingFigure[] } | undefined>;
+  extras: Record<string, { startToFirstAnswerMs?: number; peakRssMb?: number; billing?: BillingFigure[]; usage?: UsageFigure } | undefined>;
 }
 
 /** How much faster this run's machine is than the earlier one's, by the bare select on `database` (1 when either lacks it). */
@@ -53,22 +61,37 @@ export function findRegressions(previous: BenchReport, current: BenchReport, tol
     const before = previous.extras[database];
     if (!now || !before) continue;
     const faster = speedup(previous, current, database);
-    if (now.startToFirstAnswerMs !== undefined && before.startToFirstAnswerMs !== undefined) {
-      const expected = before.startToFirstAnswerMs / faster;
-      // Slower start: its speed (1 / ms) more than the tolerance below the expected one.
-      const worse = 1 - expected / now.startToFirstAnswerMs;
-      if (worse > tolerance) found.push(`start to first answer (${database}): ${now.startToFirstAnswerMs} ms against ${Math.round(expected)} ms expected from latest.json's ${before.startToFirstAnswerMs} ms, ${pct(worse)} slower`);
-    }
+    /** A time of this run against the earlier one's on a machine `faster` times as fast. */
+    const slowerTime = (what: string, nowMs: number | undefined, beforeMs: number | undefined) => {
+      if (nowMs === undefined || beforeMs === undefined) return;
+      const expected = beforeMs / faster;
+      // Slower: its speed (1 / ms) more than the tolerance below the expected one.
+      const worse = 1 - expected / nowMs;
+      if (worse > tolerance) found.push(`${what} (${database}): ${nowMs} ms against ${Math.round(expected)} ms expected from latest.json's ${beforeMs} ms, ${pct(worse)} slower`);
+    };
+    /** Billing runs of this run against the earlier one's of the same size, scaled the same way. */
+    const slowerRuns = (what: string, runs: BillingFigure[] | undefined, earlierRuns: BillingFigure[] | undefined) => {
+      for (const run of runs ?? []) {
+        const earlier = earlierRuns?.find((b) => b.subscriptions === run.subscriptions);
+        if (!earlier || earlier.renewalsPerSecond <= 0) continue;
+        const expected = earlier.renewalsPerSecond * faster;
+        const worse = 1 - run.renewalsPerSecond / expected;
+        if (worse > tolerance) found.push(`${what}, ${run.subscriptions} due (${database}): ${run.renewalsPerSecond} renewals/s against ${Math.round(expected)}/s expected from latest.json's ${earlier.renewalsPerSecond}/s, ${pct(worse)} lower`);
+      }
+    };
+    slowerTime('start to first answer', now.startToFirstAnswerMs, before.startToFirstAnswerMs);
     if (now.peakRssMb !== undefined && before.peakRssMb !== undefined && now.peakRssMb > before.peakRssMb * (1 + tolerance)) {
       found.push(`peak RSS under load (${database}): ${now.peakRssMb} MB against ${before.peakRssMb} MB in latest.json`);
     }
-    for (const run of now.billing ?? []) {
-      const earlier = before.billing?.find((b) => b.subscriptions === run.subscriptions);
-      if (!earlier || earlier.renewalsPerSecond <= 0) continue;
-      const expected = earlier.renewalsPerSecond * faster;
-      const worse = 1 - run.renewalsPerSecond / expected;
-      if (worse > tolerance) found.push(`billing run, ${run.subscriptions} due (${database}): ${run.renewalsPerSecond} renewals/s against ${Math.round(expected)}/s expected from latest.json's ${earlier.renewalsPerSecond}/s, ${pct(worse)} lower`);
+    slowerRuns('billing run', now.billing, before.billing);
+    // Usage (issue 42): ingestion by its ratio to the bare INSERT of its own run, like the scenarios of `rows`.
+    const ingestion = now.usage?.ingestion;
+    const ingestionBefore = before.usage?.ingestion;
+    if (ingestion && ingestionBefore && ingestionBefore.ratio > 0 && 1 - ingestion.ratio / ingestionBefore.ratio > tolerance) {
+      found.push(`POST /events/batch/ (${database}): ratio ${ingestion.ratio.toFixed(2)} to the bare INSERT against ${ingestionBefore.ratio.toFixed(2)} in latest.json, ${pct(1 - ingestion.ratio / ingestionBefore.ratio)} lower`);
     }
+    slowerTime('current usage p95', now.usage?.query?.customer.p95Ms, before.usage?.query?.customer.p95Ms);
+    slowerRuns('billing run with usage', now.usage?.billing, before.usage?.billing);
   }
   return found;
 }

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { runPdfFloodScenario, type PdfFloodFigures } from './pdf-flood.js';
 import { findRegressions, TOLERANCE, type BenchReport } from './regressions.js';
 import { seedBench, type BenchFixtures } from './seed.js';
+import { runUsageBench, usageTableLines, type UsageFigures } from './usage-scenarios.js';
 import { freshDatabase, productionNodeArgs, waitFor } from './support.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -18,9 +19,9 @@ const QUICK = process.env.BENCH_QUICK === '1';
 const DURATION = Number(process.env.BENCH_DURATION ?? (QUICK ? 3 : 10));
 const WARMUP = Number(process.env.BENCH_WARMUP ?? (QUICK ? 1 : 3));
 const RUNS = Number(process.env.BENCH_RUNS ?? (QUICK ? 1 : 3));
-/** `pdf-flood`: that scenario alone (the service is still started from the bundle); unset: everything. */
+/** `pdf-flood` or `usage`: that scenario alone (the service is still started from the bundle); unset: everything. */
 const ONLY = process.env.BENCH_ONLY ?? '';
-if (ONLY !== '' && ONLY !== 'pdf-flood') throw new Error(`BENCH_ONLY must be pdf-flood, got "${ONLY}"`);
+if (ONLY !== '' && ONLY !== 'pdf-flood' && ONLY !== 'usage') throw new Error(`BENCH_ONLY must be pdf-flood or usage, got "${ONLY}"`);
 const CONNECTIONS = 10;
 const WEBHOOK_CONNECTIONS = 16;
 
@@ -119,10 +120,44 @@ async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result
   }
 }
 
+/** The service from the production bundle on `databaseUrl`, once it answers; `startMs` from spawning to that first answer. */
+async function startService(databaseUrl: string): Promise<{ base: string; server: ChildProcess; startMs: number }> {
+  const port = nextPort++;
+  const base = `http://127.0.0.1:${port}/api/subscriptions`;
+  const spawnedAt = performance.now();
+  const server = startProcess(process.execPath, productionNodeArgs(ROOT), {
+    NODE_ENV: 'production',
+    PORT: String(port),
+    DATABASE_URL: databaseUrl,
+    MIGRATE_ON_START: 'true',
+    GATEWAY_BASE_URL: 'http://127.0.0.1:9', PUBLIC_URL: 'https://billing.example.com',
+    GATEWAY_SERVER_KEY: SERVER_KEY,
+    SESSION_SECRET: 'bench-session-secret',
+    LOG_REQUESTS: 'false',
+  });
+  await waitFor(`${base}/plans/`);
+  return { base, server, startMs: Math.round(performance.now() - spawnedAt) };
+}
+
+/** The usage scenarios (bench/usage-scenarios.ts) on a database of their own, with the service they start. */
+function usageBench(kind: 'sqlite' | 'postgresql'): Promise<UsageFigures> {
+  return runUsageBench(kind, {
+    quick: QUICK,
+    startService: async (databaseUrl) => {
+      const { base, server } = await startService(databaseUrl);
+      return { base, pid: server.pid!, stop: () => stop(server) };
+    },
+  });
+}
+
 async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row[]; extras: Record<string, unknown> }> {
-  const db = await freshDatabase(kind);
   const rows: Row[] = [];
   const extras: Record<string, unknown> = {};
+  if (ONLY === 'usage') {
+    extras.usage = await usageBench(kind);
+    return { rows, extras };
+  }
+  const db = await freshDatabase(kind);
   try {
     process.stderr.write(`\n[${kind}] seeding…\n`);
     const fixtures: BenchFixtures = await seedBench(db.url, {
@@ -155,21 +190,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
     }
 
     // The service, from the production bundle.
-    const port = nextPort++;
-    const base = `http://127.0.0.1:${port}/api/subscriptions`;
-    const spawnedAt = performance.now();
-    const server = startProcess(process.execPath, productionNodeArgs(ROOT), {
-      NODE_ENV: 'production',
-      PORT: String(port),
-      DATABASE_URL: db.url,
-      MIGRATE_ON_START: 'true',
-      GATEWAY_BASE_URL: 'http://127.0.0.1:9', PUBLIC_URL: 'https://billing.example.com',
-      GATEWAY_SERVER_KEY: SERVER_KEY,
-      SESSION_SECRET: 'bench-session-secret',
-      LOG_REQUESTS: 'false',
-    });
-    await waitFor(`${base}/plans/`);
-    const startMs = Math.round(performance.now() - spawnedAt);
+    const { base, server, startMs } = await startService(db.url);
     extras.startToFirstAnswerMs = startMs;
 
     const login = await fetch(`${base}/auth/login/`, {
@@ -239,6 +260,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
       }
       extras.billing = billing;
     }
+    if (process.env.BENCH_SKIP_USAGE !== '1' && !ONLY) extras.usage = await usageBench(kind);
   } finally {
     await db.drop();
   }
@@ -277,6 +299,7 @@ function printExtras(byKind: Record<string, Record<string, unknown>>): string {
       const perSubscription = (1000 / Math.max(1, b.renewalsPerSecond)).toFixed(3);
       lines.push(`| billing run, ${b.subscriptions} due | ${kind} | ${b.renewalsPerSecond} renewals/s (${b.renewed} renewed, ${b.errors} errors, ${b.seconds} s, ${perSubscription} ms each) | >= 2000/s at 100000 on PostgreSQL, per renewal no worse than at 1000 |`);
     }
+    if (e.usage) lines.push(...usageTableLines(kind, e.usage as UsageFigures));
   }
   return lines.join('\n');
 }

@@ -34,3 +34,25 @@ describe('the bench regression check', () => {
     expect(findRegressions(earlier, report(10000, 100, 1, 99999))).toEqual([]);
   });
 });
+
+describe('the usage figures (issue 42)', () => {
+  const withUsage = (select: number, ratio: number, p95Ms: number, renewals: number): BenchReport => ({
+    rows: [{ scenario: 'baseline: select', database: 'postgresql', requestsPerSecond: select, ratio: null }],
+    extras: { postgresql: { usage: { ingestion: { ratio }, query: { customer: { p95Ms } }, billing: [{ subscriptions: 1000, renewalsPerSecond: renewals }] } } },
+  });
+
+  it('a first run with usage figures has nothing to compare them with, and passes', () => {
+    const before: BenchReport = { rows: [{ scenario: 'baseline: select', database: 'postgresql', requestsPerSecond: 5000, ratio: null }], extras: { postgresql: { billing: [] } } };
+    expect(findRegressions(before, withUsage(5000, 0.1, 900, 10))).toEqual([]);
+  });
+
+  it('names the ingestion ratio, the usage p95 and the billing run with usage when each is more than 20 % worse', () => {
+    expect(findRegressions(withUsage(5000, 0.6, 10, 1500), withUsage(10000, 0.5, 6, 2500))).toEqual([]);
+    const found = findRegressions(withUsage(5000, 0.6, 10, 1500), withUsage(5000, 0.4, 20, 1000));
+    expect(found).toEqual([
+      'POST /events/batch/ (postgresql): ratio 0.40 to the bare INSERT against 0.60 in latest.json, 33 % lower',
+      "current usage p95 (postgresql): 20 ms against 10 ms expected from latest.json's 10 ms, 50 % slower",
+      "billing run with usage, 1000 due (postgresql): 1000 renewals/s against 1500/s expected from latest.json's 1500/s, 33 % lower",
+    ]);
+  });
+});
