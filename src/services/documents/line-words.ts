@@ -17,6 +17,21 @@ export interface LineWords {
 }
 
 const INTERVALS: readonly string[] = ['day', 'week', 'month', 'year'];
+/** Units as a usage line stores them: exact decimal text (formatUnits). */
+const UNITS = /^\d+(\.\d+)?$/;
+
+/**
+ * Exact decimal units in the locale's digits ("12500.25" → "12.500,25" in Bahasa Indonesia,
+ * "12,500.25" in English), grouped as text: units are never rounded through a float.
+ */
+function groupedUnits(units: string, locale: string): string {
+  const parts = new Intl.NumberFormat(locale).formatToParts(1234.5);
+  const group = parts.find((p) => p.type === 'group')?.value ?? ',';
+  const decimal = parts.find((p) => p.type === 'decimal')?.value ?? '.';
+  const [whole, fraction] = units.split('.');
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, group);
+  return fraction ? `${grouped}${decimal}${fraction}` : grouped;
+}
 
 function linesFor(locale: string): LineLabels {
   return new Intl.Locale(locale).language === 'id' ? LINES_ID_ID : LINES_EN_US;
@@ -50,6 +65,10 @@ export function lineWordsFor(settings: LocaleSettings): LineWords {
           return plan ? words.remainingTime(plan) : description;
         case 'new_period':
           return plan ? words.newPeriod(plan) : description;
+        case 'usage': {
+          const [metric, units] = [text('metric_name') ?? text('metric'), text('units')];
+          return metric && units && UNITS.test(units) ? words.usage(metric, groupedUnits(units, settings.locale)) : description;
+        }
         case 'refund': {
           const [refund, order, invoice] = [text('refund'), text('order'), text('invoice')];
           return refund && order && invoice ? words.refund(refund, order, invoice) : description;

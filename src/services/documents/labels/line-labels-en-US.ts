@@ -6,6 +6,7 @@ export const LINES_EN_US: LineLabels = {
   unusedTime: (plan) => `Unused time on ${plan}`,
   unusedTimeMoved: (plan, to) => `Unused time on ${plan} after moving to ${to}`,
   remainingTime: (plan) => `Remaining time on ${plan}`,
+  usage: (metric, units) => `Usage of ${metric}: ${units}`,
   newPeriod: (plan) => `${plan} (new period)`,
   refund: (refund, order, invoice) => `Refund ${refund} of payment ${order} (invoice ${invoice})`,
   unusableSettlement: (order, invoice, why) => `Payment ${order} could not be used${why ? ` (${why})` : ''} (invoice ${invoice}): credited to the wallet`,

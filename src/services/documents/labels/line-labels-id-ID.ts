@@ -8,6 +8,7 @@ export const LINES_ID_ID: LineLabels = {
   unusedTime: (plan) => `Sisa waktu ${plan} yang tidak terpakai`,
   unusedTimeMoved: (plan, to) => `Sisa waktu ${plan} yang tidak terpakai setelah pindah ke ${to}`,
   remainingTime: (plan) => `Sisa waktu pada ${plan}`,
+  usage: (metric, units) => `Pemakaian ${metric}: ${units}`,
   newPeriod: (plan) => `${plan} (periode baru)`,
   refund: (refund, order, invoice) => `Pengembalian dana ${refund} atas pembayaran ${order} (tagihan ${invoice})`,
   unusableSettlement: (order, invoice, why) => `Pembayaran ${order} tidak dapat digunakan${why ? ` (${why})` : ''} (tagihan ${invoice}): dikreditkan ke dompet`,

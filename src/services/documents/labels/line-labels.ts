@@ -27,6 +27,8 @@ export interface LineLabels {
   unusableSettlement: (order: string, invoice: string, why: string | null) => string;
   /** A renewal's payment that settled after its period had passed, credited to the wallet; the days formatted. */
   periodPassed: (order: string, invoice: string, start: string, end: string) => string;
+  /** A usage charge billed in arrears: the metric's name and the units counted, formatted ("12,500"). */
+  usage: (metric: string, units: string) => string;
   /** Why a settlement could not be used, by its code (an unknown code is shown as it is). */
   unusableWhy: Record<string, string>;
 }
