@@ -16,6 +16,7 @@ export default defineConfig({
     exclude: ['test/reliability/long/**', 'node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    env: { NODE_ENV: 'test' },
+    // Cheap password hashes for the thousands of users the tests make (src/services/users/passwords.ts).
+    env: { NODE_ENV: 'test', TEST_SCRYPT_N: '1024' },
   },
 });

@@ -16,6 +16,6 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 600_000,
     hookTimeout: 120_000,
-    env: { NODE_ENV: 'test' },
+    env: { NODE_ENV: 'test', TEST_SCRYPT_N: '1024' },
   },
 });

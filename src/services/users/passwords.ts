@@ -2,7 +2,16 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 
 // scrypt parameters: N=2^15 keeps one verification near 50-100 ms on these machines, which is
 // why Basic credentials are verified once and then cached (src/http/auth/basic-auth.ts).
-const PARAMS = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+// NOTE: the test suite makes thousands of users; under NODE_ENV=test only, TEST_SCRYPT_N (a
+// power of two) may lower the cost of the hashes it makes. Every hash carries its own N, so a
+// hash verifies the same whatever the setting; production never reads it.
+const PARAMS = { N: testCost() ?? 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+
+function testCost(): number | null {
+  if (process.env.NODE_ENV !== 'test' || !process.env.TEST_SCRYPT_N) return null;
+  const n = Number(process.env.TEST_SCRYPT_N);
+  return Number.isInteger(n) && n >= 2 && (n & (n - 1)) === 0 ? n : null;
+}
 const KEY_LENGTH = 64;
 
 function derive(password: string, salt: Buffer, params: ScryptOptions, keyLength: number): Promise<Buffer> {
