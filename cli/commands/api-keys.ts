@@ -26,7 +26,7 @@ export function registerApiKeyCommands(program: Command): void {
       .command('create')
       .description('make a key; it is printed once and only its hash is kept')
       .requiredOption('--name <name>', 'who or what uses it (shown in the audit trail)')
-      .requiredOption('--scope <scope>', 'read (look-ups and reports) or write (also act: refund, cancel, adjust…)'),
+      .requiredOption('--scope <scope>', 'read (look-ups and reports), write (also act: refund, cancel, adjust…) or events (sends usage events, nothing else)'),
   ).action(async (opts: { name: string; scope: string; reason: string }, cmd: Command) => {
       const { apiKey, key } = await withServices((s) => createApiKey(s, cliActor(), opts));
       output(globalOptions(cmd), { id: apiKey.id, name: apiKey.name, scope: apiKey.scope, key }, () => key);

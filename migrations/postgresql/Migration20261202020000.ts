@@ -10,7 +10,7 @@ import { Migration } from '@mikro-orm/migrations';
 export class Migration20261202020000 extends Migration {
 
   override async up(): Promise<void> {
-    this.addSql(`create table "usage_event_keys" ("customer_id" uuid not null, "transaction_id" text collate "C" not null, "body_hash" text not null, constraint "usage_event_keys_pkey" primary key ("customer_id", "transaction_id"));`);
+    this.addSql(`create table "usage_event_keys" ("customer_id" uuid not null, "transaction_id" text collate "C" not null, "body_hash" text not null, "subscription_id" uuid not null, constraint "usage_event_keys_pkey" primary key ("customer_id", "transaction_id"));`);
 
     this.addSql(`create table "usage_events" ("subscription_id" uuid not null, "customer_id" uuid not null, "metric_id" uuid not null, "transaction_id" text collate "C" not null, "occurred_at" timestamptz not null, "value_micro" bigint null, "unique_value" text null, "counted" boolean not null, "properties" jsonb not null default '{}', "received_at" timestamptz not null) partition by range ("occurred_at");`);
     this.addSql(`create index "usage_events_window_index" on "usage_events" ("subscription_id", "metric_id", "occurred_at");`);

@@ -8,7 +8,7 @@ import { Migration } from '@mikro-orm/migrations';
 export class Migration20261202020000 extends Migration {
 
   override async up(): Promise<void> {
-    this.addSql(`create table \`usage_event_keys\` (\`customer_id\` text not null, \`transaction_id\` text not null, \`body_hash\` text not null, primary key (\`customer_id\`, \`transaction_id\`)) without rowid;`);
+    this.addSql(`create table \`usage_event_keys\` (\`customer_id\` text not null, \`transaction_id\` text not null, \`body_hash\` text not null, \`subscription_id\` text not null, primary key (\`customer_id\`, \`transaction_id\`)) without rowid;`);
 
     this.addSql(`create table \`usage_events\` (\`subscription_id\` text not null, \`customer_id\` text not null, \`metric_id\` text not null, \`transaction_id\` text not null, \`occurred_at\` datetime not null, \`value_micro\` integer null, \`unique_value\` text null, \`counted\` integer not null, \`properties\` json not null default '{}', \`received_at\` datetime not null);`);
     this.addSql(`create index \`usage_events_window_index\` on \`usage_events\` (\`subscription_id\`, \`metric_id\`, \`occurred_at\`);`);

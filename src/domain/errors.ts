@@ -21,6 +21,10 @@ export type ErrorCode =
   | 'refund_refused'
   | 'card_declined'
   | 'promotion_code_invalid'
+  | 'period_closed'
+  | 'event_in_future'
+  | 'unknown_metric'
+  | 'no_metered_subscription'
   | 'rate_limited'
   | 'gateway_error'
   | 'gateway_unavailable'
@@ -71,6 +75,16 @@ export class PromotionCodeInvalidError extends DomainError {
     message: string,
   ) {
     super('promotion_code_invalid', message, [{ field: 'promotion_code', message }]);
+  }
+}
+
+/** Why a usage event cannot be counted (docs/usage.md), the 422 codes of /events/. */
+export type UsageEventRefusal = 'period_closed' | 'event_in_future' | 'unknown_metric' | 'no_metered_subscription';
+
+/** Usage events refused, all of them named in `errors`; the code is the first one's. */
+export class UsageEventRefusedError extends DomainError {
+  constructor(code: UsageEventRefusal, message: string, errors: FieldError[]) {
+    super(code, message, errors);
   }
 }
 

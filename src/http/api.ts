@@ -33,6 +33,8 @@ const RAW_BODY_OPERATIONS = new Set<OperationId>(['receiveGatewayNotification'])
 export const WEBHOOK_PATH = `${API_ROOT}/webhook/notification/`;
 const RAW_BODY_PATHS = new Set([WEBHOOK_PATH]);
 const BODILESS_STATUSES = new Set([204, 304]);
+/** The operations that record usage events: the only ones an `events` key may call. */
+const EVENT_OPERATIONS = new Set<OperationId>(['sendUsageEvent', 'sendUsageEventBatch']);
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
@@ -59,7 +61,12 @@ declare module 'koa' {
 function fieldErrors(errors: ErrorObject[]): FieldError[] {
   const seen = new Map<string, string>();
   for (const e of errors) {
-    let field = e.instancePath.replace(/^\/(requestBody|query|path|header|cookie)/, '').replace(/^\//, '').replace(/\//g, '.');
+    // Array items as `events[3]`, as the services name them.
+    let field = e.instancePath
+      .replace(/^\/(requestBody|query|path|header|cookie)/, '')
+      .replace(/\/(\d+)(?=\/|$)/g, '[$1]')
+      .replace(/^\//, '')
+      .replace(/\//g, '.');
     const params = e.params as Record<string, unknown>;
     if (e.keyword === 'required') field = [field, params.missingProperty].filter(Boolean).join('.');
     if (e.keyword === 'additionalProperties') field = [field, params.additionalProperty].filter(Boolean).join('.');
@@ -200,6 +207,17 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   ): Promise<void> {
     const operation = c.operation;
     ctx.state.operationId = operationId;
+    // Usage events (docs/usage.md) take a key of scope `events` or `write`; an `events` key sends
+    // events and nothing else.
+    const keyScope = ctx.state.authMethod === 'api_key' ? ctx.state.staff?.scope : undefined;
+    if (EVENT_OPERATIONS.has(operationId) && keyScope !== 'events' && keyScope !== 'write') {
+      return sendProblem(ctx, problem('insufficient_scope', 'Sending usage events needs an API key of scope events or write.'));
+    }
+    if (!EVENT_OPERATIONS.has(operationId) && keyScope === 'events') {
+      // Not staff: on a staff route, the 404 of a route that does not exist, as for anyone else.
+      if (isStaffOperation(operation)) return sendNoSuchRoute(ctx);
+      return sendProblem(ctx, problem('invalid_api_key', 'This API key may only send usage events.'));
+    }
     // The staff gate (staff-gate.ts) already turned away non-staff by path; this holds whatever
     // spelling of a path reached a staff operation.
     if (isStaffOperation(operation)) {

@@ -12,6 +12,7 @@ import { adminReadHandlers } from './admin-reads.js';
 import { authHandlers } from './auth.js';
 import { creditNoteHandlers } from './credit-notes.js';
 import { documentHandlers } from './documents.js';
+import { eventHandlers } from './events.js';
 import { hostedHandlers } from './hosted.js';
 import { invoiceHandlers } from './invoices.js';
 import { notificationHandlers } from './notifications.js';
@@ -54,5 +55,6 @@ export function allHandlers(deps: {
     ...adminCouponHandlers,
     ...usageHandlers,
     ...adminMetricHandlers,
+    ...eventHandlers,
   };
 }

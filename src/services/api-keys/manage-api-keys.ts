@@ -8,7 +8,7 @@ import { recordAuditEvent } from '../audit/record-audit-event.js';
 import type { DataContext } from '../context.js';
 import { newApiKeySecret } from './api-key-secret.js';
 
-const SCOPES: readonly ApiKeyScope[] = ['read', 'write'];
+const SCOPES: readonly ApiKeyScope[] = ['read', 'write', 'events'];
 
 /** `billing-admin api-keys create`: the key itself is in the result only, never stored. */
 export async function createApiKey(ctx: DataContext, actor: Actor, input: { name: string; scope: string; reason?: string | null }): Promise<{ apiKey: ApiKey; key: string }> {

@@ -72,6 +72,8 @@ export interface EventStore {
    * unique key decides; PostgreSQL's ON CONFLICT waits for the other transaction's outcome).
    */
   insert(em: EntityManager, events: PreparedEvent[]): Promise<InsertOutcome[]>;
+  /** What is stored for these keys (absent: never recorded), keyed by `eventKey`. */
+  storedKeys(em: EntityManager, keys: readonly EventKey[]): Promise<Map<string, StoredKey>>;
   /** Units of one metric of one subscription in [from, to): exact decimal text (formatUnits). */
   aggregate(em: EntityManager, subscriptionId: string, metric: UsageMetricRef, from: Date, to: Date): Promise<string>;
   /**
@@ -132,37 +134,51 @@ async function bulk(
   return out;
 }
 
-const keyOf = (customerId: string, transactionId: string) => `${customerId}\u0000${transactionId}`;
+/** The key of a (customer, transaction_id) in the maps this store answers. */
+export const eventKey = (customerId: string, transactionId: string): string => `${customerId}\u0000${transactionId}`;
 const byKey = (a: PreparedEvent, b: PreparedEvent) =>
   a.customerId < b.customerId ? -1 : a.customerId > b.customerId ? 1 : a.transactionId < b.transactionId ? -1 : a.transactionId > b.transactionId ? 1 : 0;
 
-/** The idempotency step: which of `firsts` (one per key, sorted) were new, and the stored hash of the others. */
-async function claimKeys(em: EntityManager, firsts: PreparedEvent[]): Promise<{ inserted: Set<string>; stored: Map<string, string> }> {
-  const claimed = await bulk(
+/** What usage_event_keys holds for a (customer, transaction_id): the body's hash and the subscription the event counted for. */
+export interface StoredKey {
+  bodyHash: string;
+  subscriptionId: string;
+}
+
+export interface EventKey {
+  customerId: string;
+  transactionId: string;
+}
+
+async function storedKeysOf(em: EntityManager, keys: readonly EventKey[]): Promise<Map<string, StoredKey>> {
+  const stored = new Map<string, StoredKey>();
+  const rows = await bulk(
     em,
-    firsts.map((e) => [e.customerId, e.transactionId, e.bodyHash]),
+    keys.map((e) => [e.customerId, e.transactionId]),
     {
-      pg: 'insert into usage_event_keys (customer_id, transaction_id, body_hash) select * from unnest(?::uuid[], ?::text[], ?::text[]) on conflict do nothing returning customer_id, transaction_id',
-      sqlite: (tuples) => `insert into usage_event_keys (customer_id, transaction_id, body_hash) values ${tuples} on conflict do nothing returning customer_id, transaction_id`,
+      pg: 'select k.customer_id, k.transaction_id, k.body_hash, k.subscription_id from usage_event_keys k join unnest(?::uuid[], ?::text[]) as q (c, t) on k.customer_id = q.c and k.transaction_id = q.t',
+      sqlite: (tuples) => `select customer_id, transaction_id, body_hash, subscription_id from usage_event_keys where (customer_id, transaction_id) in (values ${tuples})`,
       returning: true,
     },
   );
-  const inserted = new Set(claimed.map((r) => keyOf(String(r.customer_id), String(r.transaction_id))));
-  const stored = new Map<string, string>();
-  const others = firsts.filter((e) => !inserted.has(keyOf(e.customerId, e.transactionId)));
-  if (others.length > 0) {
-    const rows = await bulk(
-      em,
-      others.map((e) => [e.customerId, e.transactionId]),
-      {
-        pg: 'select k.customer_id, k.transaction_id, k.body_hash from usage_event_keys k join unnest(?::uuid[], ?::text[]) as q (c, t) on k.customer_id = q.c and k.transaction_id = q.t',
-        sqlite: (tuples) => `select customer_id, transaction_id, body_hash from usage_event_keys where (customer_id, transaction_id) in (values ${tuples})`,
-        returning: true,
-      },
-    );
-    for (const r of rows) stored.set(keyOf(String(r.customer_id), String(r.transaction_id)), String(r.body_hash));
-  }
-  return { inserted, stored };
+  for (const r of rows) stored.set(eventKey(String(r.customer_id), String(r.transaction_id)), { bodyHash: String(r.body_hash), subscriptionId: String(r.subscription_id) });
+  return stored;
+}
+
+/** The idempotency step: which of `firsts` (one per key, sorted) were new, and what is stored for the others. */
+async function claimKeys(em: EntityManager, firsts: PreparedEvent[]): Promise<{ inserted: Set<string>; stored: Map<string, StoredKey> }> {
+  const claimed = await bulk(
+    em,
+    firsts.map((e) => [e.customerId, e.transactionId, e.bodyHash, e.subscriptionId]),
+    {
+      pg: 'insert into usage_event_keys (customer_id, transaction_id, body_hash, subscription_id) select * from unnest(?::uuid[], ?::text[], ?::text[], ?::uuid[]) on conflict do nothing returning customer_id, transaction_id',
+      sqlite: (tuples) => `insert into usage_event_keys (customer_id, transaction_id, body_hash, subscription_id) values ${tuples} on conflict do nothing returning customer_id, transaction_id`,
+      returning: true,
+    },
+  );
+  const inserted = new Set(claimed.map((r) => eventKey(String(r.customer_id), String(r.transaction_id))));
+  const others = firsts.filter((e) => !inserted.has(eventKey(e.customerId, e.transactionId)));
+  return { inserted, stored: others.length > 0 ? await storedKeysOf(em, others) : new Map() };
 }
 
 interface HourlyRow {
@@ -392,7 +408,7 @@ export const sqlEventStore: EventStore = {
     const outcomes: InsertOutcome[] = new Array(events.length);
     const firstOf = new Map<string, number>();
     events.forEach((e, i) => {
-      const k = keyOf(e.customerId, e.transactionId);
+      const k = eventKey(e.customerId, e.transactionId);
       const first = firstOf.get(k);
       if (first === undefined) firstOf.set(k, i);
       else outcomes[i] = events[first].bodyHash === e.bodyHash ? 'duplicate' : 'conflict';
@@ -401,8 +417,8 @@ export const sqlEventStore: EventStore = {
     const { inserted, stored } = await claimKeys(em, firsts);
     for (const i of firstOf.values()) {
       const e = events[i];
-      const k = keyOf(e.customerId, e.transactionId);
-      outcomes[i] = inserted.has(k) ? 'inserted' : stored.get(k) === e.bodyHash ? 'duplicate' : 'conflict';
+      const k = eventKey(e.customerId, e.transactionId);
+      outcomes[i] = inserted.has(k) ? 'inserted' : stored.get(k)?.bodyHash === e.bodyHash ? 'duplicate' : 'conflict';
     }
     if (outcomes.includes('conflict')) return outcomes;
     await insertEvents(
@@ -411,6 +427,8 @@ export const sqlEventStore: EventStore = {
     );
     return outcomes;
   },
+
+  storedKeys: storedKeysOf,
 
   async aggregate(em, subscriptionId, metric, from, to) {
     return (await aggregateWindows(em, metric, [{ subscriptionId, from, to }])).get(subscriptionId) ?? '0';
