@@ -1,13 +1,10 @@
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BillableMetric } from '../../src/db/entities/billable-metric.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { ManualClock } from '../../src/domain/clock.js';
-import { parseUnits, matchesFilters } from '../../src/domain/usage/aggregation.js';
 import type { PlanCharge } from '../../src/domain/usage/charge-models.js';
 import { createApiKey } from '../../src/services/api-keys/manage-api-keys.js';
 import { cliActor } from '../../src/services/audit/actor.js';
-import { eventStore } from '../../src/services/usage/event-store.js';
 import { DATABASES } from '../helpers/database.js';
 import { makePlan, makeUser } from '../helpers/factories.js';
 import { STANDARD_PLANS, startTestServer, type HttpResult, type TestServer } from '../helpers/server.js';
@@ -67,6 +64,7 @@ describe.each(DATABASES)('the usage the coming invoice will bill (%s)', { timeou
   let server: TestServer;
   const clock = new ManualClock(T0);
   let writeKey: string;
+  let eventsKey: string;
   let readKey: string;
   let alice: TestUser;
   /** Alice's subscription on the metered plan, with the events of the first test. */
@@ -83,6 +81,7 @@ describe.each(DATABASES)('the usage the coming invoice will bill (%s)', { timeou
     const billing = server.running.billing;
     const ctx = () => ({ em: billing.orm.em.fork(), config: billing.config, clock: billing.clock });
     writeKey = (await createApiKey(ctx(), cliActor(), { name: 'shop-backend', scope: 'write' })).key;
+    eventsKey = (await createApiKey(ctx(), cliActor(), { name: 'meter', scope: 'events' })).key;
     readKey = (await createApiKey(ctx(), cliActor(), { name: 'support', scope: 'read' })).key;
     alice = await server.createUser();
   });
@@ -102,48 +101,14 @@ describe.each(DATABASES)('the usage the coming invoice will bill (%s)', { timeou
     return { id: sub.body.id, start: sub.body.current_period_start, end: sub.body.current_period_end };
   }
 
-  /** Sends events through POST /events/batch/ (1,000 a request), all accepted. */
+  /** Sends events through POST /events/batch/ with an events key (1,000 a request), all accepted. */
   async function send(events: Record<string, unknown>[]): Promise<void> {
     for (let i = 0; i < events.length; i += 1000) {
       const batch = events.slice(i, i + 1000);
-      const res = await server.api('POST', '/events/batch/', { headers: bearer(writeKey), body: { events: batch } });
-      if (res.status === 501) {
-        await storeDirectly(batch);
-        continue;
-      }
+      const res = await server.api('POST', '/events/batch/', { headers: bearer(eventsKey), body: { events: batch } });
       expect(res.status, res.text).toBe(202);
       expect(res.body).toEqual({ accepted: batch.length, duplicates: 0 });
     }
-  }
-
-  /** Until POST /events/batch/ lands: the same events stored through the event store. */
-  async function storeDirectly(events: Record<string, unknown>[]): Promise<void> {
-    await dbOf(server).transactional(async (em) => {
-      const prepared = [];
-      const once = new Map<string, Promise<any>>();
-      const cached = <T>(key: string, load: () => Promise<T>): Promise<T> => (once.get(key) ?? once.set(key, load()).get(key)!) as Promise<T>;
-      for (const e of events) {
-        const user = await cached(`u${e.customer}`, () => em.findOneOrFail('User', { username: e.customer } as never) as Promise<{ id: string }>);
-        const metric = await cached(`m${e.code}`, () => em.findOneOrFail(BillableMetric, { code: e.code as string }));
-        const sub = await cached(`s${user.id}`, () => em.findOneOrFail(Subscription, { liveUserId: user.id }));
-        const props = (e.properties ?? {}) as Record<string, unknown>;
-        const field = metric.field ? props[metric.field] : undefined;
-        prepared.push({
-          customerId: user.id,
-          transactionId: e.transaction_id as string,
-          bodyHash: createHash('sha256').update(JSON.stringify([e.code, e.timestamp, props])).digest('hex'),
-          subscriptionId: sub.id,
-          metricId: metric.id,
-          timestamp: new Date(e.timestamp as string),
-          valueMicro: ['sum', 'max', 'latest'].includes(metric.aggregation) ? parseUnits(field) : null,
-          uniqueValue: metric.aggregation === 'unique_count' ? String(field) : null,
-          counted: matchesFilters(metric.filters, props),
-          properties: JSON.stringify(props),
-          receivedAt: clock.now(),
-        });
-      }
-      await eventStore.insert(em as never, prepared);
-    });
   }
 
   let serial = 0;
