@@ -15,7 +15,8 @@ import { activeFilter, collect, pageOptions } from './coupon-options.js';
 
 type MetricWire = ReturnType<typeof serializeMetric>;
 
-const filtersText = (f: MetricWire['filters']) => (f ? Object.entries(f).map(([k, values]) => `${k}=${values.join('|')}`).join(' ') : '');
+/** Filters as `key=a|b`, keys sorted (PostgreSQL's jsonb keeps its own order of keys). */
+const filtersText = (f: MetricWire['filters']) => (f ? Object.keys(f).sort().map((k) => `${k}=${f[k].join('|')}`).join(' ') : '');
 
 const metricRow = (m: MetricWire) => ({
   code: m.code,

@@ -29,8 +29,8 @@ export interface CreateMetricInput {
   reason?: string | null;
 }
 
-/** The fields of a metric the audit trail keeps, by their wire names. */
-export function auditedMetric(m: BillableMetric): Record<string, unknown> {
+/** A metric's terms by their wire names: what the audit trail keeps, and the API shows with its id and creation time. */
+export function auditedMetric(m: BillableMetric) {
   return {
     code: m.code,
     name: m.name,
