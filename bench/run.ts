@@ -125,7 +125,12 @@ async function startService(databaseUrl: string): Promise<{ base: string; server
   const port = nextPort++;
   const base = `http://127.0.0.1:${port}/api/subscriptions`;
   const spawnedAt = performance.now();
-  const server = startProcess(process.execPath, productionNodeArgs(ROOT), {
+  // BENCH_SERVER_NODE_ARGS: more node flags for the service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (written when it
+  // stops) or `--max-semi-space-size=16` (overriding start:prod's).
+  const extraArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const production = productionNodeArgs(ROOT);
+  // Before the script, after the production flags: a V8 flag given twice takes the last value.
+  const server = startProcess(process.execPath, [...production.slice(0, -1), ...extraArgs, ...production.slice(-1)], {
     NODE_ENV: 'production',
     PORT: String(port),
     DATABASE_URL: databaseUrl,
@@ -275,7 +280,8 @@ function printTable(rows: Row[]): string {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
 
-const kinds: ('sqlite' | 'postgresql')[] = ['sqlite', ...(process.env.BENCH_DATABASE_URL ? (['postgresql'] as const) : [])];
+// BENCH_DATABASES=postgresql (or sqlite): one of the two only.
+const kinds = (process.env.BENCH_DATABASES?.split(',') ?? ['sqlite', ...(process.env.BENCH_DATABASE_URL ? ['postgresql'] : [])]) as ('sqlite' | 'postgresql')[];
 const all: Row[] = [];
 const extras: Record<string, unknown> = {};
 for (const kind of kinds) {

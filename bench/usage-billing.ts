@@ -47,7 +47,7 @@ async function loadDueEvents(raw: RawDb, metricId: string, perSubscription: numb
        from subscriptions s cross join g`,
       [perSubscription, metricId, start, start],
     );
-    await run(`${series} insert into usage_event_keys (customer_id, transaction_id, body_hash, subscription_id) select s.user_id, ${tx}, ${sqlite ? 'hex(randomblob(32))' : "md5(s.id::text || n) || md5(n::text || s.id)"}, s.id from subscriptions s cross join g`, [
+    await run(`${series} insert into usage_event_keys (customer_id, transaction_id, body_hash, subscription_id) select s.user_id, ${tx}, ${sqlite ? 'substr(hex(randomblob(22)), 1, 43)' : "substr(md5(s.id::text || n) || md5(n::text || s.id), 1, 43)"}, s.id from subscriptions s cross join g`, [
       perSubscription,
     ]);
   });

@@ -17,6 +17,7 @@
  * seconds; the service then checks them: its usage answer must equal the hand-written sum.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { RequiredEntityData } from '@mikro-orm/core';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -53,7 +54,13 @@ export interface IngestionFigures {
   p99Ms: number;
   /** Requests not answered 202 with every event accepted. */
   failed: number;
-  baseline: { writes: string; events: number; seconds: number; eventsPerSecond: number };
+  /**
+   * CPU milliseconds per 1,000 events, from /proc: the service process and the PostgreSQL
+   * backends of the database (SQLite runs inside the process). Steadier than events/s on a
+   * machine shared with other work.
+   */
+  cpu: CpuPer1000;
+  baseline: { writes: string; events: number; seconds: number; eventsPerSecond: number; cpu: CpuPer1000 };
   /** eventsPerSecond / baseline.eventsPerSecond */
   ratio: number;
   target: string;
@@ -93,6 +100,12 @@ export interface StorageSizes {
   events: number;
   /** Bytes per million events, each table with its indexes (usage_events: all its partitions). */
   perMillion: Record<string, { tableMb: number; indexMb: number; totalMb: number }>;
+}
+
+/** CPU ms per 1,000 events: the process doing the work (the service, or the bench's own for the baseline) and PostgreSQL's backends. */
+export interface CpuPer1000 {
+  processMs: number;
+  databaseMs: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -301,7 +314,7 @@ export async function loadCustomerEvents(raw: RawDb, c: { userId: string; subscr
         [n, c.subscriptionId, c.userId, c.metricId, offset, timeOf(raw.kind, fromMs), offset, step, offset, offset, timeOf(raw.kind, fromMs), offset, step],
       );
       await run(
-        `${series(raw.kind)} insert into usage_event_keys (customer_id, transaction_id, body_hash, subscription_id) select ?, ${txOf}, ${sqlite ? 'hex(randomblob(32))' : `md5(n::text) || md5((n + 1)::text)`}, ? from g`,
+        `${series(raw.kind)} insert into usage_event_keys (customer_id, transaction_id, body_hash, subscription_id) select ?, ${txOf}, ${sqlite ? 'substr(hex(randomblob(22)), 1, 43)' : `substr(md5(n::text) || md5((n + 1)::text), 1, 43)`}, ? from g`,
         [n, c.userId, offset, c.subscriptionId],
       );
     });
@@ -342,7 +355,7 @@ function prepareBatches(kind: Kind, f: MeteredFixtures, prefix: string, batches:
       const properties = { requests, region: 'jkt' };
       const timestamp = new Date(at).toISOString();
       events.push({ transaction_id: transactionId, customer: c.userId, code: METRIC_CODE, timestamp, properties });
-      const hash = createHash('sha256').update(JSON.stringify([METRIC_CODE, timestamp, properties])).digest('hex');
+      const hash = createHash('sha256').update(JSON.stringify([METRIC_CODE, timestamp, properties])).digest('base64url');
       keys.push([c.userId, transactionId, hash, c.subscriptionId]);
       rows.push([c.subscriptionId, c.userId, f.metricId, transactionId, timeOf(kind, at), BigInt(requests) * MICRO, null, kind === 'sqlite' ? 1 : true, JSON.stringify(properties), timeOf(kind, now)]);
     }
@@ -374,6 +387,38 @@ async function bareInserts(raw: RawDb, batches: PreparedBatch[], clients: number
     }),
   );
   return (performance.now() - started) / 1000;
+}
+
+/** CPU time (user + system) of a process so far, in ms, from /proc (Linux); 0 elsewhere. */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** The PostgreSQL backends connected to this database (their pids are on this machine: the bench measures a local server). */
+async function backendPids(raw: RawDb): Promise<number[]> {
+  if (raw.kind === 'sqlite') return [];
+  return (await raw.all('select pid from pg_stat_activity where datname = current_database()')).map((r) => Number(r.pid));
+}
+
+/** CPU used by `pid` (or this process) and the database's backends while `work` runs, per 1,000 of `events`. */
+async function cpuPer1000<T>(raw: RawDb, pid: number | null, events: number, work: () => Promise<T>): Promise<{ result: T; cpu: CpuPer1000 }> {
+  const self = () => (pid === null ? (process.cpuUsage().user + process.cpuUsage().system) / 1000 : cpuMsOf(pid));
+  // The backends are sampled after the work too: a pool may open connections during it.
+  const before = new Map((await backendPids(raw)).map((p) => [p, cpuMsOf(p)]));
+  const processBefore = self();
+  const result = await work();
+  const processMs = self() - processBefore;
+  let databaseMs = 0;
+  for (const p of await backendPids(raw)) databaseMs += cpuMsOf(p) - (before.get(p) ?? 0);
+  const per = (ms: number) => Math.round((ms / events) * 1000 * 10) / 10;
+  return { result, cpu: { processMs: per(processMs), databaseMs: per(databaseMs) } };
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
@@ -491,18 +536,19 @@ export async function runUsageBench(kind: Kind, opts: { quick: boolean; startSer
     // 1. Ingestion: the baseline first, alone; then the service (warm-up batches first, not counted).
     log(`${batches} batches of ${batchSize} events, ${clients} clients, ${customersCount} customers`);
     const baselineBatches = prepareBatches(kind, fixtures, 'b', batches, batchSize);
-    const baselineSeconds = await bareInserts(raw, baselineBatches, clients);
+    const { result: baselineSeconds, cpu: baselineCpu } = await cpuPer1000(raw, null, batches * batchSize, () => bareInserts(raw, baselineBatches, clients));
     const baselineRate = Math.round((batches * batchSize) / baselineSeconds);
     log(`baseline (bare INSERT): ${baselineRate} events/s`);
 
     service = await opts.startService(db.url);
     const warmup = await postBatches(service.base, eventsKey, prepareBatches(kind, fixtures, 'w', warmupBatches, batchSize), clients);
     if (warmup.failed > 0) log(`POST /events/batch/ refused ${warmup.failed} warm-up batches, first: ${warmup.firstFailure}`);
-    const posted = await postBatches(service.base, eventsKey, prepareBatches(kind, fixtures, 's', batches, batchSize), clients);
+    const serviceBatches = prepareBatches(kind, fixtures, 's', batches, batchSize);
+    const { result: posted, cpu } = await cpuPer1000(raw, service.pid, batches * batchSize, () => postBatches(service!.base, eventsKey, serviceBatches, clients));
     if (posted.failed > 0) log(`${posted.failed} batches not accepted, first: ${posted.firstFailure}`);
     // Events recorded per second: a refused batch counts for nothing.
     const rate = Math.round(posted.accepted / posted.seconds);
-    log(`POST /events/batch/: ${rate} events/s (${(rate / baselineRate).toFixed(2)} of the baseline)`);
+    log(`POST /events/batch/: ${rate} events/s (${(rate / baselineRate).toFixed(2)} of the baseline); CPU ms per 1,000 events: service ${cpu.processMs} + database ${cpu.databaseMs}, baseline ${baselineCpu.processMs} + ${baselineCpu.databaseMs}`);
     const ingestion: IngestionFigures = {
       events: batches * batchSize,
       batchSize,
@@ -513,7 +559,14 @@ export async function runUsageBench(kind: Kind, opts: { quick: boolean; startSer
       p50Ms: round1(percentile(posted.latencies, 50)),
       p99Ms: round1(percentile(posted.latencies, 99)),
       failed: posted.failed,
-      baseline: { writes: 'usage_event_keys + usage_events, one multi-row INSERT each per 1,000 events, one transaction', events: batches * batchSize, seconds: round1(baselineSeconds), eventsPerSecond: baselineRate },
+      cpu,
+      baseline: {
+        writes: 'usage_event_keys + usage_events, one multi-row INSERT each per 1,000 events, one transaction',
+        events: batches * batchSize,
+        seconds: round1(baselineSeconds),
+        eventsPerSecond: baselineRate,
+        cpu: baselineCpu,
+      },
       ratio: Math.round((rate / baselineRate) * 100) / 100,
       target: kind === 'postgresql' ? '>= 10000 events/s, >= 0.50 of the bare INSERT' : '>= 0.50 of the bare INSERT',
     };
@@ -586,7 +639,7 @@ export function usageTableLines(kind: string, u: UsageFigures): string[] {
   const i = u.ingestion;
   const q = u.query;
   const lines = [
-    `| POST /events/batch/ (${i.batchSize} a request, ${i.clients} clients) | ${kind} | ${i.eventsPerSecond} events/s (p50 ${i.p50Ms} / p99 ${i.p99Ms} ms a request; ${i.failed} failed); bare INSERT ${i.baseline.eventsPerSecond} events/s; ratio ${i.ratio.toFixed(2)} | ${i.target} |`,
+    `| POST /events/batch/ (${i.batchSize} a request, ${i.clients} clients) | ${kind} | ${i.eventsPerSecond} events/s (p50 ${i.p50Ms} / p99 ${i.p99Ms} ms a request; ${i.failed} failed; CPU ms per 1,000: service ${i.cpu.processMs}, database ${i.cpu.databaseMs}); bare INSERT ${i.baseline.eventsPerSecond} events/s (CPU ${i.baseline.cpu.processMs} + ${i.baseline.cpu.databaseMs}); ratio ${i.ratio.toFixed(2)} | ${i.target} |`,
     `| GET usage, ${q.events} events in the period: customer / staff | ${kind} | p95 ${q.customer.p95Ms} / ${q.staff.p95Ms} ms (p50 ${q.customer.p50Ms} / ${q.staff.p50Ms}); the sum by hand over the raw events p95 ${q.baseline.p95Ms} ms | ${q.target} |`,
   ];
   for (const b of u.billing) {
