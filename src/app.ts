@@ -33,6 +33,7 @@ import { InvalidNotificationQuota } from './services/gateway-events/invalid-noti
 import { DocumentRenderer } from './services/documents/document-renderer.js';
 import { RenderPool } from './services/documents/render-pool.js';
 import { CatalogueCache } from './services/plans/catalogue-cache.js';
+import { eventStore } from './services/usage/event-store.js';
 import { GatewayCredentialCheck } from './services/health/gateway-credentials.js';
 import type { Simulator } from './simulator/index.js';
 
@@ -112,6 +113,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     try {
       if (config.migrateOnStart) await migrateUp(orm);
       else await assertSchemaCurrent(orm);
+      // PostgreSQL: the usage events' monthly partitions of the coming months (one catalog read when they exist).
+      await eventStore.ensurePartitions(orm.em.fork() as EntityManager, clock.now());
     } catch (err) {
       await orm.close(true);
       throw err;
