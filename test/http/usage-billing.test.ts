@@ -1,13 +1,21 @@
 import { createHash } from 'node:crypto';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BillableMetric } from '../../src/db/entities/billable-metric.js';
 import type { Invoice } from '../../src/db/entities/invoice.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
-import type { User } from '../../src/db/entities/user.js';
+import { User } from '../../src/db/entities/user.js';
 import { matchesFilters, parseUnits } from '../../src/domain/usage/aggregation.js';
 import type { PlanCharge } from '../../src/domain/usage/charge-models.js';
 import { createApiKey } from '../../src/services/api-keys/manage-api-keys.js';
 import { cliActor } from '../../src/services/audit/actor.js';
+import { localDate } from '../../src/domain/billing-calendar.js';
+import { invoiceDocumentView } from '../../src/services/documents/invoice-document.js';
+import { renderInvoicePdf } from '../../src/services/documents/invoice-pdf.js';
+import { exportCoretax } from '../../src/services/tax/export-coretax.js';
+import { parseTaxMonth } from '../../src/services/tax/tax-month.js';
 import { cancelSubscription } from '../../src/services/subscriptions/cancel-subscription.js';
 import { changeSubscriptionPlan, previewPlanChange } from '../../src/services/subscriptions/change-subscription-plan.js';
 import { eventStore } from '../../src/services/usage/event-store.js';
@@ -266,5 +274,31 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     expect(renewal.totalAmount).toBe('56000.00');
     expect(usageLinesOf(renewal).map((l) => [l.subject?.metric, l.amount])).toEqual([['calls', '6000.00'], ['gb', '0.00']]);
     expect((await h.sub(sub.id)).plan.slug).toBe('plain');
+  });
+
+  it('a usage line on the invoice PDF and in the Coretax export, in Bahasa Indonesia, with its PPN (3 calls: DPP Rp 13.500, PPN Rp 1.485)', async () => {
+    const start = nextStart();
+    const { user, sub } = await subscribe('metered');
+    await dbOf(h.server).nativeUpdate(User, { id: user.id }, { taxProfile: { buyer_type: 'individual', nik: '3171012345670001', name: 'Siti Aminah', address: 'Jl. Melati 3, Depok' } as never });
+    await send(callsFrom(user, new Date(start.getTime() + MINUTE), 3));
+    h.clock.set(new Date(start.getTime() + 2 * DAY));
+    await cancelSubscription(h.ctx(), user, sub.id, { immediate: true });
+    const [final] = await usageOnly(sub.id);
+    expect(final).toMatchObject({ status: 'paid', taxBase: '13500.00', otherTaxBase: '12375.00', taxAmount: '1485.00', totalAmount: '14985.00' });
+
+    // The document's words (what the PDF prints), and the PDF itself renders.
+    const view = await invoiceDocumentView(h.ctx(), final);
+    expect(view.lines.map((l) => l.description)).toEqual(['Pemakaian API calls: 3']);
+    const { pdf } = await renderInvoicePdf(h.ctx(), final);
+    expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
+
+    const dir = await mkdtemp(join(tmpdir(), 'usage-coretax-'));
+    const month = parseTaxMonth(localDate(final.paidAt!, h.server.running.billing.config.documents.timeZone).slice(0, 7))!;
+    const exported = await exportCoretax(h.ctx(), { month, out: join(dir, 'coretax.xml'), again: false });
+    const xml = await readFile(exported.files[0].path, 'utf8');
+    const faktur = xml.slice(xml.indexOf(`<RefDesc>${final.number}</RefDesc>`));
+    expect(faktur).toContain('<Name>Pemakaian API calls: 3</Name>');
+    expect(faktur).toContain('<TaxBase>13500.00</TaxBase>');
+    expect(faktur).toContain('<VAT>1485.00</VAT>');
   });
 });
