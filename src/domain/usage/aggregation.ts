@@ -11,7 +11,11 @@ export const METRIC_AGGREGATIONS: readonly MetricAggregation[] = ['count', 'sum'
 export const NUMERIC_AGGREGATIONS: readonly MetricAggregation[] = ['sum', 'max', 'latest'];
 
 export const MICRO = 1_000_000n;
-/** The largest magnitude an event's value may have (a sum of a million of them still fits a bigint). */
+/**
+ * The largest magnitude an event's value may have: 10^12 units. NOTE: sums are kept in micro-units;
+ * PostgreSQL sums them as numeric, SQLite as a 64-bit integer, which holds about 9.2 × 10^12 units
+ * in one subscription's hour of one metric (docs/scaling.md says so); no real meter comes near.
+ */
 export const MAX_EVENT_VALUE_MICRO = 1_000_000_000_000n * MICRO;
 
 const UNITS = /^(-?)(\d{1,19})(?:\.(\d{1,6}))?$/;
