@@ -30,13 +30,14 @@ const metricRow = (m: MetricWire) => ({
 /** Repeated `--filter key=value` as the API's filters: { key: [values] }. */
 function filtersOption(given: string[] | undefined): Record<string, string[]> | undefined {
   if (!given) return undefined;
-  const filters: Record<string, string[]> = {};
+  const filters = new Map<string, string[]>();
   for (const item of given) {
     const eq = item.indexOf('=');
     if (eq < 1) throw new CliFailure(`--filter must be property=value, not "${item}"`, EXIT.usage);
-    (filters[item.slice(0, eq)] ??= []).push(item.slice(eq + 1));
+    const key = item.slice(0, eq);
+    filters.set(key, [...(filters.get(key) ?? []), item.slice(eq + 1)]);
   }
-  return filters;
+  return Object.fromEntries(filters);
 }
 
 interface CreateOptions {

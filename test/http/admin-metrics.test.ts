@@ -60,6 +60,10 @@ describe.each(DATABASES)('billable metrics by the staff API (%s)', { timeout: 18
         expect(got.body).toEqual(metric);
       }
     }
+    // Property names that are also names of an object's own machinery are property names like any other.
+    const odd = await createMetric({ code: nextCode('odd'), filters: JSON.parse('{"constructor": ["a"], "__proto__": ["b"], "toString": ["c"]}') });
+    expect(odd.status, odd.text).toBe(201);
+    expect(Object.entries(odd.body.filters).sort()).toEqual([['__proto__', ['b']], ['constructor', ['a']], ['toString', ['c']]]);
     expect((await get('/admin/metrics/no_such_metric/')).status).toBe(404);
     expect((await get('/admin/metrics/00000000-0000-4000-8000-000000000000/')).status).toBe(404);
 

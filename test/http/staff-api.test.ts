@@ -22,7 +22,7 @@ const ADMIN_OPERATIONS: { method: string; path: string }[] = Object.entries(pars
   .flatMap(([path, item]) => Object.keys(item).filter((m) => ['get', 'post'].includes(m)).map((m) => ({ method: m.toUpperCase(), path })));
 
 const SOME_ID = '9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a';
-const concrete = (path: string) => path.replace('{id}', SOME_ID).replace('{user}', 'alice').replace('{customer}', 'alice').replace('{coupon}', 'LAUNCH25').replace('{code}', 'launch25');
+const concrete = (path: string) => path.replace('{id}', SOME_ID).replace('{user}', 'alice').replace('{customer}', 'alice').replace('{coupon}', 'LAUNCH25').replace('{code}', 'launch25').replace('{metric}', 'api_calls');
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 describe.each(DATABASES)('the staff API (%s)', { timeout: 180_000 }, (kind) => {

@@ -39,11 +39,17 @@ const VALID_BODIES: Record<string, unknown> = {
   adminArchiveCoupon: { reason: 'r' },
   adminCreatePromotionCode: { code: 'csrf25', coupon: 'CSRF25', reason: 'r' },
   adminUpdatePromotionCode: { active: false, reason: 'r' },
+  adminCreateMetric: { code: 'csrf_calls', name: 'CSRF check', aggregation: 'count', reason: 'r' },
+  adminArchiveMetric: { reason: 'r' },
+  sendUsageEvent: { transaction_id: 'csrf-1', customer: 'bob', code: 'csrf_calls' },
+  sendUsageEventBatch: { events: [{ transaction_id: 'csrf-2', customer: 'bob', code: 'csrf_calls' }] },
   createCheckoutSession: { plan_id: 'pro-monthly', success_url: 'https://shop.example.com/thanks', cancel_url: 'https://shop.example.com/plans' },
   createPortalSession: { return_url: 'https://shop.example.com/account' },
 };
 /** The staff routes: every user's records, for staff only. */
 const isStaffRoute = (op: { path: string }) => op.path.startsWith('/admin/');
+/** Routes only an API key may call (usage events): a session cookie is no credential there, so no CSRF check applies. */
+const isKeyOnlyRoute = (op: { path: string; staff: boolean }) => op.staff && !isStaffRoute(op);
 
 describe.each(DATABASES)('security of a server process (%s)', (kind) => {
   let db: TestDatabase;
@@ -135,7 +141,7 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
     expect(staffLogin.status).toBe(200);
     const staffCookie = cookieOf(staffLogin);
     for (const op of unsafe.filter(isStaffRoute)) {
-      const path = op.path.replace('{id}', bob.subscription).replace('{user}', 'bob').replace('{customer}', 'bob').replace('{coupon}', 'CSRF25').replace('{code}', 'csrf25');
+      const path = op.path.replace('{id}', bob.subscription).replace('{user}', 'bob').replace('{customer}', 'bob').replace('{coupon}', 'CSRF25').replace('{code}', 'csrf25').replace('{metric}', 'csrf_calls');
       const body = bodies[op.id] ?? {};
       const customer = await api(op.method, path, { cookie, headers: { 'x-csrf-token': login.body.csrf_token }, body });
       expect({ op: op.id, status: customer.status, code: customer.body.code }).toEqual({ op: op.id, status: 404, code: 'not_found' });
@@ -144,8 +150,17 @@ describe.each(DATABASES)('security of a server process (%s)', (kind) => {
         expect({ op: op.id, status: res.status, code: res.body.code }).toEqual({ op: op.id, status: 403, code: 'csrf_failed' });
       }
     }
+    const keyOnly = unsafe.filter(isKeyOnlyRoute);
+    expect(keyOnly.map((op) => op.id).sort()).toEqual(['sendUsageEvent', 'sendUsageEventBatch']);
+    for (const op of keyOnly) {
+      // Not even a staff session with its token: 401, as without any credential.
+      for (const [session, token] of [[staffCookie, staffLogin.body.csrf_token], [cookie, login.body.csrf_token], [cookie, 'forged-token']]) {
+        const res = await api(op.method, op.path, { cookie: session, headers: { 'x-csrf-token': token }, body: bodies[op.id] });
+        expect({ op: op.id, status: res.status, code: res.body.code }).toEqual({ op: op.id, status: 401, code: 'not_authenticated' });
+      }
+    }
     await orm.em.fork().nativeUpdate(User, { username: 'carol' }, { isStaff: false });
-    for (const op of unsafe.filter((o) => !isStaffRoute(o))) {
+    for (const op of unsafe.filter((o) => !isStaffRoute(o) && !isKeyOnlyRoute(o))) {
       const path = op.path.replace('{id}', bob.subscription);
       for (const headers of [{}, { 'x-csrf-token': 'forged-token' }] as Record<string, string>[]) {
         const res = await api(op.method, path, { cookie, headers, body: op.body ? (bodies[op.id] ?? {}) : undefined });

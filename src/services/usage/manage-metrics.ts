@@ -55,15 +55,16 @@ function checkedFilters(errors: FieldError[], value: unknown): Record<string, st
   if (typeof value !== 'object' || Array.isArray(value)) return refuse(errors, 'filters', 'must be an object of property names to lists of values');
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length > MAX_FILTER_KEYS) return refuse(errors, 'filters', `may name at most ${MAX_FILTER_KEYS} properties`);
-  const filters: Record<string, string[]> = {};
+  // Own properties whatever the key (`__proto__` and `constructor` are property names like any other).
+  const filters: [string, string[]][] = [];
   for (const [key, allowed] of entries) {
     const at = `filters.${key}`;
     if (key.length === 0 || key.length > 100) refuse(errors, 'filters', 'property names must be 1-100 characters');
     else if (!Array.isArray(allowed) || allowed.length === 0 || allowed.length > MAX_FILTER_VALUES) refuse(errors, at, `must list 1-${MAX_FILTER_VALUES} values`);
     else if (allowed.some((v) => typeof v !== 'string' || v.length === 0 || v.length > 200)) refuse(errors, at, 'values must be text of 1-200 characters');
-    else filters[key] = [...new Set(allowed as string[])];
+    else filters.push([key, [...new Set(allowed as string[])]]);
   }
-  return entries.length === 0 ? null : filters;
+  return entries.length === 0 ? null : Object.fromEntries(filters);
 }
 
 /** The metric's checked terms, or ValidationError naming every field that is wrong. */

@@ -63,16 +63,17 @@ export async function startFuzzTarget(databaseUrl: string, env: Record<string, s
   const plans = await call(server.url, 'GET', `${API}/plans/`);
   const slugs: string[] = plans.body.results.map((p: { slug: string }) => p.slug);
   const orders = await call(server.url, 'GET', `${API}/payments/`, { basic: accounts.fuzz });
-  // A coupon and a promotion code, so that staff routes naming one get past the look-up.
+  // A coupon, a promotion code and a billable metric, so that staff routes naming one get past the look-up.
   const coupon = await call(server.url, 'POST', `${API}/admin/coupons/`, { basic: accounts.staffer, body: { code: 'FUZZ25', name: 'Fuzz', percent_off: '25', duration: 'once', reason: 'fuzz fixture' } });
   const promo = await call(server.url, 'POST', `${API}/admin/promotion-codes/`, { basic: accounts.staffer, body: { code: 'fuzz25', coupon: 'FUZZ25', reason: 'fuzz fixture' } });
-  if (coupon.status !== 201 || promo.status !== 201) throw new Error(`fixtures: ${coupon.text} ${promo.text}`);
+  const metric = await call(server.url, 'POST', `${API}/admin/metrics/`, { basic: accounts.staffer, body: { code: 'fuzz_calls', name: 'Fuzz calls', aggregation: 'count', reason: 'fuzz fixture' } });
+  if (coupon.status !== 201 || promo.status !== 201 || metric.status !== 201) throw new Error(`fixtures: ${coupon.text} ${promo.text} ${metric.text}`);
   const context: RequestContext = {
     credentials: accounts.fuzz,
     staffCredentials: accounts.staffer,
     serverKey: TEST_SERVER_KEY,
     pathValues: { id: [...ids.own, ...ids.other], slug: [...slugs, 'legacy', 'no-such-plan'], user: ['fuzz', 'other', accounts.fuzz.id, 'nobody-at-all'], customer: ['fuzz', 'other', accounts.fuzz.id, 'ext:nobody-at-all', 'nobody-at-all'],
-      coupon: ['FUZZ25', coupon.body.id, 'NO-SUCH-COUPON'], code: ['fuzz25', 'FUZZ25', promo.body.id, 'no-such-code'] },
+      coupon: ['FUZZ25', coupon.body.id, 'NO-SUCH-COUPON'], code: ['fuzz25', 'FUZZ25', promo.body.id, 'no-such-code'], metric: ['fuzz_calls', metric.body.id, 'no_such_metric'] },
     bodyHints: {
       plan_id: fc.constantFrom(...slugs, plans.body.results[0].id, 'legacy', 'usd-monthly'),
       subscription_id: fc.constantFrom(...subscriptions.own, ...subscriptions.other),
