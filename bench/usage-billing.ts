@@ -18,7 +18,7 @@ import { MidtransClient } from '../src/gateway/midtrans-client.js';
 import { runBilling } from '../src/services/billing/run-billing.js';
 import { DUE_AT, PERIOD_START, seedDueSubscriptions, type BillingFigures } from './billing-scenario.js';
 import { freshDatabase, type BenchDatabase } from './support.js';
-import { openRaw, rollUp, seedMeteredPlan, type RawDb } from './usage-scenarios.js';
+import { openRaw, rollUp, seedMeteredPlan, storageSizes, type RawDb, type StorageSizes } from './usage-scenarios.js';
 
 type Kind = 'sqlite' | 'postgresql';
 
@@ -28,6 +28,8 @@ export interface UsageBillingFigures extends BillingFigures {
   usageLines: number;
   /** Usage units billed in all (the events' sum), as the invoices' lines say. */
   usageUnits: string;
+  /** PostgreSQL: the event store's sizes after the run. */
+  sizes?: StorageSizes;
 }
 
 const DAY_MS = 86_400_000;
@@ -89,6 +91,7 @@ export async function runUsageBillingScenario(kind: Kind, size: number, fresh: (
       seconds: Math.round(seconds * 10) / 10,
       renewalsPerSecond: Math.round(report.renewed / seconds),
       seedSeconds: Math.round(seedSeconds * 10) / 10,
+      sizes: kind === 'postgresql' ? await storageSizes(raw) : undefined,
     };
   } finally {
     await raw.close();

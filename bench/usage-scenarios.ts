@@ -61,6 +61,8 @@ export interface IngestionFigures {
    */
   cpu: CpuPer1000;
   baseline: { writes: string; events: number; seconds: number; eventsPerSecond: number; cpu: CpuPer1000 };
+  /** The idempotency keys alone by the same multi-row INSERT (no events): what a column store would leave to PostgreSQL. */
+  keysOnly: { events: number; eventsPerSecond: number; cpu: CpuPer1000 };
   /** eventsPerSecond / baseline.eventsPerSecond */
   ratio: number;
   target: string;
@@ -100,6 +102,9 @@ export interface StorageSizes {
   events: number;
   /** Bytes per million events, each table with its indexes (usage_events: all its partitions). */
   perMillion: Record<string, { tableMb: number; indexMb: number; totalMb: number }>;
+  /** usage_hourly grows with the (subscription, metric, hour) that saw events, not with events. */
+  hourlyRows: number;
+  hourlyBytesPerRow: number;
 }
 
 /** CPU ms per 1,000 events: the process doing the work (the service, or the bench's own for the baseline) and PostgreSQL's backends. */
@@ -366,8 +371,12 @@ function prepareBatches(kind: Kind, f: MeteredFixtures, prefix: string, batches:
 
 const tuples = (rows: unknown[][]) => rows.map((r) => `(${r.map(() => '?').join(', ')})`).join(', ');
 
-/** The baseline: each batch's rows by one multi-row INSERT a table, in one transaction, from `clients` connections at once. */
-async function bareInserts(raw: RawDb, batches: PreparedBatch[], clients: number): Promise<number> {
+/**
+ * The baseline: each batch's rows by one multi-row INSERT a table, in one transaction, from
+ * `clients` connections at once. `keysOnly`: the idempotency keys alone (what PostgreSQL would
+ * still write per event once the events live in a column store: docs/scaling.md).
+ */
+async function bareInserts(raw: RawDb, batches: PreparedBatch[], clients: number, keysOnly = false): Promise<number> {
   let next = 0;
   // better-sqlite3 has one connection, and SQLite one writer: its batches go one after the other.
   const lanes = raw.kind === 'sqlite' ? 1 : clients;
@@ -378,6 +387,7 @@ async function bareInserts(raw: RawDb, batches: PreparedBatch[], clients: number
         const batch = batches[b];
         await raw.transaction(async (run) => {
           await run(`insert into usage_event_keys (customer_id, transaction_id, body_hash, subscription_id) values ${tuples(batch.keys)}`, batch.keys.flat());
+          if (keysOnly) return;
           await run(
             `insert into usage_events (subscription_id, customer_id, metric_id, transaction_id, occurred_at, value_micro, unique_value, counted, properties, received_at) values ${tuples(batch.events)}`,
             batch.events.flat().map((v) => (typeof v === 'bigint' ? (raw.kind === 'sqlite' ? v : v.toString()) : v)),
@@ -477,7 +487,7 @@ export const HAND_QUERY =
 // ---------------------------------------------------------------------------------------------
 // Sizes on PostgreSQL.
 
-async function storageSizes(raw: RawDb): Promise<StorageSizes> {
+export async function storageSizes(raw: RawDb): Promise<StorageSizes> {
   const [{ n }] = await raw.all('select count(*)::bigint as n from usage_events');
   const events = Number(n);
   const tables: [string, string][] = [
@@ -493,7 +503,8 @@ async function storageSizes(raw: RawDb): Promise<StorageSizes> {
     );
     perMillion[name] = { tableMb: mb(r.t), indexMb: mb(r.i), totalMb: mb(r.total) };
   }
-  return { events, perMillion };
+  const [h] = await raw.all("select count(*)::bigint as n, pg_total_relation_size('usage_hourly') as bytes from usage_hourly");
+  return { events, perMillion, hourlyRows: Number(h.n), hourlyBytesPerRow: Number(h.n) > 0 ? Math.round(Number(h.bytes) / Number(h.n)) : 0 };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -539,6 +550,10 @@ export async function runUsageBench(kind: Kind, opts: { quick: boolean; startSer
     const { result: baselineSeconds, cpu: baselineCpu } = await cpuPer1000(raw, null, batches * batchSize, () => bareInserts(raw, baselineBatches, clients));
     const baselineRate = Math.round((batches * batchSize) / baselineSeconds);
     log(`baseline (bare INSERT): ${baselineRate} events/s`);
+    const keysOnlyBatches = prepareBatches(kind, fixtures, 'k', batches, batchSize);
+    const { result: keysOnlySeconds, cpu: keysOnlyCpu } = await cpuPer1000(raw, null, batches * batchSize, () => bareInserts(raw, keysOnlyBatches, clients, true));
+    const keysOnlyRate = Math.round((batches * batchSize) / keysOnlySeconds);
+    log(`the keys alone (bare INSERT): ${keysOnlyRate} events/s`);
 
     service = await opts.startService(db.url);
     const warmup = await postBatches(service.base, eventsKey, prepareBatches(kind, fixtures, 'w', warmupBatches, batchSize), clients);
@@ -567,6 +582,7 @@ export async function runUsageBench(kind: Kind, opts: { quick: boolean; startSer
         eventsPerSecond: baselineRate,
         cpu: baselineCpu,
       },
+      keysOnly: { events: batches * batchSize, eventsPerSecond: keysOnlyRate, cpu: keysOnlyCpu },
       ratio: Math.round((rate / baselineRate) * 100) / 100,
       target: kind === 'postgresql' ? '>= 10000 events/s, >= 0.50 of the bare INSERT' : '>= 0.50 of the bare INSERT',
     };
