@@ -24,7 +24,7 @@ import { lockWalletsOf, postWalletDebits, walletRefusal, type WalletDebit } from
 import { nothingAfter } from './collect-renewal.js';
 import { PLAIN_WALLET_RENEWAL, whereSql, type DueTime } from './due-rule.js';
 import { usageLinesMany } from '../usage/usage-charges.js';
-import { renewalUsageWindow } from './usage-billing.js';
+import { renewalUsageWindow } from '../subscription-rules/usage-invoice.js';
 
 /*
  * The billing run's common case in bulk: a due, active, wallet-paid subscription with nothing

@@ -17,12 +17,14 @@ import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
-import { cancelAtGateway, endSubscriptionBillingUsage } from '../subscription-rules/end-subscription.js';
+import { cancelAtGateway, endSubscriptionNow } from '../subscription-rules/end-subscription.js';
 import { usageLines } from '../usage/usage-charges.js';
-import { billUsageSoFar, closeUsageWindow, renewalUsageWindow, type UsageBilled } from './usage-billing.js';
+import { closeUsageWindow, issueUsageInvoice, renewalUsageWindow } from '../subscription-rules/usage-invoice.js';
+import { collectUsageInvoices } from '../subscriptions/collect-usage-invoices.js';
 import { syncSubscriptionPayments } from '../subscriptions/sync-subscription.js';
 import { dueAction, openRenewalInvoice, type DueAction } from './billing-actions.js';
 import { collectInvoice, followUp, latestAttempt, markPastDue, nothingAfter, renewalSubmitOptions, type AfterCommit, type Counts } from './collect-renewal.js';
+import type { UsageCollection } from '../subscriptions/collect-usage-invoices.js';
 import { dunningSchedule, nextDunningStep, RESUBMIT_AFTER_MS, retriesDueBy } from './dunning-schedule.js';
 import { declinedCharge, failureOfGatewayError } from '../subscription-rules/record-renewal-failure.js';
 
@@ -177,8 +179,9 @@ async function collect(ctx: DataContext, sub: Subscription, invoice: Invoice): P
   if (at.getTime() >= schedule.cancelAt.getTime()) {
     invoiceStates.apply(invoice, 'mark_uncollectible', at);
     invoice.nextRetryAt = null;
-    const ended = await endSubscriptionBillingUsage(ctx, sub, 'dunning_exhausted', at);
-    return result(sub, 'collect', { counts: { canceled: 1 }, invoiceNumber: invoice.number, after: { ...nothingAfter(), cancelOrderIds: ended.cancelOrderIds, submit: ended.usage.submit }, outcome: ended.usage.outcome });
+    const cancelOrderIds = await endSubscriptionNow(ctx, sub, 'dunning_exhausted');
+    const usage = await collectUsageInvoices(ctx, sub, at);
+    return result(sub, 'collect', { counts: { canceled: 1 }, invoiceNumber: invoice.number, after: { ...nothingAfter(), cancelOrderIds, submit: usageSubmit(usage) }, outcome: usage.outcome });
   }
   const counts: Counts = {};
   if (at.getTime() >= schedule.dueAt.getTime() && markPastDue(ctx, sub, at)) counts.past_due = 1;
@@ -215,18 +218,26 @@ async function expire(ctx: DataContext, sub: Subscription): Promise<StepResult> 
   sub.nextBillingDate = null;
   sub.cancelAtPeriodEnd = false;
   notify(ctx, sub.user, 'subscription_expired', { ...subscriptionData(sub), cycles_completed: sub.cyclesCompleted });
-  const usage = await billUsageSoFar(ctx, sub, sub.plan, periodEnd);
-  return usageStep(sub, 'expire', { expired: 1 }, [], usage);
+  await issueUsageInvoice(ctx, sub, sub.plan, periodEnd);
+  return usageStep(ctx, sub, 'expire', { expired: 1 }, []);
 }
 
-/** A step that ended a subscription and billed its last usage (an invoice, its payment after the commit). */
-function usageStep(sub: Subscription, action: StepAction, counts: Counts, cancelOrderIds: string[], usage: UsageBilled): StepResult {
+/** The usage payment a step sends after its commit (one usage invoice at most per step). */
+function usageSubmit(usage: UsageCollection): AfterCommit['submit'] {
+  const [first] = usage.submits;
+  return first ? { paymentId: first.paymentId, invoiceId: usage.invoices[0].id, options: first.options } : null;
+}
+
+/** A step that ended a subscription: its last usage invoice collected (a wallet now, another payment after the commit). */
+async function usageStep(ctx: DataContext, sub: Subscription, action: StepAction, counts: Counts, cancelOrderIds: string[]): Promise<StepResult> {
+  const usage = await collectUsageInvoices(ctx, sub, ctx.clock.now());
+  const invoice = usage.invoices[0] ?? null;
   return result(sub, action, {
-    counts: usage.paid ? { ...counts, charged: 1 } : counts,
-    invoiceNumber: usage.invoice?.number ?? null,
+    counts: usage.paid > 0 ? { ...counts, charged: usage.paid } : counts,
+    invoiceNumber: invoice?.number ?? null,
     outcome: usage.outcome,
-    after: { ...nothingAfter(), cancelOrderIds, submit: usage.submit },
-    invoice: usage.invoice,
+    after: { ...nothingAfter(), cancelOrderIds, submit: usageSubmit(usage) },
+    invoice,
   });
 }
 
@@ -237,8 +248,8 @@ async function act(ctx: DataContext, sub: Subscription, action: DueAction): Prom
       // The user's own reason (given when they asked) stays; the open renewal invoice, if any, is
       // voided; then the period's usage is billed on its own invoice.
       const periodEnd = renewalUsageWindow(sub).to;
-      const ended = await endSubscriptionBillingUsage(ctx, sub, sub.cancelReason, periodEnd);
-      return usageStep(sub, action.kind, { canceled: 1 }, ended.cancelOrderIds, ended.usage);
+      const cancelOrderIds = await endSubscriptionNow(ctx, sub, sub.cancelReason, periodEnd);
+      return usageStep(ctx, sub, action.kind, { canceled: 1 }, cancelOrderIds);
     }
     case 'expire':
       return expire(ctx, sub);

@@ -9,7 +9,7 @@ import type { DataContext, ServiceContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
-import { billUsageSoFar, type UsageBilled } from '../billing/usage-billing.js';
+import { issueUsageInvoice } from './usage-invoice.js';
 
 const PAID_STATUSES = ['settled', 'partially_refunded', 'refunded'] as const;
 
@@ -23,26 +23,12 @@ export async function wasNeverPaid(ctx: Pick<DataContext, 'em'>, sub: Subscripti
 /**
  * Cancels a subscription now, inside the caller's transaction: its pending payments are
  * canceled and its open invoices voided, so nothing stays payable. Returns the order ids to
- * cancel at the gateway once the transaction has committed. The usage of its open window is
- * billed up to now (a gateway payment of it is left for the customer: see endSubscriptionBillingUsage).
+ * cancel at the gateway once the transaction has committed. Then the usage of its open window
+ * up to `usageUntil` (now, or the end of the period at which it was set to end) is billed on a
+ * usage-only invoice under the plan it was used under (usage-invoice.ts), issued after the
+ * voiding, for the caller to collect (subscriptions/collect-usage-invoices.ts).
  */
-export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, reason: string | null): Promise<string[]> {
-  return (await endSubscriptionBillingUsage(ctx, sub, reason, ctx.clock.now(), false)).cancelOrderIds;
-}
-
-/**
- * endSubscriptionNow, and then (after the open invoices are voided) the usage of the open
- * window up to `usageUntil` (now, or the end of the period at which it was set to end) billed
- * on a usage-only invoice under the plan it was used under, collected once (usage-billing.ts).
- * `send`: the caller submits the usage payment after its commit (`usage.submit`).
- */
-export async function endSubscriptionBillingUsage(
-  ctx: DataContext,
-  sub: Subscription,
-  reason: string | null,
-  usageUntil: Date,
-  send = true,
-): Promise<{ cancelOrderIds: string[]; usage: UsageBilled }> {
+export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, reason: string | null, usageUntil = ctx.clock.now()): Promise<string[]> {
   const at = ctx.clock.now();
   subscriptionStates.apply(sub, 'cancel', at);
   sub.cancelReason = reason;
@@ -52,8 +38,8 @@ export async function endSubscriptionBillingUsage(
   const cancelOrderIds = await cancelInvoicePayments(ctx.em, { subscription: sub }, at);
   await voidOpenInvoices(ctx, sub, at);
   notify(ctx, sub.user, 'subscription_canceled', { ...subscriptionData(sub), cancel_reason: reason });
-  const usage = await billUsageSoFar(ctx, sub, sub.plan, usageUntil, send);
-  return { cancelOrderIds, usage };
+  await issueUsageInvoice(ctx, sub, sub.plan, usageUntil);
+  return cancelOrderIds;
 }
 
 /**

@@ -17,7 +17,7 @@ import { subscriptionData } from '../notifications/payloads.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { fundPeriod, moveFundsToNewPeriod } from './period-funds.js';
 import { reopenUsageOf } from './end-subscription.js';
-import { billUsageSoFar, type UsageBilled } from '../billing/usage-billing.js';
+import { issueUsageInvoice } from './usage-invoice.js';
 
 /*
  * NOTE: a change that costs money takes effect when it is paid (docs/billing.md, 'Money rules'). These are the
@@ -31,11 +31,10 @@ import { billUsageSoFar, type UsageBilled } from '../billing/usage-billing.js';
  * the new period up to its cost (with `payment`, when one was needed), any excess credit goes
  * to the wallet, and a change across intervals starts a new period. The usage so far is billed
  * under the old plan on a usage-only invoice of its own, at the moment the change applies
- * (never on the change's invoice, which is what the preview showed). `usage`: when given, the
- * usage payment is opened for the caller to send after its commit and its outcome pushed here;
- * otherwise (a change applied by its payment's settlement) only a wallet is debited now.
+ * (never on the change's invoice, which is what the preview showed), for the use case to
+ * collect (subscriptions/collect-usage-invoices.ts).
  */
-export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan, terms: PlanChangeTerms, at: Date, payment: Payment | null, usage?: UsageBilled[]): Promise<Money> {
+export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan, terms: PlanChangeTerms, at: Date, payment: Payment | null): Promise<Money> {
   const oldPlan = sub.plan;
   const paid = payment ? subtract(payment.grossAmount, payment.refundedAmount) : '0.00';
   const { credited, parts } = await moveFundsToNewPeriod(ctx, sub, at, subtract(terms.charge, paid), at, terms.periodEnd);
@@ -69,8 +68,7 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
   sub.pendingChange = null;
   await voidReplacedRenewals(ctx, sub, terms.periodEnd, at);
   // After the replaced renewals are voided: the usage they billed is billed here again.
-  const billed = await billUsageSoFar(ctx, sub, oldPlan, ctx.clock.now(), usage !== undefined);
-  usage?.push(billed);
+  await issueUsageInvoice(ctx, sub, oldPlan, ctx.clock.now());
   if (terms.resetsPeriod) {
     sub.billingAnchor = terms.periodStart;
     sub.currentPeriodStart = terms.periodStart;
@@ -176,7 +174,7 @@ export function onChangePaymentFailed(ctx: DataContext, payment: Payment): strin
 
 /**
  * True for a payment made for a plan change (its invoice is a `subscription_update`). A usage
- * invoice's payment (also a `subscription_update`) has no subscription: never one (usage-billing.ts).
+ * invoice's payment (also a `subscription_update`) has no subscription: never one (collect-usage-invoices.ts).
  */
 export function isChangePayment(payment: Payment): boolean {
   return (payment.invoice as Invoice | null)?.billingReason === 'subscription_update';

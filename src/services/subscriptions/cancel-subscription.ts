@@ -2,8 +2,8 @@ import type { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { ServiceContext } from '../context.js';
-import { cancelAtGateway, endSubscriptionBillingUsage, wasNeverPaid } from '../subscription-rules/end-subscription.js';
-import { submitUsagePayment } from '../billing/usage-billing.js';
+import { cancelAtGateway, endSubscriptionNow, wasNeverPaid } from '../subscription-rules/end-subscription.js';
+import { collectUsageInvoices, submitUsagePayments } from './collect-usage-invoices.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 
@@ -22,15 +22,19 @@ export async function cancelSubscription(ctx: ServiceContext, user: User, id: st
   const reason = input.reason?.trim() || null;
   const ended = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
+    const since = ctx.clock.now();
     const sub = await findOwnSubscription(em, user, id, { lock: true });
-    // Ending now bills the usage so far (usage-billing.ts); its payment goes out after the commit.
-    if (input.immediate || (await wasNeverPaid(tctx, sub))) return endSubscriptionBillingUsage(tctx, sub, reason, ctx.clock.now());
+    if (input.immediate || (await wasNeverPaid(tctx, sub))) {
+      // Ending now bills the usage so far; its payment goes out after the commit.
+      const cancelOrderIds = await endSubscriptionNow(tctx, sub, reason);
+      return { cancelOrderIds, usage: (await collectUsageInvoices(tctx, sub, since)).submits };
+    }
     subscriptionActions.assert(sub, 'cancel_at_period_end');
     sub.cancelAtPeriodEnd = true;
     sub.cancelReason = reason;
-    return null;
+    return { cancelOrderIds: [], usage: [] };
   });
-  await cancelAtGateway(ctx, ended?.cancelOrderIds ?? []);
-  await submitUsagePayment(ctx, ended?.usage.submit ?? null);
+  await cancelAtGateway(ctx, ended.cancelOrderIds);
+  await submitUsagePayments(ctx, ended.usage);
   return loadSubscription(ctx.em, id);
 }

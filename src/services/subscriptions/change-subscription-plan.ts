@@ -22,7 +22,8 @@ import { submitChangePayment } from './submit-change-payment.js';
 import { unusedCredit } from '../subscription-rules/period-funds.js';
 import { dropPendingChange, switchPlan } from '../subscription-rules/plan-change.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
-import { billUsageSoFar, submitUsagePayment, type UsageBilled } from '../billing/usage-billing.js';
+import { collectUsageInvoices, submitUsagePayments } from './collect-usage-invoices.js';
+import { issueUsageInvoice } from '../subscription-rules/usage-invoice.js';
 import { checkPromotionCode, discountOf, redeemPromotionCode } from '../coupons/redeem.js';
 
 /** How long a priced preview may be confirmed at its own price. */
@@ -172,12 +173,15 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
   const quote = immediate ? (input.quote ?? null) : null;
   if (quote) assertQuoteFresh(quote, ctx.clock.now());
 
-  // The usage billed when the change applies now (a retried transaction starts it again).
-  let usage: UsageBilled[] = [];
   const outcome = await retryingTransaction(ctx.em, async (em) => {
-    usage = [];
     const tctx = { ...ctx, em };
     const now = ctx.clock.now();
+    const made = await changeIn(tctx, now);
+    // The usage so far, billed when the change applied now (switchPlan, or the trial's plan below), collected once.
+    return { ...made, usage: (await collectUsageInvoices(tctx, await findOwnSubscription(em, user, id), now)).submits };
+  });
+  async function changeIn(tctx: DataContext, now: Date) {
+    const em = tctx.em;
     const at = quote?.pricedAt ?? now;
     const sub = await findOwnSubscription(em, user, id, { lock: true });
     assertChangeable(sub, newPlan);
@@ -210,7 +214,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
       // A trial costs nothing and buys nothing to credit: the plan changes, the trial runs on
       // (a discount redeemed now first covers the period after it). Its usage so far is billed
       // now, under the plan it was used under.
-      usage.push(await billUsageSoFar(tctx, sub, oldPlan, now));
+      await issueUsageInvoice(tctx, sub, oldPlan, now);
       sub.plan = plan;
       sub.pendingPlan = null;
       sub.discount = discount;
@@ -229,17 +233,17 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     sub.discount = discount;
     if (terms.discount && (redeemed || terms.resetsPeriod)) sub.discount = afterCoveredPeriod(terms.discount, terms.periodEnd);
     if (!isPositive(terms.net)) {
-      await switchPlan(tctx, sub, plan, terms, at, null, usage);
+      await switchPlan(tctx, sub, plan, terms, at, null);
       return { paymentId: null, toCancel };
     }
     return { paymentId: await billChange(tctx, sub, plan, terms, at, now), toCancel };
-  });
+  }
 
   await cancelAtGateway(ctx, outcome.toCancel);
   // A change paid at once (wallet, nothing owed) may have voided an open renewal: its orders too.
   await cancelWithdrawnOrders(ctx, { subscriptionId: id });
   if (outcome.paymentId) await submitChangePayment(ctx, id, outcome.paymentId);
-  for (const billed of usage) await submitUsagePayment(ctx, billed.submit);
+  await submitUsagePayments(ctx, outcome.usage);
   return {
     subscription: await loadSubscription(ctx.em, id),
     payment: outcome.paymentId ? await loadPayment(ctx.em, outcome.paymentId) : null,

@@ -1,0 +1,64 @@
+import type { Invoice } from '../../db/entities/invoice.js';
+import type { Plan } from '../../db/entities/plan.js';
+import type { Subscription } from '../../db/entities/subscription.js';
+import { isPositive } from '../../domain/money.js';
+import { renewalDueAt } from '../../domain/paid-access.js';
+import type { DataContext } from '../context.js';
+import { createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
+import { usageLines, usageOpenFrom } from '../usage/usage-charges.js';
+
+/*
+ * Usage billed in arrears outside a renewal (docs/usage.md, 'Billing in arrears'): when a
+ * subscription ends now or at its period's end, and when a plan change applies now, the usage
+ * of the open window [usageOpenFrom, end) is billed on an invoice of its own (billing_reason
+ * subscription_update, its period the window). It is collected once, like a renewal, by the
+ * use case that issued it (subscriptions/collect-usage-invoices.ts). Renewals put the period's
+ * usage on the renewal invoice itself (renewalInvoiceInput).
+ */
+
+/** A window's lines are worth an invoice when at least one of them asks for money. */
+export function billsSomething(lines: InvoiceLineInput[]): boolean {
+  return lines.some((l) => isPositive(l.unitAmount));
+}
+
+/** The usage window a renewal bills: the open window up to the end of the period that ends. */
+export function renewalUsageWindow(sub: Pick<Subscription, 'usageBilledUntil' | 'currentPeriodStart' | 'currentPeriodEnd' | 'nextBillingDate'>): { from: Date; to: Date } {
+  const to = sub.currentPeriodEnd ?? sub.nextBillingDate!;
+  const from = usageOpenFrom(sub) ?? to;
+  return { from: from.getTime() < to.getTime() ? from : to, to };
+}
+
+/** Closes the open usage window at `to`: what follows is billed in the next one (events before it are period_closed). */
+export function closeUsageWindow(sub: Subscription, to: Date): void {
+  if (!sub.usageBilledUntil || sub.usageBilledUntil.getTime() < to.getTime()) sub.usageBilledUntil = to;
+}
+
+/**
+ * Bills `sub`'s usage of the open window up to `to` under `plan` (the plan the window was used
+ * under) on a usage-only invoice issued now, inside the caller's transaction, and closes the
+ * window at `to`. A window with no charges, or whose charges all come to 0, issues nothing (the
+ * window still closes). Returns the invoice, open, for the caller to collect.
+ */
+export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, plan: Plan, to: Date): Promise<Invoice | null> {
+  const from = usageOpenFrom(sub);
+  if (!from || from.getTime() >= to.getTime()) return null;
+  const lines = await usageLines(ctx, sub, plan, from, to);
+  closeUsageWindow(sub, to);
+  if (!billsSomething(lines)) return null;
+  const at = ctx.clock.now();
+  const invoice = await createInvoice(ctx, {
+    user: sub.user,
+    subscription: sub,
+    currency: plan.currency,
+    billingReason: 'subscription_update',
+    taxBehavior: plan.taxBehavior,
+    issuedAt: at,
+    dueAt: renewalDueAt(at, ctx.config.renewalDueDays),
+    periodStart: from,
+    periodEnd: to,
+    discount: null,
+    lines,
+  });
+  await ctx.em.flush();
+  return invoice;
+}
