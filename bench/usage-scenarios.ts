@@ -635,7 +635,7 @@ export async function runUsageBench(kind: Kind, opts: { quick: boolean; startSer
 
     // 3. The billing run with usage lines, each size on a fresh database.
     const billing: UsageBillingFigures[] = [];
-    const sizesToRun = (process.env.BENCH_USAGE_BILLING_SIZES ?? (opts.quick ? '1000' : '1000,10000')).split(',').filter(Boolean).map(Number);
+    const sizesToRun = (process.env.BENCH_USAGE_BILLING_SIZES ?? (opts.quick ? '1000' : '1000,10000,100000')).split(',').filter(Boolean).map(Number);
     for (const size of sizesToRun) {
       log(`billing run with ${size} due metered subscriptions…`);
       billing.push(await runUsageBillingScenario(kind, size, freshDatabase));
