@@ -298,6 +298,7 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     const xml = await readFile(exported.files[0].path, 'utf8');
     const faktur = xml.slice(xml.indexOf(`<RefDesc>${final.number}</RefDesc>`));
     expect(faktur).toContain('<Name>Pemakaian API calls: 3</Name>');
+    expect(faktur).toContain('<Unit>UM.0033</Unit>');
     expect(faktur).toContain('<TaxBase>13500.00</TaxBase>');
     expect(faktur).toContain('<VAT>1485.00</VAT>');
   });
