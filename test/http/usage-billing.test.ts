@@ -263,6 +263,25 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     expect(iso((await h.sub(sub.id)).usageBilledUntil)).toBe(iso(now));
   });
 
+  it('after a paid upgrade, ending now bills the window opened by the change (the change invoice starts its period there)', async () => {
+    const start = nextStart();
+    const { user, sub } = await subscribe('metered');
+    await send(callsFrom(user, new Date(start.getTime() + MINUTE), 2));
+    const changedAt = new Date(start.getTime() + 5 * DAY);
+    h.clock.set(changedAt);
+    await changeSubscriptionPlan(h.ctx(), user, sub.id, { planId: 'metered-big' });
+    expect((await h.sub(sub.id)).plan.slug).toBe('metered-big');
+    await send(callsFrom(user, new Date(changedAt.getTime() + MINUTE), 3));
+    h.clock.set(new Date(changedAt.getTime() + DAY));
+    await cancelSubscription(h.ctx(), user, sub.id, { immediate: true });
+    const usage = await usageOnly(sub.id);
+    // 2 calls at Rp 4.500 with PPN under Metered (Rp 9.990), then 3 at Metered Big's Rp 3.000 and 0 GB.
+    expect(usage.map((i) => [i.status, i.totalAmount])).toEqual([['paid', '9990.00'], ['paid', '9000.00']]);
+    // The change's invoice holds the period start the window starts at: the window is on the lines.
+    expect(usage[1].periodStart).toBeNull();
+    expect(usageLinesOf(usage[1]).map((l) => [iso(l.periodStart), iso(l.periodEnd), l.amount])).toEqual([[iso(changedAt), iso(h.clock.now()), '9000.00'], [iso(changedAt), iso(h.clock.now()), '0.00']]);
+  });
+
   it('a scheduled change bills the period’s usage under the old plan at the renewal', async () => {
     nextStart();
     const { user, sub } = await subscribe('metered-big');

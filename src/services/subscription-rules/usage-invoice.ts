@@ -1,4 +1,4 @@
-import type { Invoice } from '../../db/entities/invoice.js';
+import { Invoice } from '../../db/entities/invoice.js';
 import type { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import { isPositive } from '../../domain/money.js';
@@ -46,6 +46,10 @@ export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, pla
   closeUsageWindow(sub, to);
   if (!billsSomething(lines)) return null;
   const at = ctx.clock.now();
+  // NOTE: the database allows one invoice per (subscription, billing reason, period start), and a
+  // paid plan change's invoice starts its period where its usage window closed: a usage invoice
+  // of the window that opened there keeps the window on its lines only.
+  const taken = (await ctx.em.count(Invoice, { subscription: sub, billingReason: 'subscription_update', periodStart: from })) > 0;
   const invoice = await createInvoice(ctx, {
     user: sub.user,
     subscription: sub,
@@ -54,8 +58,8 @@ export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, pla
     taxBehavior: plan.taxBehavior,
     issuedAt: at,
     dueAt: renewalDueAt(at, ctx.config.renewalDueDays),
-    periodStart: from,
-    periodEnd: to,
+    periodStart: taken ? null : from,
+    periodEnd: taken ? null : to,
     discount: null,
     lines,
   });
