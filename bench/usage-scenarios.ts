@@ -646,7 +646,9 @@ export async function runUsageBench(kind: Kind, opts: { quick: boolean; startSer
   } finally {
     if (service) await service.stop();
     await raw.close();
-    await db.drop();
+    // BENCH_USAGE_KEEP=1 keeps the database of the ingestion and the usage query, to look into.
+    if (process.env.BENCH_USAGE_KEEP === '1') log(`database kept: ${db.url}`);
+    else await db.drop();
   }
 }
 
