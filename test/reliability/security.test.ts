@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import type { EntityManager } from '@mikro-orm/knex';
+import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Notification } from '../../src/db/entities/notification.js';
 import { Payment } from '../../src/db/entities/payment.js';
@@ -8,6 +10,7 @@ import { Topup } from '../../src/db/entities/topup.js';
 import { User } from '../../src/db/entities/user.js';
 import { Wallet } from '../../src/db/entities/wallet.js';
 import { openOrm, type Orm } from '../../src/db/orm.js';
+import { OPENAPI_PATH } from '../../src/http/api.js';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
 import { signedNotification } from '../helpers/factories.js';
 import { prepareDatabase, type Account } from '../helpers/reliability/accounts.js';
@@ -48,8 +51,17 @@ const VALID_BODIES: Record<string, unknown> = {
 };
 /** The staff routes: every user's records, for staff only. */
 const isStaffRoute = (op: { path: string }) => op.path.startsWith('/admin/');
-/** Routes only an API key may call (usage events): a session cookie is no credential there, so no CSRF check applies. */
-const isKeyOnlyRoute = (op: { path: string; staff: boolean }) => op.staff && !isStaffRoute(op);
+type Security = Record<string, unknown>[];
+const document = parse(readFileSync(OPENAPI_PATH, 'utf8')) as { security: Security; paths: Record<string, Record<string, { operationId?: string; security?: Security }>> };
+/** The operations a session cookie may authenticate (their security, or the document's, names sessionCookie). */
+const SESSION_OPERATIONS = new Set(
+  Object.values(document.paths)
+    .flatMap((item) => Object.values(item))
+    .filter((op) => op.operationId && (op.security ?? document.security).some((requirement) => 'sessionCookie' in requirement))
+    .map((op) => op.operationId!),
+);
+/** Secured routes a session cannot call (usage events: an API key only): a cookie is no credential there, so no CSRF check applies. */
+const isKeyOnlyRoute = (op: { id: string; secured: boolean }) => op.secured && !SESSION_OPERATIONS.has(op.id);
 
 describe.each(DATABASES)('security of a server process (%s)', (kind) => {
   let db: TestDatabase;
