@@ -1,3 +1,4 @@
+import { eventStore } from '../usage/event-store.js';
 import { isPostgres } from '../../db/dialect.js';
 import type { ServiceContext } from '../context.js';
 import type { EntityManager } from '@mikro-orm/knex';
@@ -151,7 +152,12 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   const at = opts.at ?? ctx.clock.now();
   // NOTE: the whole run happens "at" one instant: every use case below stamps its rows with it.
   const runCtx: ServiceContext = { ...ctx, clock: { now: () => new Date(at.getTime()) } };
-  if (!opts.dryRun) return pass(runCtx, at, opts, false);
+  if (!opts.dryRun) {
+    // A server that runs for months still has the usage events' partitions of the coming months
+    // (made at start-up too; one catalog read when they exist).
+    await eventStore.ensurePartitions(ctx.em.fork() as EntityManager, at);
+    return pass(runCtx, at, opts, false);
+  }
   // NOTE: a dry run is the same pass, rehearsed in one transaction that is rolled back: each
   // subscription sees what the ones before it would have done (a shared wallet, the next invoice
   // number), so its report is the real run's except where the gateway answers. While it runs
