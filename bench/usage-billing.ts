@@ -18,7 +18,7 @@ import { MidtransClient } from '../src/gateway/midtrans-client.js';
 import { runBilling } from '../src/services/billing/run-billing.js';
 import { DUE_AT, PERIOD_START, seedDueSubscriptions, type BillingFigures } from './billing-scenario.js';
 import { freshDatabase, type BenchDatabase } from './support.js';
-import { openRaw, rollUp, seedMeteredPlan, storageSizes, type RawDb, type StorageSizes } from './usage-scenarios.js';
+import { cpuPer1000, openRaw, rollUp, seedMeteredPlan, storageSizes, type CpuPer1000, type RawDb, type StorageSizes } from './usage-scenarios.js';
 
 type Kind = 'sqlite' | 'postgresql';
 
@@ -30,6 +30,10 @@ export interface UsageBillingFigures extends BillingFigures {
   usageUnits: string;
   /** PostgreSQL: the event store's sizes after the run. */
   sizes?: StorageSizes;
+  /** CPU ms per 1,000 renewals: this process (the run) and PostgreSQL's backends. */
+  cpu: CpuPer1000;
+  /** BENCH_USAGE_BILLING_PLAIN=1: the same run with a plan without charges and no events, for comparison. */
+  plain: boolean;
 }
 
 const DAY_MS = 86_400_000;
@@ -58,24 +62,25 @@ async function loadDueEvents(raw: RawDb, metricId: string, perSubscription: numb
 }
 
 export async function runUsageBillingScenario(kind: Kind, size: number, fresh: (kind: Kind) => Promise<BenchDatabase>): Promise<UsageBillingFigures> {
-  const perSubscription = Number(process.env.BENCH_USAGE_EVENTS_PER_SUB ?? 10);
+  const plain = process.env.BENCH_USAGE_BILLING_PLAIN === '1';
+  const perSubscription = plain ? 0 : Number(process.env.BENCH_USAGE_EVENTS_PER_SUB ?? 10);
   const db = await fresh(kind);
   const orm = await openOrm(db.url, { create: true, debug: process.env.BENCH_BILLING_DEBUG === '1' });
   const raw = openRaw(kind, db.url);
   try {
     await migrateUp(orm);
     const config = loadConfig({ DATABASE_URL: db.url, SESSION_SECRET: 'bench', LOG_REQUESTS: 'false' });
-    const { metricId, plan } = await seedMeteredPlan(orm, db.url, 'wallet-metered', 50_000);
+    const { metricId, plan } = await seedMeteredPlan(orm, db.url, 'wallet-metered', 50_000, plain ? [] : undefined);
     const seeding = performance.now();
     await seedDueSubscriptions(orm, plan, size);
-    await loadDueEvents(raw, metricId, perSubscription);
+    if (perSubscription > 0) await loadDueEvents(raw, metricId, perSubscription);
     if (kind === 'postgresql') await orm.em.fork().execute('analyze users, wallets, wallet_transactions, subscriptions');
     const seedSeconds = (performance.now() - seeding) / 1000;
     // A plan with charges renews USAGE_GRACE_MINUTES after its period ends: the run is a minute past that.
-    const at = new Date(DUE_AT.getTime() + (config.usageGraceMinutes + 1) * 60_000);
+    const at = new Date(DUE_AT.getTime() + (plain ? 0 : (config.usageGraceMinutes + 1) * 60_000));
     const gateway = new MidtransClient({ baseUrl: 'http://127.0.0.1:9', serverKey: 'bench' });
     const started = performance.now();
-    const report = await runBilling({ em: orm.em.fork(), config, clock: new ManualClock(at), gateway }, { at });
+    const { result: report, cpu } = await cpuPer1000(raw, null, size, () => runBilling({ em: orm.em.fork(), config, clock: new ManualClock(at), gateway }, { at }));
     const seconds = (performance.now() - started) / 1000;
     const units = kind === 'sqlite' ? "cast(json_extract(subject, '$.units') as integer)" : "(subject->>'units')::numeric";
     const [lines] = await raw.all(`select count(*) as n, cast(coalesce(sum(${units}), 0) as text) as units from invoice_lines where kind = 'usage'`);
@@ -91,7 +96,9 @@ export async function runUsageBillingScenario(kind: Kind, size: number, fresh: (
       seconds: Math.round(seconds * 10) / 10,
       renewalsPerSecond: Math.round(report.renewed / seconds),
       seedSeconds: Math.round(seedSeconds * 10) / 10,
-      sizes: kind === 'postgresql' ? await storageSizes(raw) : undefined,
+      sizes: kind === 'postgresql' && !plain ? await storageSizes(raw) : undefined,
+      cpu,
+      plain,
     };
   } finally {
     await raw.close();
@@ -109,7 +116,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       const f = await runUsageBillingScenario(kind, size, freshDatabase);
       figures.push(f);
       process.stderr.write(
-        `[${kind}] ${size} due with usage: ${f.renewed} renewed, ${f.usageLines} usage lines (${f.usageUnits} units), ${f.errors} errors in ${f.seconds} s = ${f.renewalsPerSecond} renewals/s ` +
+        `[${kind}] ${size} due ${f.plain ? 'without usage (plain)' : 'with usage'}: ${f.renewed} renewed, ${f.usageLines} usage lines (${f.usageUnits} units), ${f.errors} errors in ${f.seconds} s = ${f.renewalsPerSecond} renewals/s; ` +
+          `CPU ms per 1,000: run ${f.cpu.processMs}, database ${f.cpu.databaseMs} ` +
           `(seeded in ${f.seedSeconds} s, rss ${Math.round(process.memoryUsage().rss / 1e6)} MB)\n`,
       );
     }

@@ -209,7 +209,7 @@ export interface MeteredFixtures {
 }
 
 /** The billable metric (sum of `requests`) and a plan `slug` charging it, as the plans file would make them. */
-export async function seedMeteredPlan(orm: Orm, databaseUrl: string, slug: string, price: number): Promise<{ metricId: string; plan: Plan }> {
+export async function seedMeteredPlan(orm: Orm, databaseUrl: string, slug: string, price: number, charges: PlanCharge[] = [METERED_CHARGE]): Promise<{ metricId: string; plan: Plan }> {
   const em = orm.em.fork();
   const now = new Date();
   let metric = await em.findOne(BillableMetric, { code: METRIC_CODE });
@@ -221,10 +221,10 @@ export async function seedMeteredPlan(orm: Orm, databaseUrl: string, slug: strin
   }
   const config = loadConfig({ DATABASE_URL: databaseUrl, SESSION_SECRET: 'bench', LOG_REQUESTS: 'false' });
   await seedPlans({ em: orm.em.fork(), config, clock: systemClock }, [
-    { slug, name: `Metered ${slug}`, price, currency: 'IDR', interval: 1, interval_unit: 'month', charges: [METERED_CHARGE] },
+    { slug, name: `Metered ${slug}`, price, currency: 'IDR', interval: 1, interval_unit: 'month', charges },
   ]);
   const plan = await orm.em.fork().findOneOrFail(Plan, { slug });
-  if (plan.charges.length !== 1) throw new Error(`the plans file did not store the charge of ${slug}: ${JSON.stringify(plan.charges)}`);
+  if (plan.charges.length !== charges.length) throw new Error(`the plans file did not store the charge of ${slug}: ${JSON.stringify(plan.charges)}`);
   return { metricId: metric.id, plan };
 }
 
@@ -418,7 +418,7 @@ async function backendPids(raw: RawDb): Promise<number[]> {
 }
 
 /** CPU used by `pid` (or this process) and the database's backends while `work` runs, per 1,000 of `events`. */
-async function cpuPer1000<T>(raw: RawDb, pid: number | null, events: number, work: () => Promise<T>): Promise<{ result: T; cpu: CpuPer1000 }> {
+export async function cpuPer1000<T>(raw: RawDb, pid: number | null, events: number, work: () => Promise<T>): Promise<{ result: T; cpu: CpuPer1000 }> {
   const self = () => (pid === null ? (process.cpuUsage().user + process.cpuUsage().system) / 1000 : cpuMsOf(pid));
   // The backends are sampled after the work too: a pool may open connections during it.
   const before = new Map((await backendPids(raw)).map((p) => [p, cpuMsOf(p)]));
