@@ -5,6 +5,7 @@ import { isPositive } from '../../domain/money.js';
 import { renewalDueAt } from '../../domain/paid-access.js';
 import type { DataContext } from '../context.js';
 import { createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
+import { eventStore } from '../usage/event-store.js';
 import { usageLines, usageOpenFrom } from '../usage/usage-charges.js';
 
 /*
@@ -34,14 +35,22 @@ export function closeUsageWindow(sub: Subscription, to: Date): void {
 }
 
 /**
- * Bills `sub`'s usage of the open window up to `to` under `plan` (the plan the window was used
+ * Bills `sub`'s usage of the open window up to `until` (or just past its latest event) under `plan` (the plan the window was used
  * under) on a usage-only invoice issued now, inside the caller's transaction, and closes the
  * window at `to`. A window with no charges, or whose charges all come to 0, issues nothing (the
  * window still closes). Returns the invoice, open, for the caller to collect.
  */
-export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, plan: Plan, to: Date): Promise<Invoice | null> {
+export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, plan: Plan, until: Date): Promise<Invoice | null> {
   const from = usageOpenFrom(sub);
-  if (!from || from.getTime() >= to.getTime()) return null;
+  if (!from) return null;
+  // NOTE: a window closed early takes every event accepted so far, also those stamped at the
+  // closing instant or up to 5 minutes ahead of it (events may be): they were reported while
+  // this plan held, and no later window may bill them (a new plan may not charge their metric,
+  // an ended subscription has no later window). Events stamped before the new end that arrive
+  // afterwards are refused as period_closed.
+  const last = await eventStore.lastCountedAt(ctx.em, sub.id, from);
+  const to = last && last.getTime() >= until.getTime() ? new Date(last.getTime() + 1) : until;
+  if (from.getTime() >= to.getTime()) return null;
   const lines = await usageLines(ctx, sub, plan, from, to);
   closeUsageWindow(sub, to);
   if (!billsSomething(lines)) return null;

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { isPostgres } from '../../db/dialect.js';
 import { hotRows, hotWrite } from '../../db/hot-sql.js';
 import { formatUnits, MICRO, type MetricAggregation } from '../../domain/usage/aggregation.js';
+import { toDate } from '../../db/row-fields.js';
 
 /*
  * The usage event store (docs/usage.md): the one module that knows where events live, behind
@@ -82,6 +83,12 @@ export interface EventStore {
    * per subscription.
    */
   aggregateMany(em: EntityManager, metric: UsageMetricRef, windows: readonly UsageWindow[]): Promise<Map<string, string>>;
+  /**
+   * The timestamp of the subscription's latest counted event at or after `since` (any metric), or
+   * null: a window closed early (a plan change, an end) takes the events already accepted ahead
+   * of the clock too (usage-invoice.ts).
+   */
+  lastCountedAt(em: EntityManager, subscriptionId: string, since: Date): Promise<Date | null>;
   /**
    * PostgreSQL: makes sure the monthly partitions from the month before `around` to `monthsAhead`
    * months after it exist (moving any of their rows out of the DEFAULT partition). SQLite: nothing.
@@ -436,6 +443,13 @@ export const sqlEventStore: EventStore = {
 
   aggregateMany(em, metric, windows) {
     return aggregateWindows(em, metric, windows);
+  },
+
+  async lastCountedAt(em, subscriptionId, since) {
+    // The hourly rollups keep each hour's latest counted event: a handful of rows, not the events.
+    const rows = await hotRows(em, 'select max(latest_at) as at from usage_hourly where subscription_id = ? and hour >= ?', [subscriptionId, new Date(floorHour(since.getTime()))]);
+    const at = rows[0]?.at;
+    return at === null || at === undefined ? null : toDate(at);
   },
 
   async ensurePartitions(em, around, monthsAhead = 3) {

@@ -71,6 +71,8 @@ interface SubscriptionRow {
   /** The period is its last: usage at or after its end is never billed. */
   ending: boolean;
   charged: Set<string>;
+  /** A plan change scheduled for the period's end: the metrics the next plan charges (null: none scheduled). */
+  chargedNext: Set<string> | null;
 }
 
 const json = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
@@ -109,8 +111,8 @@ async function metricsByCode(em: EntityManager, codes: string[]): Promise<Map<st
 async function liveSubscriptions(em: EntityManager, customerIds: string[]): Promise<Map<string, SubscriptionRow>> {
   const rows = await hotRows<Record<string, unknown>>(
     em,
-    `select s.id, s.live_user_id, s.status, s.current_period_start, s.current_period_end, s.usage_billed_until, s.cancel_at_period_end, s.cycles_completed, p.charges, p.max_cycles
-       from subscriptions s join plans p on p.id = s.plan_id where ${inList(em, 's.live_user_id', 'text')}${isPostgres(em) ? ' for share of s' : ''}`,
+    `select s.id, s.live_user_id, s.status, s.current_period_start, s.current_period_end, s.usage_billed_until, s.cancel_at_period_end, s.cycles_completed, p.charges, p.max_cycles, np.charges as next_charges
+       from subscriptions s join plans p on p.id = s.plan_id left join plans np on np.id = s.pending_plan_id where ${inList(em, 's.live_user_id', 'text')}${isPostgres(em) ? ' for share of s' : ''}`,
     [listParam(em, customerIds)],
   );
   const out = new Map<string, SubscriptionRow>();
@@ -128,6 +130,7 @@ async function liveSubscriptions(em: EntityManager, customerIds: string[]): Prom
       // As the billing pass decides at the period's end (billing-actions.ts): cancel, or expire at max_cycles.
       ending: cancelAtPeriodEnd || (maxCycles > 0 && Number(r.cycles_completed) >= maxCycles && status !== 'trialing'),
       charged: new Set(json<PlanCharge[]>(r.charges ?? []).map((c) => c.metric)),
+      chargedNext: r.next_charges === null || r.next_charges === undefined ? null : new Set(json<PlanCharge[]>(r.next_charges).map((c) => c.metric)),
     });
   }
   return out;
@@ -225,6 +228,10 @@ export async function ingestEvents(ctx: Pick<DataContext, 'em' | 'clock'>, input
       if (at < openFrom.getTime()) return refuse('period_closed', 'timestamp', `The usage before ${iso(openFrom)} is already invoiced.`), null;
       if (sub.ending && sub.currentPeriodEnd !== null && at >= sub.currentPeriodEnd.getTime()) {
         return refuse('period_closed', 'timestamp', `The subscription ends at ${iso(sub.currentPeriodEnd)}; no usage after it is billed.`), null;
+      }
+      // The plan scheduled from the period's end does not charge this metric: nothing would bill it.
+      if (sub.chargedNext && !sub.chargedNext.has(metric.code) && sub.currentPeriodEnd !== null && at >= sub.currentPeriodEnd.getTime()) {
+        return refuse('period_closed', 'timestamp', `From ${iso(sub.currentPeriodEnd)} the subscription's plan does not charge "${metric.code}".`), null;
       }
       return {
         customerId,

@@ -110,6 +110,45 @@ export class ChangeQuantity extends Step {
   }
 }
 
+/**
+ * The customer's backend reports usage (issue 42): a batch of calls and gigabytes, timestamped
+ * some minutes back (late events of a window not yet invoiced still count; older ones may find
+ * it closed), a few minutes ahead (within the 5 minutes allowed, or beyond them), sometimes with
+ * an event sent before again (a retry: counted once) or another event under an id already used
+ * (409: the whole batch is refused). Acknowledged events are remembered for rule 12.
+ */
+export class SendUsage extends Step {
+  constructor(readonly calls: number, readonly gb: readonly string[], readonly minutesBack: number, readonly twist: 'none' | 'retry' | 'conflict' | 'unix') {
+    super();
+  }
+  async act(c: Customer) {
+    const at = new Date(c.world.clock.now().getTime() - this.minutesBack * 60_000);
+    const n = c.events.length;
+    const id = (k: number) => `${c.user.id.slice(0, 8)}-${n}-${k}`;
+    const events: Record<string, unknown>[] = [
+      ...Array.from({ length: this.calls }, (_, k) => ({ transaction_id: id(k), customer: c.user.username, code: 'p_calls', timestamp: at.toISOString() })),
+      ...this.gb.map((gb, k) => ({ transaction_id: id(100 + k), customer: c.user.id, code: 'p_gb', timestamp: at.toISOString(), properties: { gb } })),
+    ];
+    if (this.twist === 'unix') for (const e of events) e.timestamp = Math.floor(at.getTime() / 1000);
+    const earlier = c.events[c.events.length - 1];
+    if (earlier && this.twist === 'retry') events.push({ transaction_id: earlier.transactionId, customer: c.user.username, code: earlier.code, timestamp: earlier.timestamp.toISOString(), ...(earlier.properties ? { properties: earlier.properties } : {}) });
+    if (earlier && this.twist === 'conflict') events.push({ transaction_id: earlier.transactionId, customer: c.user.username, code: 'p_gb', timestamp: at.toISOString(), properties: { gb: '999' } });
+    if (events.length === 0) return false;
+    const res = await c.world.server.api('POST', '/events/batch/', { headers: { authorization: `Bearer ${c.world.eventsKey}` }, body: { events } });
+    if (res.status >= 500) throw new Error(`POST /events/batch/ answered ${res.status}: ${res.text}`);
+    c.trace.push(`  events: ${res.status}${res.status === 202 ? ` ${JSON.stringify(res.body)}` : ` ${(res.body as { code?: string })?.code ?? ''}`}`);
+    if (res.status !== 202) return;
+    for (const e of events) {
+      if (c.events.some((x) => x.transactionId === e.transaction_id)) continue;
+      const timestamp = typeof e.timestamp === 'number' ? new Date(e.timestamp * 1000) : new Date(String(e.timestamp));
+      c.events.push({ transactionId: String(e.transaction_id), code: String(e.code), timestamp, properties: e.properties as Record<string, unknown> | undefined });
+    }
+  }
+  toString() {
+    return `sendUsage(${this.calls} call(s), ${this.gb.length ? `${this.gb.join(' + ')} GB` : 'no GB'}, ${this.minutesBack < 0 ? `${-this.minutesBack} min ahead` : `${this.minutesBack} min back`}${this.twist === 'none' ? '' : `, ${this.twist}`})`;
+  }
+}
+
 /** The gateway moves one of the customer's orders (by age, 0 = the newest): the customer pays it, or it fails, expires or is canceled. */
 export class Pay extends Step {
   constructor(readonly pick: number, readonly action: 'settle' | 'deny' | 'expire' | 'cancel') {
@@ -850,13 +889,26 @@ export const customerCommands: fc.Arbitrary<Cmd>[] = [
       .map(([i, story, order, seed, sync]) => new HeldNotifications(i, story, order, seed, sync)),
   ),
   ...weighted(1, (fc.constantFrom('business', 'individual', 'foreign') as fc.Arbitrary<keyof typeof BUYERS>).map((b) => new TaxExport(b))),
+  // Issue 42: usage sent late, early, again, or conflicting, on the metered plans.
+  ...weighted(1, kind.map((k) => new Subscribe('p-metered', k))),
+  ...weighted(
+    4,
+    fc
+      .tuple(
+        fc.integer({ min: 0, max: 8 }),
+        fc.array(fc.constantFrom('1', '0.5', '2.25', '3', '0.000001'), { maxLength: 3 }),
+        fc.oneof({ weight: 6, arbitrary: fc.integer({ min: -4, max: 0 }) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 90 }) }, { weight: 1, arbitrary: fc.integer({ min: 600, max: 60 * 24 * 10 }) }, { weight: 1, arbitrary: fc.constant(-6) }),
+        fc.constantFrom('none', 'none', 'none', 'retry', 'conflict', 'unix') as fc.Arbitrary<'none' | 'retry' | 'conflict' | 'unix'>,
+      )
+      .map(([calls, gb, back, twist]) => new SendUsage(calls, gb, back, twist)),
+  ),
 ];
 
 /**
  * How every sequence starts, so that its moves have something to act on: a subscription with
  * some payment kind, paid at once (or left to the moves). Wallet payments get the funds first.
  */
-export const openingMoves: fc.Arbitrary<Cmd[]> = fc.tuple(plan, kind, fc.boolean()).map(([p, k, paid]) => [
+export const openingMoves: fc.Arbitrary<Cmd[]> = fc.tuple(fc.oneof({ weight: 3, arbitrary: plan }, { weight: 2, arbitrary: fc.constantFrom('p-metered', 'p-weekly') }), kind, fc.boolean()).map(([p, k, paid]) => [
   ...(k === 'wallet' ? [new StaffCredit(2_000_000)] : []),
   new Subscribe(p, k),
   ...(paid && k !== 'wallet' ? [new Pay(0, 'settle')] : []),

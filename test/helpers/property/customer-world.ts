@@ -27,6 +27,10 @@ import { Coupon, CouponRedemption, PromotionCode } from '../../../src/db/entitie
 import { InvoiceLine } from '../../../src/db/entities/invoice.js';
 import { makeCoupon, makePromotionCode } from '../coupons.js';
 import { startTestServer, type Credentials, type HttpResult, type TestServer } from '../server.js';
+import { createApiKey } from '../../../src/services/api-keys/manage-api-keys.js';
+import { cliActor } from '../../../src/services/audit/actor.js';
+import { accessRules } from '../../../src/services/subscriptions/has-access.js';
+import { makePropertyMetrics, METERED_PLAN, usageProblems, WEEKLY_CALLS_CHARGE, type SentEvent } from './usage-rules.js';
 
 /*
  * The world the customer-sequence property test (test/property/customer-sequences.test.ts)
@@ -41,10 +45,12 @@ export const PROPERTY_PLANS: PlanSeed[] = [
   // Taxed plans (the seller is a PKP in this world): PPN on top, and PPN inside the price.
   { slug: 'p-dear', name: 'Dear', description: 'Dear monthly, PPN on top', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 2, tax_behavior: 'exclusive' },
   { slug: 'p-yearly', name: 'Yearly', description: 'Twelve months at once, PPN included', price: 1490000, currency: 'IDR', interval: 12, interval_unit: 'month', sort_order: 3, tax_behavior: 'inclusive' },
-  { slug: 'p-weekly', name: 'Weekly', description: 'Every week', price: 20000, currency: 'IDR', interval: 1, interval_unit: 'week', sort_order: 4 },
+  // Usage (issue 42): calls at a standard rate, billed in arrears every week.
+  { slug: 'p-weekly', name: 'Weekly', description: 'Every week, calls billed in arrears', price: 20000, currency: 'IDR', interval: 1, interval_unit: 'week', sort_order: 4, charges: WEEKLY_CALLS_CHARGE } as PlanSeed,
   { slug: 'p-trial', name: 'Trial', description: 'Dear monthly with a 14-day trial', price: 150000, currency: 'IDR', interval: 1, interval_unit: 'month', trial_period_days: 14, sort_order: 5 },
   // Seats: per unit (set after seeding), PPN on top.
   { slug: 'p-seats', name: 'Seats', description: 'Per seat, monthly, PPN on top', price: 40000, currency: 'IDR', interval: 1, interval_unit: 'month', sort_order: 6, tax_behavior: 'exclusive' },
+  METERED_PLAN,
 ];
 /** The per-unit plans of this world. */
 export const PER_UNIT_PLANS = ['p-seats'];
@@ -97,6 +103,8 @@ export interface World {
   server: TestServer;
   clock: ManualClock;
   sequences: number;
+  /** An API key of scope `events`: sends the customers' usage (POST /events/batch/). */
+  eventsKey: string;
   ctx(): ServiceContext;
   stop(): Promise<void>;
 }
@@ -104,9 +112,11 @@ export interface World {
 export async function startWorld(kind: DatabaseKind): Promise<World> {
   const clock = new ManualClock(startOf(0));
   const server = await startTestServer(kind, { clock, env: { LOGIN_THROTTLE_LIMIT: '100000000', ...PROPERTY_SELLER } });
-  await server.seedPlans(PROPERTY_PLANS);
   const { orm, config, gateway } = server.running.billing;
   const em = orm.em.fork();
+  await makePropertyMetrics(em, clock.now());
+  await server.seedPlans(PROPERTY_PLANS);
+  const { key: eventsKey } = await createApiKey({ em: orm.em.fork() as EntityManager, config, clock }, cliActor(['property']), { name: 'property events', scope: 'events', reason: 'property test' });
   for (const plan of await em.find(Plan, { slug: { $in: PER_UNIT_PLANS } })) plan.perUnit = true;
   await em.flush();
   await makePropertyCodes(em);
@@ -115,6 +125,7 @@ export async function startWorld(kind: DatabaseKind): Promise<World> {
     server,
     clock,
     sequences: 0,
+    eventsKey,
     ctx: () => ({ em: orm.em.fork() as EntityManager, config, gateway, clock }),
     stop: () => server.stop(),
   };
@@ -142,6 +153,8 @@ export interface Customer {
    * gateway move acts on them.
    */
   offBook: Set<string>;
+  /** Usage events the service acknowledged (202), as sent. */
+  events: SentEvent[];
 }
 
 export async function newCustomer(world: World): Promise<Customer> {
@@ -160,7 +173,7 @@ export async function newCustomer(world: World): Promise<Customer> {
     phone: null,
   } as User);
   await em.flush();
-  return { world, user: { id: user.id, username, password: PASSWORD }, orders: [], trace: [], start, unheard: new Set(), offBook: new Set() };
+  return { world, user: { id: user.id, username, password: PASSWORD }, orders: [], trace: [], start, unheard: new Set(), offBook: new Set(), events: [] };
 }
 
 /** Ends what the customer left live, so later sequences' billing runs never catch up on it. */
@@ -368,7 +381,7 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
     }
     // NOTE: the access rule (docs/billing.md) gives a paid period ACCESS_GRACE_MINUTES beyond its
     // end, for the pass that renews it: the model counts it the same way.
-    const graceMs = config.accessGraceMinutes * 60_000;
+    const graceMs = accessRules(config).graceMinutes * 60_000;
     const periodCovers = s.currentPeriodEnd !== null && s.currentPeriodEnd.getTime() + graceMs > now.getTime();
     // A wallet in debt (a reversal took back the money it had) paid for nothing (issue 28, row 5).
     const walletInDebt = compare(wallet?.balance ?? ZERO, ZERO) < 0;
@@ -439,6 +452,9 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
 
   // 11. Discounts and codes: no line discounted below zero, invoices add up, no limit exceeded.
   problems.push(...(await discountProblems(em, userId)));
+
+  // 12. Usage: every acknowledged event stored once, billed exactly once, each line its window's units.
+  problems.push(...(await usageProblems(em, userId, c.events)));
   return problems;
 }
 
