@@ -295,6 +295,30 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     expect((await h.sub(sub.id)).plan.slug).toBe('plain');
   });
 
+  it('a window closed early takes the events stamped at its closing instant and ahead of it; a scheduled plan that does not charge a metric refuses its events after the period', async () => {
+    const start = nextStart();
+    const { user, sub } = await subscribe('metered-big');
+    const now = new Date(start.getTime() + 2 * DAY);
+    h.clock.set(now);
+    // One at the cancel's very instant, one 4 minutes ahead (accepted: within the 5 minutes).
+    const ahead = new Date(now.getTime() + 4 * MINUTE);
+    const res = await post([event(user, 'calls', now), event(user, 'calls', ahead)]);
+    expect(res?.status, res?.text).toBe(202);
+    await cancelSubscription(h.ctx(), user, sub.id, { immediate: true });
+    const [final] = await usageOnly(sub.id);
+    expect(usageLinesOf(final).map((l) => [l.subject?.metric, l.subject?.units, l.amount])).toEqual([['calls', '2', '6000.00'], ['gb', '0', '0.00']]);
+    expect(iso(final.periodEnd)).toBe(iso(new Date(ahead.getTime() + 1)));
+    expect(iso((await h.sub(sub.id)).usageBilledUntil)).toBe(iso(new Date(ahead.getTime() + 1)));
+
+    // A change to Plain (no charges) scheduled for the period's end: events after it would bill nowhere.
+    const other = await subscribe('metered-big');
+    await changeSubscriptionPlan(h.ctx(), other.user, other.sub.id, { planId: 'plain', immediate: false });
+    h.clock.set(new Date(other.sub.currentPeriodEnd!.getTime() + MINUTE));
+    const late = await post([event(other.user, 'calls', new Date(other.sub.currentPeriodEnd!.getTime() - MINUTE)), event(other.user, 'calls', other.sub.currentPeriodEnd!)]);
+    expect(late?.status).toBe(422);
+    expect(late?.body).toMatchObject({ code: 'period_closed', errors: [{ field: 'events[1].timestamp' }] });
+  });
+
   it('a usage line on the invoice PDF and in the Coretax export, in Bahasa Indonesia, with its PPN (3 calls: DPP Rp 13.500, PPN Rp 1.485)', async () => {
     const start = nextStart();
     const { user, sub } = await subscribe('metered');
