@@ -80,6 +80,7 @@ describe.each(DATABASES)('invoices on %s', (kind) => {
         discount_amount: '0.00',
         period_start: '2026-03-03T10:00:00.000Z',
         period_end: '2026-04-03T10:00:00.000Z',
+        usage: null,
       },
     ]);
     const numbers = (await list('?ordering=issue_date')).body.results.map((i: { number: string }) => Number(i.number.slice(-6)));
