@@ -17,9 +17,13 @@ import { usageLines, usageOpenFrom } from '../usage/usage-charges.js';
  * usage on the renewal invoice itself (renewalInvoiceInput).
  */
 
-/** A window's lines are worth an invoice when at least one of them asks for money. */
+/**
+ * A window's lines are worth an invoice when something was used (or is owed): usage that costs
+ * nothing (a free tier) is still invoiced, at 0 and paid at once, so every counted event stands on
+ * an invoice line; a window where nothing was used issues nothing.
+ */
 export function billsSomething(lines: InvoiceLineInput[]): boolean {
-  return lines.some((l) => isPositive(l.unitAmount));
+  return lines.some((l) => isPositive(l.unitAmount) || (l.subject?.units !== undefined && l.subject.units !== '0'));
 }
 
 /** The usage window a renewal bills: the open window up to the end of the period that ends. */

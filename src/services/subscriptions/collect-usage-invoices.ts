@@ -1,7 +1,7 @@
 import { Invoice } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
 import type { Subscription } from '../../db/entities/subscription.js';
-import { compare } from '../../domain/money.js';
+import { compare, isPositive } from '../../domain/money.js';
 import type { Bank } from '../../gateway/types.js';
 import { GatewayError } from '../../gateway/errors.js';
 import type { DataContext, ServiceContext } from '../context.js';
@@ -55,7 +55,11 @@ export async function collectUsageInvoices(ctx: DataContext, sub: Subscription, 
       amount: invoice.totalAmount,
       currency: invoice.currency,
     };
-    if (sub.paymentType === 'wallet') {
+    if (!isPositive(invoice.totalAmount)) {
+      // Usage that costs nothing (a free tier, a package not started): paid at once, nothing to send.
+      await openPayment(ctx, input);
+      done.paid += 1;
+    } else if (sub.paymentType === 'wallet') {
       const wallet = await getOrCreateWallet(ctx, sub.user);
       if (wallet.currency !== invoice.currency || compare(wallet.balance, invoice.totalAmount) < 0) {
         done.outcome = `the wallet does not cover the usage invoice ${invoice.number} (${invoice.totalAmount} ${invoice.currency}): it stays open`;
