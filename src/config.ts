@@ -440,7 +440,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     dunningRetryDays: dunning,
     billingSchedulerIntervalSeconds: integer(env, 'BILLING_SCHEDULER_INTERVAL', 60),
     accessGraceMinutes: integer(env, 'ACCESS_GRACE_MINUTES', 60),
-    usageGraceMinutes: integer(env, 'USAGE_GRACE_MINUTES', 60),
+    // Unset, as long as the access grace: a shorter access grace is not lengthened by default.
+    usageGraceMinutes: integer(env, 'USAGE_GRACE_MINUTES', integer(env, 'ACCESS_GRACE_MINUTES', 60)),
     deliveryIntervalSeconds: integer(env, 'DELIVERY_INTERVAL_SECONDS', 10),
     smtpUrl: env.SMTP_URL || null,
     mailFrom: env.MAIL_FROM || 'billing@localhost',
