@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import { RequestContext } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import addFormatsModule from 'ajv-formats';
@@ -11,10 +10,10 @@ import type { Orm } from '../db/orm.js';
 import type { Clock } from '../domain/clock.js';
 import { DomainError, type FieldError } from '../domain/errors.js';
 import type { PaymentGateway } from '../gateway/types.js';
-import { PROJECT_ROOT } from '../project-root.js';
 import type { ServiceContext } from '../services/context.js';
 import { parseJsonBody, readRawBytes } from './body.js';
 import { isDecodablePath } from './canonical-path.js';
+import { contractDefinition, OPENAPI_PATH } from './contract-document.js';
 import { isUuid } from '../domain/ids.js';
 import { canonicalPathParams } from './path-ids.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField, unstorableReason, WEBHOOK_MAX_BODY_BYTES } from './input-limits.js';
@@ -26,7 +25,7 @@ import { BILLING_CUSTOMER_HEADER, sendNoSuchRoute, staffActor } from './auth/sta
 import { recordAuditEvent } from '../services/audit/record-audit-event.js';
 
 export const API_ROOT = '/api/subscriptions';
-export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi.yaml');
+export { OPENAPI_PATH };
 
 /** Operations that read their raw body themselves (the webhook logs whatever arrives). */
 const RAW_BODY_OPERATIONS = new Set<OperationId>(['receiveGatewayNotification']);
@@ -112,18 +111,31 @@ function onBehalfScope(keyId: string, customerId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
+/** Compiles each operation's request validators, one operation per turn of the event loop. */
+function precompileInTurns(api: OpenAPIBackend, operations: Operation[]): void {
+  const pending = operations.filter((op) => !RAW_BODY_OPERATIONS.has(op.operationId as OperationId));
+  const next = (): void => {
+    const operation = pending.shift();
+    if (!operation) return;
+    api.validator.getRequestValidatorsForOperation(operation.operationId!);
+    setImmediate(next).unref();
+  };
+  setImmediate(next).unref();
+}
+
 /**
  * Builds the contract-driven API: openapi-backend routes by operationId, authorises by the
  * contract's security schemes and validates every request before a handler runs. Operations
  * without a handler answer 501.
  */
 export async function createApiMiddleware(deps: ApiDependencies): Promise<Middleware> {
-  // Tests check the contract document itself and every response. Production compiles only the
-  // request validators, once, at start: the strict init (document check, Ajv meta-schema checks,
-  // response validators) took 1.4 s of a 2.6 s start (bench/README.md).
+  // Tests check the contract document itself (openapi.yaml, parsed here) and every response.
+  // Production reads the contract the build parsed (src/http/contract-document.ts) and compiles
+  // the request validators after the server answers (below): the strict init (document check,
+  // Ajv meta-schema checks, response validators) took 1.4 s of a 2.6 s start (bench/README.md).
   const checkContract = deps.validateResponses;
   const api = new OpenAPIBackend({
-    definition: OPENAPI_PATH,
+    definition: checkContract ? OPENAPI_PATH : contractDefinition(),
     apiRoot: API_ROOT,
     strict: true,
     quick: !checkContract,
@@ -150,6 +162,21 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   );
   api.registerSecurityHandler('customerApiKey', (_c: OpenApiContext, ctx: KoaContext) => ctx.state.authMethod === 'api_key' && ctx.state.onBehalfOf !== undefined);
 
+  await api.init();
+  // openapi-backend rebuilds its operation list on every request (and on every handler
+  // registered, which made registering them all quadratic); it never changes after init.
+  const operations = api.router.getOperations();
+  api.router.getOperations = () => operations;
+  const byId = new Map(operations.map((op) => [op.operationId, op]));
+  api.router.getOperation = (id: string) => byId.get(id);
+  // It also parses every request twice: before routing, for a preRoutingHandler (we register
+  // none; notFound and methodNotAllowed read only Koa's context), and again with the matched
+  // operation, which replaces the first result unread. Only the second one is done.
+  const parseRequest = api.router.parseRequest.bind(api.router);
+  api.router.parseRequest = (req, operation) =>
+    operation ? parseRequest(req, operation) : { method: req.method, path: req.path, headers: {}, query: {}, params: {}, cookies: {}, requestBody: undefined };
+
+  // Registered after init, so that strict mode checks each operationId against the list above.
   api.register({
     notFound: (_c: OpenApiContext, ctx: KoaContext) => sendProblem(ctx, problem('not_found', `No operation at ${ctx.method} ${ctx.path}.`)),
     methodNotAllowed: (_c: OpenApiContext, ctx: KoaContext) =>
@@ -184,20 +211,11 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     api.register(operationId, (c: OpenApiContext, ctx: KoaContext) => runOperation(operationId as OperationId, handler as never, c, ctx));
   }
 
-  await api.init();
-  // Quick mode would compile each validator on its operation's first request; do it now instead.
-  if (!checkContract) api.validator.preCompileRequestValidators();
-  // openapi-backend rebuilds its operation list on every request; it never changes after init.
-  const operations = api.router.getOperations();
-  api.router.getOperations = () => operations;
-  const byId = new Map(operations.map((op) => [op.operationId, op]));
-  api.router.getOperation = (id: string) => byId.get(id);
-  // It also parses every request twice: before routing, for a preRoutingHandler (we register
-  // none; notFound and methodNotAllowed read only Koa's context), and again with the matched
-  // operation, which replaces the first result unread. Only the second one is done.
-  const parseRequest = api.router.parseRequest.bind(api.router);
-  api.router.parseRequest = (req, operation) =>
-    operation ? parseRequest(req, operation) : { method: req.method, path: req.path, headers: {}, query: {}, params: {}, cookies: {}, requestBody: undefined };
+  // Quick mode compiles an operation's validators on its first request. They are compiled once
+  // per process all the same, one operation per turn of the event loop as soon as the app is
+  // built: the server answers meanwhile, and a request for an operation not compiled yet
+  // compiles its own first (the same validators, a few ms).
+  if (!checkContract) precompileInTurns(api, operations);
 
   async function runOperation(
     operationId: OperationId,
