@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
-import { findOneHot } from '../../db/hot-sql.js';
+import { findOneHot, hotRows } from '../../db/hot-sql.js';
 import { parseJsonExact } from '../../domain/exact-json.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
@@ -187,6 +187,16 @@ function excerptOf(evidence: LogEvidence): LogEvidence {
   return payload === evidence.payload ? evidence : { ...evidence, payload, payloadTruncated: true };
 }
 
+/**
+ * The log row's INSERT, one fixed statement (prepared once per connection on both databases): it
+ * is the claim inside every notification's transaction, where MikroORM's insert built and parsed
+ * a new SQL text each time. `returning id` makes it a statement with rows, which hotRows keeps
+ * prepared on PostgreSQL too.
+ */
+const INSERT_LOG =
+  'insert into webhook_logs (id, order_id, transaction_status, payload, payload_sha256, payload_truncated, ip_address, status, error, attempts, source, dedup_key, processed_at, created_at, updated_at) ' +
+  'values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id';
+
 /** One INSERT of a log row with its status (final, unless `received`). */
 async function insertLog(
   em: EntityManager,
@@ -203,7 +213,15 @@ async function insertLog(
     processedAt: outcome.processedAt ?? null,
     updatedAt: new Date(),
   });
-  await em.insert(WebhookLog, log);
+  await hotRows(
+    em,
+    INSERT_LOG,
+    [
+      log.id, log.orderId, log.transactionStatus, log.payload, log.payloadSha256, log.payloadTruncated, log.ipAddress,
+      log.status, log.error, log.attempts, log.source, log.dedupKey, log.processedAt, log.createdAt, log.updatedAt,
+    ],
+    { prepare: true },
+  );
   return log;
 }
 
@@ -285,7 +303,6 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
       );
       if (claimed === 0) return null;
       const outcome = await applyInFreshTransaction({ em, config: ctx.config, clock: ctx.clock }, event);
-      await em.flush();
       const at = ctx.clock.now();
       await em.nativeUpdate(WebhookLog, { id: logId }, { status: 'processed', error: null, attempts: raw('attempts + 1'), processedAt: at, updatedAt: new Date() });
       return outcome.changes;
@@ -307,10 +324,33 @@ async function applyOnce(ctx: DataContext, logId: string, event: GatewayEvent): 
 
 /**
  * The effects, in a transaction whose entity manager holds no entity yet: the plain settlement
- * by set-based statements when it applies (settle-plain-payment.ts), else applyGatewayEvent.
+ * by set-based statements when it applies (settle-plain-payment.ts), else applyGatewayEvent,
+ * whose entities are flushed here, inside the transaction.
  */
 async function applyInFreshTransaction(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome> {
-  return (await settlePlainPayment(ctx, event)) ?? applyGatewayEvent(ctx, event);
+  const plain = await settlePlainPayment(ctx, event);
+  if (plain) return plain;
+  const outcome = await applyGatewayEvent(ctx, event);
+  await ctx.em.flush();
+  return outcome;
+}
+
+/**
+ * `work` in one transaction on a fresh entity manager: BEGIN, work, COMMIT (ROLLBACK when it
+ * throws). The connection's own transaction, not em.transactional: that one forks again, runs
+ * in an async context, flushes and merges the fork back to its parent on every notification,
+ * for entities the plain settlement never makes (applyInFreshTransaction flushes the others).
+ */
+async function inTransaction<T>(parent: EntityManager, work: (em: EntityManager) => Promise<T>): Promise<T> {
+  const em = parent.fork() as EntityManager;
+  return em.getConnection().transactional(async (trx) => {
+    em.setTransactionContext(trx);
+    try {
+      return await work(em);
+    } finally {
+      em.resetTransactionContext();
+    }
+  });
 }
 
 function isOwnOrderIdShape(orderId: string): boolean {
@@ -395,7 +435,7 @@ export async function receiveNotification(
   try {
     // Not even shaped like our order ids: not ours, and not worth a deduplication claim.
     if (!isOwnOrderIdShape(event.orderId)) throw new UnknownOrderError(event.orderId.slice(0, 60));
-    const applied = await ctx.em.fork().transactional(async (em: EntityManager) => {
+    const applied = await inTransaction(ctx.em, async (em) => {
       // The claim is the first statement and a write: SQLite takes its write lock before reading
       // anything, and PostgreSQL queues a concurrent claim of the same key behind this one.
       const log = await claim(() => insertLog(em, evidence, { status: 'processed', error: null, dedupKey: key, processedAt: ctx.clock.now() }));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
-import { fromColumn, insertRows, updateRows } from '../../db/bulk-sql.js';
+import { fromColumn, insertRows } from '../../db/bulk-sql.js';
 import { isPostgres } from '../../db/dialect.js';
 import { Invoice } from '../../db/entities/invoice.js';
 import { Notification } from '../../db/entities/notification.js';
@@ -128,6 +128,26 @@ async function lockRows(em: EntityManager, orderId: string): Promise<Locked | nu
   };
 }
 
+/*
+ * The three single-row UPDATEs as fixed texts, prepared once per connection (PostgreSQL too:
+ * `returning id` gives hotRows rows to count). Their values need no conversion by entity type
+ * (statuses, ids, dates, a boolean: hot-sql binds dates and booleans as each database stores them).
+ */
+const UPDATE_PAYMENT =
+  'update payments set status = ?, paid_at = ?, transaction_id = ?, gateway_status = ?, fraud_status = ?, outcome_unknown = ?, updated_at = ? where id = ? returning id';
+const UPDATE_INVOICE = 'update invoices set status = ?, paid_at = ?, period_start = ?, period_end = ?, updated_at = ? where id = ? returning id';
+const subscriptionUpdate = (clearFailure: boolean) =>
+  'update subscriptions set status = ?, live_user_id = ?, cancel_reason = ?, billing_anchor = ?, current_period_start = ?, current_period_end = ?, next_billing_date = ?, ' +
+  `cycles_completed = cycles_completed + 1, ${clearFailure ? 'last_renewal_failure = null, ' : ''}updated_at = ? where id = ? returning id`;
+const UPDATE_SUBSCRIPTION = subscriptionUpdate(false);
+const UPDATE_SUBSCRIPTION_CLEARING_FAILURE = subscriptionUpdate(true);
+
+/** Runs one of the UPDATEs above; fails unless its row was there. */
+async function updateOne(em: EntityManager, sql: string, params: unknown[]): Promise<void> {
+  const rows = await hotRows(em, sql, params, { prepare: true });
+  if (rows.length !== 1) throw new Error(`${sql.split(' ')[1]}: ${rows.length} of 1 rows updated`);
+}
+
 type ServicePurchase = Extract<SettlementPurchase, { kind: 'service' }>;
 
 /**
@@ -165,7 +185,6 @@ export async function settlePlainPayment(ctx: DataContext, event: GatewayEvent):
   if (!rows || !purchase) return null;
   const { sub, payment, invoice } = rows;
   const { period, move } = purchase;
-  const updatedNow = { sql: 'updated_at = ?', params: [new Date()] };
   const changes = ['payment settled'];
 
   paymentStates.apply(payment as Payment, 'settle', at);
@@ -184,22 +203,15 @@ export async function settlePlainPayment(ctx: DataContext, event: GatewayEvent):
     changes.push('subscription renewed');
   }
 
-  await updateRows(
-    em,
-    Payment,
-    ['status', 'paidAt', 'transactionId', 'gatewayStatus', 'fraudStatus', 'outcomeUnknown'],
-    [[payment.id, payment.status, payment.paidAt, payment.transactionId ?? event.transactionId, event.transactionStatus, event.fraudStatus ?? payment.fraudStatus, false]],
-    updatedNow,
-  );
+  const now = new Date();
+  await updateOne(em, UPDATE_PAYMENT, [payment.status, payment.paidAt, payment.transactionId ?? event.transactionId, event.transactionStatus, event.fraudStatus ?? payment.fraudStatus, false, now, payment.id]);
   const invoicePeriod = period.anchors ? firstPeriodOf(period) : invoice;
-  await updateRows(em, Invoice, ['status', 'paidAt', 'periodStart', 'periodEnd'], [[invoice.id, invoice.status, invoice.paidAt, invoicePeriod.periodStart, invoicePeriod.periodEnd]], updatedNow);
-  await updateRows(
+  await updateOne(em, UPDATE_INVOICE, [invoice.status, invoice.paidAt, invoicePeriod.periodStart, invoicePeriod.periodEnd, now, invoice.id]);
+  await updateOne(
     em,
-    Subscription,
-    ['status', 'liveUserId', 'cancelReason', 'billingAnchor', 'currentPeriodStart', 'currentPeriodEnd', 'nextBillingDate'],
-    [[sub.id, renewed.status, renewed.liveUserId, renewed.cancelReason, period.anchors ? period.start : sub.billingAnchor, period.start, period.end, period.end]],
     // A paid renewal: its last failure no longer stands (whatSettlementBuys, paysRenewal).
-    { sql: `cycles_completed = cycles_completed + 1, ${purchase.paysRenewal ? 'last_renewal_failure = null, ' : ''}${updatedNow.sql}`, params: updatedNow.params },
+    purchase.paysRenewal ? UPDATE_SUBSCRIPTION_CLEARING_FAILURE : UPDATE_SUBSCRIPTION,
+    [renewed.status, renewed.liveUserId, renewed.cancelReason, period.anchors ? period.start : sub.billingAnchor, period.start, period.end, period.end, now, sub.id],
   );
   await insertRows(em, PeriodFund, [
     { id: randomUUID(), subscription: sub.id, payment: payment.id, amount: payment.grossAmount, periodStart: period.start, periodEnd: period.end, createdAt: at } as RequiredEntityData<PeriodFund>,
