@@ -21,6 +21,7 @@ import { documentBurstLimit } from './http/document-burst-limit.js';
 import { docsMiddleware } from './http/docs.js';
 import { hostedPages } from './http/hosted/pages.js';
 import { healthMiddleware } from './http/health.js';
+import { hotReads } from './http/hot-reads.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
 import { allHandlers } from './http/handlers/index.js';
 import { consoleLogger, quietLogger, type Logger } from './logger.js';
@@ -47,6 +48,10 @@ export interface AppOptions {
   logger?: Logger;
   /** Check every response against openapi.yaml (on in tests). */
   validateResponses?: boolean;
+  /** Answer the polled customer reads by the fast path (src/http/hot-reads.ts); default true. Tests compare both paths. */
+  hotReads?: boolean;
+  /** Told each time the fast path answers (tests). */
+  onHotRead?: (operationId: string) => void;
 }
 
 export interface BillingApp {
@@ -206,25 +211,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       renderPdf: documents.render,
     }),
   );
-  app.use(
-    session(
-      {
-        key: SESSION_COOKIE,
-        maxAge: 7 * 24 * 60 * 60 * 1000,
-        httpOnly: true,
-        sameSite: 'lax',
-        secure: config.secureCookies,
-        signed: true,
-        rolling: false,
-        renew: true,
-        store: databaseSessionStore(orm, accessCache),
-      },
-      app,
-    ),
-  );
-  app.use(authenticationMiddleware(orm, credentialCache, throttler, accessCache));
-  app.use(staffGate(orm, clock, API_ROOT));
-  app.use(documentBurstLimit(documents));
+  const sessionOptions = {
+    key: SESSION_COOKIE,
+    maxAge: 7 * 24 * 60 * 60 * 1000,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: config.secureCookies,
+    signed: true,
+    rolling: false,
+    renew: true,
+    store: databaseSessionStore(orm, accessCache),
+  } as const;
   const accessOptions: SubscriptionAccessOptions = {
     settings: config.subscriptionSettings,
     getUser: (ctx) => ctx.state.userFields ?? ctx.state.user ?? null,
@@ -232,6 +229,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   };
   // One rule for the middleware and the staff API's access check (GET /admin/customers/{customer}/access/).
   const accessRule = subscriptionAccessRule(accessOptions);
+  // The polled customer reads, answered from the same caches without the framework below when nothing needs it.
+  if (options.hotReads !== false) {
+    app.use(hotReads({ orm, config, gateway, clock, session: sessionOptions, credentials: credentialCache, access: accessCache, accessRule, onServed: options.onHotRead }));
+  }
+  app.use(session({ ...sessionOptions }, app));
+  app.use(authenticationMiddleware(orm, credentialCache, throttler, accessCache));
+  app.use(staffGate(orm, clock, API_ROOT));
+  app.use(documentBurstLimit(documents));
   app.use(subscriptionAccessMiddleware(accessOptions, accessRule));
   app.use((_ctx, next) => RequestContext.create(orm.em, next));
   app.use(

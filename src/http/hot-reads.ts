@@ -1,0 +1,174 @@
+import type { EntityManager } from '@mikro-orm/knex';
+import type { Context, Middleware } from 'koa';
+import type { Config } from '../config.js';
+import type { Orm } from '../db/orm.js';
+import type { Clock } from '../domain/clock.js';
+import type { PaymentGateway } from '../gateway/types.js';
+import type { AccessRule } from './access-middleware.js';
+import { API_ROOT } from './api.js';
+import type { AccessCache } from './auth/access-cache.js';
+import { setUserLazily } from './auth/authenticate.js';
+import { parseBasicAuth, type VerifiedCredentialCache } from './auth/basic-auth.js';
+import { BILLING_CUSTOMER_HEADER } from './auth/staff-gate.js';
+import { paymentHandlers } from './handlers/payments.js';
+import { subscriptionHandlers } from './handlers/subscriptions.js';
+import type { OperationId, OperationRequest } from './operations.js';
+
+/** The koa-session options the app mounts, and the store it reads sessions through. */
+export interface HotSessionOptions {
+  key: string;
+  maxAge: number;
+  signed: boolean;
+  rolling: boolean;
+  store: { get(key: string, maxAge: number, opts: { ctx: Context; rolling: boolean }): Promise<Record<string, unknown> | undefined> };
+}
+
+export interface HotReadsOptions {
+  orm: Orm;
+  config: Config;
+  gateway: PaymentGateway;
+  clock: Clock;
+  session: HotSessionOptions;
+  credentials: VerifiedCredentialCache;
+  access: AccessCache;
+  accessRule: AccessRule;
+  /** Called with the operation each time the fast path answers (tests prove it was taken). */
+  onServed?: (operationId: OperationId) => void;
+}
+
+type Handler = (req: OperationRequest<OperationId>) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+
+/** The reads every client polls, by their exact canonical path (with or without the trailing slash, as api.ts serves them). */
+const HOT_OPERATIONS = new Map<string, { operationId: OperationId; handler: Handler }>();
+for (const [path, operationId, handler] of [
+  ['/subscriptions/active/', 'getActiveSubscription', subscriptionHandlers.getActiveSubscription],
+  ['/payments/', 'listPayments', paymentHandlers.listPayments],
+] as const) {
+  const entry = { operationId, handler: handler as unknown as Handler };
+  HOT_OPERATIONS.set(`${API_ROOT}${path}`, entry);
+  HOT_OPERATIONS.set(`${API_ROOT}${path.slice(0, -1)}`, entry);
+}
+
+/** What Koa's cookie jar verifies a signed cookie with (app.keys as a Keygrip). */
+interface SigningKeys {
+  index(data: string, digest: string): number;
+}
+
+/**
+ * The authenticated customer reads `GET /subscriptions/active/` and `GET /payments/` answered
+ * without the per-request framework (koa-session's bookkeeping, openapi-backend's routing and
+ * validation, MikroORM's request context): authentication from the same per-process caches
+ * with the same checks as the normal path, then the operation's own handler.
+ *
+ * NOTE: only a request the normal path would answer 200 with nothing left to validate is
+ * answered here: GET, the exact path, no query string at all, no Billing-Customer header, a
+ * customer (not staff) authenticated by a cached Basic credential or by a session cookie signed
+ * with the current key that koa-session would neither renew nor reject, and the access rule
+ * allowing the path. Anything else (HEAD, any `?`, a rotated signing key, a session due for
+ * renewal, a cold credential, a staff user, an API key, no active subscription, any error) goes
+ * on to the normal path untouched, which answers it as it always has. Metrics count the
+ * operation (ctx.state.operationId), and the request logger and CORS, mounted before this,
+ * see the request as before.
+ */
+export function hotReads(options: HotReadsOptions): Middleware {
+  const { orm, session, credentials, access } = options;
+  const em = orm.em as EntityManager;
+  const sessionsUsable = session.signed && !session.rolling;
+  const sigName = `${session.key}.sig`;
+  const services = { em, config: options.config, gateway: options.gateway, clock: options.clock };
+
+  /** The session's user id when koa-session would load this session and leave it as it is; null otherwise. */
+  async function sessionUserId(ctx: Context): Promise<string | null> {
+    if (!sessionsUsable) return null;
+    const externalKey = ctx.cookies.get(session.key, { signed: false });
+    const sig = ctx.cookies.get(sigName, { signed: false });
+    if (!externalKey || !sig) return null;
+    // Koa's own keys: index 0 is the current key; an older one makes koa-session re-sign (Set-Cookie).
+    const keys = (ctx.cookies as unknown as { keys?: SigningKeys }).keys;
+    if (!keys || keys.index(`${session.key}=${externalKey}`, sig) !== 0) return null;
+    const data = await session.store.get(externalKey, session.maxAge, { ctx, rolling: session.rolling });
+    if (!data || typeof data.userId !== 'string' || '_session' in data) return null;
+    // koa-session's own checks: an expired session is dropped, one past half its age is renewed.
+    const expire = data._expire;
+    const maxAge = typeof data._maxAge === 'number' ? data._maxAge : session.maxAge;
+    if (typeof expire === 'number' && (expire < Date.now() || expire - Date.now() < maxAge / 2)) return null;
+    if (expire !== undefined && typeof expire !== 'number') return null;
+    return data.userId;
+  }
+
+  /** The customer this request authenticates as, by the normal path's rules, when it needs nothing the caches do not hold. */
+  async function authenticated(ctx: Context): Promise<'basic' | 'session' | null> {
+    const authorization = ctx.get('authorization');
+    let userId: string | null;
+    let passwordHash: string | undefined;
+    if (authorization !== '') {
+      const given = parseBasicAuth(authorization);
+      // A session cookie beside Basic is still loaded (and maybe renewed) by koa-session.
+      if (given === null || given === 'malformed' || ctx.cookies.get(session.key, { signed: false }) !== undefined) return null;
+      const cached = credentials.get(given);
+      if (!cached) return null;
+      userId = cached.userId;
+      passwordHash = cached.passwordHash;
+    } else {
+      userId = await sessionUserId(ctx);
+    }
+    if (userId === null) return null;
+    const found = await access.user(em, userId, ctx);
+    if (!found || found.disabled || found.fields.isStaff || (passwordHash !== undefined && found.passwordHash !== passwordHash)) return null;
+    ctx.state.userFields = found.fields;
+    setUserLazily(ctx, found.entity);
+    return passwordHash !== undefined ? 'basic' : 'session';
+  }
+
+  /** Leaves the context as the normal path expects to find it. */
+  const undo = (ctx: Context): void => {
+    ctx.state.user = null;
+    ctx.state.authMethod = null;
+    ctx.state.userFields = undefined;
+    ctx.state.accessVersion = undefined;
+    ctx.state.operationId = undefined;
+  };
+
+  return async (ctx, next) => {
+    const hot = ctx.method === 'GET' ? HOT_OPERATIONS.get(ctx.path) : undefined;
+    if (!hot || ctx.url.includes('?') || ctx.get(BILLING_CUSTOMER_HEADER) !== '' || ctx.headers[BILLING_CUSTOMER_HEADER.toLowerCase()] !== undefined) return next();
+    let result: Awaited<ReturnType<Handler>>;
+    try {
+      const method = await authenticated(ctx);
+      if (method === null) {
+        undo(ctx);
+        return next();
+      }
+      ctx.state.authMethod = method;
+      const decision = await options.accessRule(ctx.path, () => ctx.state.userFields ?? null, ctx);
+      if (!decision.allowed) {
+        undo(ctx);
+        return next();
+      }
+      ctx.state.operationId = hot.operationId;
+      result = await hot.handler({
+        koa: ctx,
+        query: {} as never,
+        path: {} as never,
+        body: undefined as never,
+        get user() {
+          return ctx.state.user ?? null;
+        },
+        services,
+      });
+    } catch {
+      // Not found, or anything unexpected: the normal path answers it (and logs what it must).
+      undo(ctx);
+      return next();
+    }
+    if (result.status !== 200) {
+      undo(ctx);
+      return next();
+    }
+    if (result.headers) ctx.set(result.headers);
+    ctx.status = 200;
+    ctx.type = 'application/json';
+    ctx.body = result.body;
+    options.onServed?.(hot.operationId);
+  };
+}
