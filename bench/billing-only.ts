@@ -24,7 +24,8 @@ for (const kind of kinds) {
     const f = await runBillingScenario(kind, size, freshDatabase, { batch });
     figures.push(f);
     process.stderr.write(
-      `[${kind}] ${size} due: ${f.renewed} renewed, ${f.errors} errors in ${f.seconds} s = ${f.renewalsPerSecond} renewals/s ` +
+      `[${kind}] ${size} due: ${f.renewed} renewed, ${f.errors} errors in ${f.seconds} s = ${f.renewalsPerSecond} renewals/s, ` +
+        `CPU ms per 1,000: run ${f.cpu.processMs}, database ${f.cpu.databaseMs} ` +
         `(seeded in ${f.seedSeconds} s, rss ${Math.round(process.memoryUsage().rss / 1e6)} MB)\n`,
     );
   }

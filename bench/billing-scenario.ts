@@ -12,6 +12,7 @@ import { MidtransClient } from '../src/gateway/midtrans-client.js';
 import { runBilling, type BillingRunOptions } from '../src/services/billing/run-billing.js';
 import { seedPlans } from '../src/services/plans/seed-plans.js';
 import type { BenchDatabase } from './support.js';
+import { cpuPer1000, openRaw, type CpuPer1000 } from './usage-scenarios.js';
 
 export interface BillingFigures {
   database: string;
@@ -22,6 +23,8 @@ export interface BillingFigures {
   renewalsPerSecond: number;
   /** Time to seed the subscriptions (not part of the figure). */
   seedSeconds: number;
+  /** CPU ms per 1,000 renewals: this process (the run) and PostgreSQL's backends (0 on SQLite: in-process). */
+  cpu: CpuPer1000;
 }
 
 export const DUE_AT = new Date('2027-01-01T00:00:00.000Z');
@@ -71,6 +74,7 @@ export async function runBillingScenario(
   const db = await freshDatabase(kind as 'sqlite' | 'postgresql');
   // BENCH_BILLING_DEBUG=1 logs the SQL MikroORM sends (not the bound bulk writes of bulk-sql.ts).
   const orm = await openOrm(db.url, { create: true, debug: process.env.BENCH_BILLING_DEBUG === '1' });
+  const raw = openRaw(kind as 'sqlite' | 'postgresql', db.url);
   try {
     await migrateUp(orm);
     const config = loadConfig({ DATABASE_URL: db.url, SESSION_SECRET: 'bench', LOG_REQUESTS: 'false' });
@@ -89,7 +93,7 @@ export async function runBillingScenario(
     // Wallet renewals never reach the gateway; the client is there because the context needs one.
     const gateway = new MidtransClient({ baseUrl: 'http://127.0.0.1:9', serverKey: 'bench' });
     const started = performance.now();
-    const report = await runBilling({ em: orm.em.fork(), config, clock, gateway }, { at: DUE_AT, ...runOptions });
+    const { result: report, cpu } = await cpuPer1000(raw, null, size, () => runBilling({ em: orm.em.fork(), config, clock, gateway }, { at: DUE_AT, ...runOptions }));
     const seconds = (performance.now() - started) / 1000;
     return {
       database: kind,
@@ -99,8 +103,10 @@ export async function runBillingScenario(
       seconds: Math.round(seconds * 10) / 10,
       renewalsPerSecond: Math.round(report.renewed / seconds),
       seedSeconds: Math.round(seedSeconds * 10) / 10,
+      cpu,
     };
   } finally {
+    await raw.close();
     await orm.close(true);
     await db.drop();
   }

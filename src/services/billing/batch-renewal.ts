@@ -101,9 +101,26 @@ async function claimPlainRenewals(em: EntityManager, ids: string[], due: DueTime
  * context's clock; returns the step of each one renewed (the same step billSubscriptionStep
  * would have returned). The others are untouched.
  */
-export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[]): Promise<StepResult[]> {
-  if (ids.length === 0) return [];
-  return retryingTransaction(ctx.em, (em) => renewBatchIn(ctx, em, ids));
+export async function renewPlainWalletBatch(ctx: ServiceContext, ids: string[], opts: BatchOptions = {}): Promise<StepResult[]> {
+  if (ids.length === 0) {
+    opts.onWriting?.();
+    return [];
+  }
+  try {
+    return await retryingTransaction(ctx.em, (em) => renewBatchIn(ctx, em, ids, opts));
+  } finally {
+    // Also when nothing was renewed or the batch failed: whoever waits on it goes on.
+    opts.onWriting?.();
+  }
+}
+
+export interface BatchOptions {
+  /**
+   * Called once the batch has read and locked what it renews, built its rows and reserved their
+   * invoice numbers, as it starts writing them, and at the latest when it ends: from then on its
+   * work is the database's, and the caller may prepare the next page meanwhile (run-billing.ts).
+   */
+  onWriting?: () => void;
 }
 
 /**
@@ -115,7 +132,10 @@ export async function rehearsePlainWalletBatch(ctx: ServiceContext, ids: string[
   return ctx.em.fork({ keepTransactionContext: true }).transactional((em: EntityManager) => renewBatchIn(ctx, em, ids));
 }
 
-async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[]): Promise<StepResult[]> {
+/** An invoice's number (and what quotes it) until the batch reserves the numbers of all its invoices at once. */
+const UNNUMBERED = '';
+
+async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[], opts: BatchOptions = {}): Promise<StepResult[]> {
   const at = ctx.clock.now();
   const tctx: DataContext = { ...ctx, em };
   const subs = await claimPlainRenewals(em, ids, { at, usageGraceMinutes: ctx.config.usageGraceMinutes });
@@ -150,7 +170,6 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
   });
   if (renewals.length === 0) return [];
 
-  const numbers = await reserveInvoiceNumbers(tctx, at, renewals.length);
   const now = new Date();
   // Rows keyed by entity property (relations by id): insertRows converts each value through
   // the column's type, as a flush would.
@@ -163,12 +182,14 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
   const subscriptionUpdates: unknown[][] = [];
   const steps: StepResult[] = [];
 
-  renewals.forEach(({ sub, input, pricing, total, wallet }, i) => {
+  // NOTE: the rows are built before the invoice numbers are reserved (below) and numbered after:
+  // the gap-free counter is held from its reservation to the commit, so another batch (a second
+  // runner, or this run's next page) waits for it only while this one writes.
+  renewals.forEach(({ sub, input, pricing, total, wallet }) => {
     const amounts = pricing.amounts;
-    const number = numbers[i];
     const invoiceId = randomUUID();
     invoices.push({
-      id: invoiceId, number, user: sub.user.id, subscription: sub.id, status: 'paid', billingReason: input.billingReason, currency: input.currency,
+      id: invoiceId, number: UNNUMBERED, user: sub.user.id, subscription: sub.id, status: 'paid', billingReason: input.billingReason, currency: input.currency,
       issueDate: localDate(input.issuedAt, ctx.config.documents.timeZone), dueDate: localDate(input.dueAt, ctx.config.documents.timeZone), paidAt: at, ...invoiceTaxFields(pricing, sub.user), amountRefunded: ZERO,
       periodStart: input.periodStart, periodEnd: input.periodEnd, retryCount: 0, nextRetryAt: input.dueAt, createdAt: at, updatedAt: now,
     });
@@ -190,14 +211,23 @@ async function renewBatchIn(ctx: ServiceContext, em: EntityManager, ids: string[
     funds.push({ id: randomUUID(), subscription: sub.id, payment: payment.id, amount: total, periodStart: input.periodStart, periodEnd: input.periodEnd, createdAt: at });
     debits.push({
       wallet, id: payment.paymentDetails.wallet_transaction_id, amount: total, currency: input.currency, source: 'payment',
-      referenceId: payment.id, description: `Payment ${payment.orderId} of invoice ${number}`,
+      referenceId: payment.id, description: UNNUMBERED,
     });
     subscriptionUpdates.push([sub.id, input.periodStart, input.periodEnd, input.periodEnd, windows.get(sub.id)!.to]);
     const renewed = { id: sub.id, plan: sub.plan, status: sub.status, currentPeriodEnd: input.periodEnd, trialEnd: sub.trialEnd } as Subscription;
     for (const [type, data] of [['payment_succeeded', paymentData(payment)], ['subscription_renewed', subscriptionData(renewed)]] as const) {
       notifications.push(...notificationInserts(tctx, sub.user, type, data));
     }
-    steps.push(result(sub, 'renew', { counts: { renewed: 1, charged: 1 }, invoiceNumber: number, amount: total, after: nothingAfter() }));
+    steps.push(result(sub, 'renew', { counts: { renewed: 1, charged: 1 }, invoiceNumber: UNNUMBERED, amount: total, after: nothingAfter() }));
+  });
+
+  const numbers = await reserveInvoiceNumbers(tctx, at, renewals.length);
+  // The counter is this batch's now: a batch started after this point numbers after it.
+  opts.onWriting?.();
+  numbers.forEach((number, i) => {
+    invoices[i].number = number;
+    debits[i].description = `Payment ${payments[i].orderId} of invoice ${number}`;
+    steps[i].invoiceNumber = number;
   });
 
   // Parents before children (foreign keys are checked per statement).

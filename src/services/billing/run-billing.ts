@@ -190,8 +190,12 @@ async function pass(runCtx: ServiceContext, at: Date, opts: BillingRunOptions, d
   // PostgreSQL: the next page's ids are looked up on another connection while this page is
   // billed (keyset after its last id, so what this page writes cannot change the answer; each is
   // checked again under its lock). Not under --limit, whose room is known only after the page.
+  // The next page's batch starts once this page's batch is writing (its rows built, its invoice
+  // numbers reserved): this process prepares the next (reads, locks, builds its rows) while the
+  // database writes this one, and it then waits for the invoice-number counter, held by this one
+  // to its commit, so pages are numbered in turn. At most two batches are in flight.
   const prefetch = batch && !dryRun && opts.limit === undefined && isPostgres(runCtx.em);
-  let next: Promise<string[]> | null = null;
+  let ahead: Promise<Prepared> | null = null;
   report.card_notices = await notifyExpiringCards(runCtx, at, dryRun);
   // Orders withdrawn where the gateway could not be called (or whose cancel failed) are canceled now.
   if (!dryRun) await cancelWithdrawnOrders(runCtx);
@@ -204,70 +208,104 @@ async function pass(runCtx: ServiceContext, at: Date, opts: BillingRunOptions, d
     opts.onProgress?.({ processed: report.subscriptions, seen, total, report });
   };
 
-  for (;;) {
-    const room = opts.limit === undefined ? Infinity : opts.limit - report.subscriptions;
-    if (room <= 0) return report;
-    // NOTE: a page no longer than the room left under --limit: a batch never renews a subscription the report would not count.
-    const ids: string[] = await (next ?? dueSubscriptionIds(fork(), due, afterId, Math.min(page, room)));
-    if (ids.length === 0) break;
-    page = Math.min(page * 2, largest);
-    if (prefetch) {
-      next = dueSubscriptionIds(runCtx.em.fork(), due, ids[ids.length - 1], page);
-      // Awaited at the top of the next page; this only keeps a failure from going unhandled meanwhile.
-      next.catch(() => undefined);
-    }
-    const batched = new Map<string, StepResult>();
-    if (batch) {
-      try {
-        const steps = dryRun ? await rehearsePlainWalletBatch(runCtx, ids) : await renewPlainWalletBatch(runCtx, ids);
-        for (const step of steps) batched.set(step.subscriptionId, step);
-      } catch (err) {
-        // Nothing of the batch was written: each subscription goes the per-subscription way.
-        opts.onBatchFallback?.(err);
+  try {
+    for (;;) {
+      const room = opts.limit === undefined ? Infinity : opts.limit - report.subscriptions;
+      if (room <= 0) return report;
+      const prepared = await (ahead as Promise<Prepared> | null);
+      ahead = null;
+      // NOTE: a page no longer than the room left under --limit: a batch never renews a subscription the report would not count.
+      const ids: string[] = prepared?.ids ?? (await dueSubscriptionIds(fork(), due, afterId, Math.min(page, room)));
+      if (ids.length === 0) break;
+      page = Math.min(page * 2, largest);
+      const inFlight: InFlight | null = prepared?.inFlight ?? (batch ? startBatch(runCtx, ids, dryRun) : null);
+      if (prefetch && inFlight) {
+        const following = dueSubscriptionIds(runCtx.em.fork(), due, ids[ids.length - 1], page);
+        ahead = Promise.all([following, inFlight.writing]).then(([nextIds]) => ({
+          ids: nextIds,
+          inFlight: nextIds.length > 0 ? startBatch(runCtx, nextIds, false) : null,
+        }));
+        // Awaited at the top of the next page; this only keeps a failure from going unhandled meanwhile.
+        ahead.catch(() => undefined);
       }
-      if (!dryRun) for (const id of await heldElsewhere(runCtx, ids.filter((i) => !batched.has(i)))) batched.set(id, lockedElsewhere(id));
-    }
-    for (const id of ids) {
-      if (opts.limit !== undefined && report.subscriptions >= opts.limit) return report;
-      const done = batched.get(id);
-      if (done) {
-        record(report, done);
-        report.subscriptions += 1;
-        progress();
-        continue;
-      }
-      let stepped = false;
-      for (let n = 0; n < MAX_STEPS; n += 1) {
-        let step: StepResult | null;
+      const batched = new Map<string, StepResult>();
+      if (inFlight) {
         try {
-          step = await (dryRun ? rehearseStep(runCtx, id) : billSubscriptionStep(runCtx, id));
+          const steps = await inFlight.steps;
+          for (const step of steps) batched.set(step.subscriptionId, step);
         } catch (err) {
-          // The step's transaction rolled back: nothing of it happened.
-          report.errors.push({ subscription_id: id, message: messageOf(err) });
-          report.actions.push({ subscription_id: id, action: 'error', invoice_number: null, amount: null, payment_status: null, status: '', error: messageOf(err), awaits_gateway: null });
-          stepped = true;
-          break;
+          // Nothing of the batch was written: each subscription goes the per-subscription way.
+          opts.onBatchFallback?.(err);
         }
-        if (!step) break;
-        stepped = true;
-        try {
-          if (!dryRun) {
-            await finishStep(runCtx, step);
-            await keepRenewalOutcome(runCtx, step, opts.actor ?? systemActor);
+        if (!dryRun) for (const id of await heldElsewhere(runCtx, ids.filter((i) => !batched.has(i)))) batched.set(id, lockedElsewhere(id));
+      }
+      for (const id of ids) {
+        if (opts.limit !== undefined && report.subscriptions >= opts.limit) return report;
+        const done = batched.get(id);
+        if (done) {
+          record(report, done);
+          report.subscriptions += 1;
+          progress();
+          continue;
+        }
+        let stepped = false;
+        for (let n = 0; n < MAX_STEPS; n += 1) {
+          let step: StepResult | null;
+          try {
+            step = await (dryRun ? rehearseStep(runCtx, id) : billSubscriptionStep(runCtx, id));
+          } catch (err) {
+            // The step's transaction rolled back: nothing of it happened.
+            report.errors.push({ subscription_id: id, message: messageOf(err) });
+            report.actions.push({ subscription_id: id, action: 'error', invoice_number: null, amount: null, payment_status: null, status: '', error: messageOf(err), awaits_gateway: null });
+            stepped = true;
+            break;
           }
-        } catch (err) {
-          // The step committed; its gateway half failed and is picked up by a later run.
-          step.error = messageOf(err);
+          if (!step) break;
+          stepped = true;
+          try {
+            if (!dryRun) {
+              await finishStep(runCtx, step);
+              await keepRenewalOutcome(runCtx, step, opts.actor ?? systemActor);
+            }
+          } catch (err) {
+            // The step committed; its gateway half failed and is picked up by a later run.
+            step.error = messageOf(err);
+          }
+          record(report, step);
+          // Stop at anything that cannot progress further at this instant, and, in a dry run, at
+          // a gateway answer it cannot know.
+          if (step.error || !step.more || step.awaitsGateway) break;
         }
-        record(report, step);
-        // Stop at anything that cannot progress further at this instant, and, in a dry run, at
-        // a gateway answer it cannot know.
-        if (step.error || !step.more || step.awaitsGateway) break;
+        if (stepped) report.subscriptions += 1;
+        progress();
       }
-      if (stepped) report.subscriptions += 1;
-      progress();
+      afterId = ids[ids.length - 1];
     }
-    afterId = ids[ids.length - 1];
+  } finally {
+    // A run that stops (--limit, a failure) leaves no batch of its own running behind it.
+    const left = ahead as Promise<Prepared> | null;
+    if (left) await left.then((p) => p.inFlight?.steps).catch(() => undefined);
   }
   return report;
+}
+
+/** The next page, its batch already started (null: nothing left to batch). */
+interface Prepared {
+  ids: string[];
+  inFlight: InFlight | null;
+}
+
+/** A page's batch under way: its steps once it has committed, and the moment it began writing. */
+interface InFlight {
+  steps: Promise<StepResult[]>;
+  writing: Promise<void>;
+}
+
+function startBatch(ctx: ServiceContext, ids: string[], dryRun: boolean): InFlight {
+  let wrote = () => {};
+  const writing = new Promise<void>((resolve) => (wrote = resolve));
+  const steps = dryRun ? rehearsePlainWalletBatch(ctx, ids).finally(wrote) : renewPlainWalletBatch(ctx, ids, { onWriting: wrote });
+  // Awaited by the page's turn in the loop; this only keeps a failure from going unhandled meanwhile.
+  steps.catch(() => undefined);
+  return { steps, writing };
 }
