@@ -65,8 +65,8 @@ describe.each(DATABASES)('hot reads answer as the normal path does (%s)', (kind:
     customer = await setup.createUser();
     await activeSubscription(setup, customer);
     session = await setup.login(customer);
-    // Three servers, each compiling the contract with its response validators: slow on a busy machine.
-  }, 180_000);
+    // Three servers, each compiling the contract: minutes on a busy machine.
+  }, 600_000);
   afterAll(async () => {
     await hot?.stop();
     await normal?.stop();
@@ -214,7 +214,7 @@ describe.each(DATABASES)('hot reads under ACCESS_RECHECK_MS (%s)', (kind: Databa
     const config = { ...setup.config, accessRecheckMs: RECHECK_MS };
     hot = await startServer(config, { logger: quietLogger, validateResponses: true });
     normal = await startServer(config, { logger: quietLogger, validateResponses: true, hotReads: false });
-  }, 180_000);
+  }, 600_000);
   afterAll(async () => {
     await hot?.stop();
     await normal?.stop();

@@ -30,7 +30,7 @@ const ORDER_COLUMNS: Record<string, string> = { created_at: 'created_at', gross_
 
 /**
  * The same page as listPayments, read by one statement into plain fields (no entities): the
- * list every client polls. The total rides on the page's rows (`count(*) over ()`); only a page
+ * list every client polls. The total rides on the page's rows (a scalar subquery); only a page
  * past the last, which has no rows, asks for it separately.
  */
 export async function listPaymentFields(
@@ -62,11 +62,14 @@ export async function listPaymentFields(
     return Number(row.n);
   };
   if (!Number.isSafeInteger(offset)) return { count: await countAll(), items: [] };
-  const rows = await hotRows(em, `select ${reader.columns}, count(*) over () as total_count from payments p where ${where} order by ${orderBy} limit ? offset ?`, [
-    ...params,
-    page.pageSize,
-    offset,
-  ]);
+  // NOTE: the total as a scalar subquery, not `count(*) over ()`: SQLite runs a window function
+  // over a subquery it scans whole (every user's payments, then a sort), where this way both the
+  // page and the count use the index on (user_id, created_at). One statement: one snapshot.
+  const rows = await hotRows(
+    em,
+    `select ${reader.columns}, (select count(*) from payments p where ${where}) as total_count from payments p where ${where} order by ${orderBy} limit ? offset ?`,
+    [...params, ...params, page.pageSize, offset],
+  );
   if (rows.length === 0) return { count: offset === 0 ? 0 : await countAll(), items: [] };
   return { count: Number(rows[0].total_count), items: rows.map((row) => reader.read(row)) };
 }

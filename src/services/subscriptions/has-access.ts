@@ -24,8 +24,11 @@ export function accessColumnsSql(alias: string): { sql: string; params: string[]
   return {
     sql:
       `${alias}.status as access_status, ${alias}.current_period_end as access_period_end, ${alias}.trial_end as access_trial_end, ` +
-      `(select min(ri.created_at) from invoices ri where ri.subscription_id = ${alias}.id and ri.billing_reason = ? and ri.status = ?) as open_renewal_issued_at`,
-    params: [OPEN_RENEWAL_INVOICE.billingReason, OPEN_RENEWAL_INVOICE.status],
+      // NOTE: the status inside the aggregate, not in the WHERE: SQLite otherwise picks the index on
+      // (status, paid_at) and walks every open invoice of every customer; this way both databases
+      // take the unique index on (subscription_id, billing_reason, …), a handful of rows.
+      `(select min(case when ri.status = ? then ri.created_at end) from invoices ri where ri.subscription_id = ${alias}.id and ri.billing_reason = ?) as open_renewal_issued_at`,
+    params: [OPEN_RENEWAL_INVOICE.status, OPEN_RENEWAL_INVOICE.billingReason],
   };
 }
 
