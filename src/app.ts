@@ -22,6 +22,7 @@ import { docsMiddleware } from './http/docs.js';
 import { hostedPages } from './http/hosted/pages.js';
 import { healthMiddleware } from './http/health.js';
 import { hotReads } from './http/hot-reads.js';
+import { hotWebhook } from './http/hot-webhook.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
 import { allHandlers } from './http/handlers/index.js';
 import { consoleLogger, quietLogger, type Logger } from './logger.js';
@@ -52,6 +53,10 @@ export interface AppOptions {
   hotReads?: boolean;
   /** Told each time the fast path answers (tests). */
   onHotRead?: (operationId: string) => void;
+  /** Take the gateway's notifications by their fast path (src/http/hot-webhook.ts); default true. Tests compare both paths. */
+  hotWebhook?: boolean;
+  /** Told each time the webhook's fast path takes a request (tests). */
+  onHotWebhook?: () => void;
 }
 
 export interface BillingApp {
@@ -229,6 +234,24 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   };
   // One rule for the middleware and the staff API's access check (GET /admin/customers/{customer}/access/).
   const accessRule = subscriptionAccessRule(accessOptions);
+  const handlers = allHandlers({ throttler, catalogue: new CatalogueCache(config.planCacheSeconds, clock), invalidWebhookQuota, documents, accessRule });
+  const api = await createApiMiddleware({ config, orm, gateway, clock, handlers, validateResponses: options.validateResponses ?? config.env === 'test' });
+  // The gateway's notifications, taken to their handler without the framework below when nothing needs it.
+  if (options.hotWebhook !== false) {
+    app.use(
+      hotWebhook({
+        orm,
+        config,
+        gateway,
+        clock,
+        handler: handlers.receiveGatewayNotification!,
+        access: accessCache,
+        accessRule,
+        checkAnswer: api.checkAnswer,
+        onServed: options.onHotWebhook,
+      }),
+    );
+  }
   // The polled customer reads, answered from the same caches without the framework below when nothing needs it.
   if (options.hotReads !== false) {
     app.use(hotReads({ orm, config, gateway, clock, session: sessionOptions, credentials: credentialCache, access: accessCache, accessRule, onServed: options.onHotRead }));
@@ -239,16 +262,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.use(documentBurstLimit(documents));
   app.use(subscriptionAccessMiddleware(accessOptions, accessRule));
   app.use((_ctx, next) => RequestContext.create(orm.em, next));
-  app.use(
-    await createApiMiddleware({
-      config,
-      orm,
-      gateway,
-      clock,
-      handlers: allHandlers({ throttler, catalogue: new CatalogueCache(config.planCacheSeconds, clock), invalidWebhookQuota, documents, accessRule }),
-      validateResponses: options.validateResponses ?? config.env === 'test',
-    }),
-  );
+  app.use(api.middleware);
 
   return {
     app,

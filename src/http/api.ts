@@ -11,12 +11,12 @@ import type { Clock } from '../domain/clock.js';
 import { DomainError, type FieldError } from '../domain/errors.js';
 import type { PaymentGateway } from '../gateway/types.js';
 import type { ServiceContext } from '../services/context.js';
-import { parseJsonBody, readRawBytes } from './body.js';
+import { parseJsonBody, readRawBytes, readWebhookBody } from './body.js';
 import { isDecodablePath } from './canonical-path.js';
 import { contractDefinition, OPENAPI_PATH } from './contract-document.js';
 import { isUuid } from '../domain/ids.js';
 import { canonicalPathParams } from './path-ids.js';
-import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField, unstorableReason, WEBHOOK_MAX_BODY_BYTES } from './input-limits.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH, unstorableField, unstorableReason } from './input-limits.js';
 import { requestFingerprint, withIdempotency, type StoredResponse } from './idempotency.js';
 import { requireUserId, type OperationHandlers, type OperationId, type OperationRequest } from './operations.js';
 import { mayWrite } from './methods.js';
@@ -128,7 +128,17 @@ function precompileInTurns(api: OpenAPIBackend, operations: Operation[]): void {
  * contract's security schemes and validates every request before a handler runs. Operations
  * without a handler answer 501.
  */
-export async function createApiMiddleware(deps: ApiDependencies): Promise<Middleware> {
+export interface ContractApi {
+  middleware: Middleware;
+  /**
+   * Throws when an answer breaks the contract: a status the operation does not document, or a
+   * JSON body its schema refuses (only with validateResponses; tests). For the fast paths, which
+   * answer without the middleware.
+   */
+  checkAnswer(operationId: OperationId, status: number, body: unknown): void;
+}
+
+export async function createApiMiddleware(deps: ApiDependencies): Promise<ContractApi> {
   // Tests check the contract document itself (openapi.yaml, parsed here) and every response.
   // Production reads the contract the build parsed (src/http/contract-document.ts) and compiles
   // the request validators after the server answers (below): the strict init (document check,
@@ -216,6 +226,20 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
   // built: the server answers meanwhile, and a request for an operation not compiled yet
   // compiles its own first (the same validators, a few ms).
   if (!checkContract) precompileInTurns(api, operations);
+
+  function checkBody(operation: Operation, status: number, body: unknown): void {
+    if (BODILESS_STATUSES.has(status)) return;
+    const check = api.validateResponse(body, operation, status);
+    if (check.errors) {
+      throw new Error(`${operation.operationId} answered ${status} with a body that breaks the contract: ${JSON.stringify(check.errors)}`);
+    }
+  }
+
+  function checkStatus(operation: Operation | undefined, operationId: string, status: number): void {
+    if (!Object.keys(operation?.responses ?? {}).includes(String(status))) {
+      throw new Error(`${operationId} answered ${status}, which its contract does not document`);
+    }
+  }
 
   async function runOperation(
     operationId: OperationId,
@@ -335,12 +359,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
           )
         : await execute();
 
-    if (deps.validateResponses && response.contentType === 'application/json' && !BODILESS_STATUSES.has(response.status)) {
-      const check = api.validateResponse(response.body, operation, response.status);
-      if (check.errors) {
-        throw new Error(`${operationId} answered ${response.status} with a body that breaks the contract: ${JSON.stringify(check.errors)}`);
-      }
-    }
+    if (deps.validateResponses && response.contentType === 'application/json') checkBody(operation, response.status, response.body);
     ctx.status = response.status;
     if (!BODILESS_STATUSES.has(response.status)) {
       ctx.type = response.contentType;
@@ -348,7 +367,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     }
   }
 
-  return async (ctx, next) => {
+  const middleware: Middleware = async (ctx, next) => {
     if (ctx.path !== API_ROOT && !ctx.path.startsWith(`${API_ROOT}/`)) return next();
     // The same path without its trailing slash is served too.
     const path = ctx.path.endsWith('/') ? ctx.path : `${ctx.path}/`;
@@ -358,12 +377,10 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
 
     let body: unknown;
     if (mayWrite(ctx.method)) {
-      const webhook = path === WEBHOOK_PATH;
-      const bytes = await readRawBytes(ctx, webhook ? Math.min(WEBHOOK_MAX_BODY_BYTES, deps.config.maxBodyBytes) : deps.config.maxBodyBytes);
-      const raw = bytes.toString('utf8');
-      ctx.state.rawBody = raw;
-      if (webhook) ctx.state.rawBodyBytes = bytes;
-      if (!RAW_BODY_PATHS.has(path)) {
+      if (path === WEBHOOK_PATH) await readWebhookBody(ctx, deps.config.maxBodyBytes);
+      else {
+        const raw = (await readRawBytes(ctx, deps.config.maxBodyBytes)).toString('utf8');
+        ctx.state.rawBody = raw;
         const contentType = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
         if (raw.trim() !== '' && contentType !== 'application/json' && !contentType.endsWith('+json')) {
           throw new DomainError('unsupported_media_type', 'Send the body as application/json.');
@@ -391,12 +408,16 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Middle
     // openapi-backend includes the body in validation only for an object or a JSON content type.
     if (body !== undefined) headers['content-type'] = 'application/json';
     await api.handleRequest({ method: ctx.method, path, query: ctx.querystring, body, headers }, ctx);
-    if (deps.validateResponses && ctx.state.operationId) {
-      const operation = api.router.getOperation(ctx.state.operationId);
-      const documented = Object.keys(operation?.responses ?? {});
-      if (!documented.includes(String(ctx.status))) {
-        throw new Error(`${ctx.state.operationId} answered ${ctx.status}, which its contract does not document`);
-      }
-    }
+    if (deps.validateResponses && ctx.state.operationId) checkStatus(api.router.getOperation(ctx.state.operationId), ctx.state.operationId, ctx.status);
+  };
+
+  return {
+    middleware,
+    checkAnswer(operationId, status, body) {
+      if (!deps.validateResponses) return;
+      const operation = api.router.getOperation(operationId);
+      checkStatus(operation, operationId, status);
+      if (operation) checkBody(operation, status, body);
+    },
   };
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { DomainError } from '../domain/errors.js';
 import { parseJsonExact } from '../domain/exact-json.js';
+import { WEBHOOK_MAX_BODY_BYTES } from './input-limits.js';
 
 /**
  * Reads the raw request body, refusing more than `limit` bytes (413) as soon as the declared
@@ -56,4 +57,14 @@ export function parseJsonBody(raw: string): ParsedBody {
   } catch (e) {
     return { ok: false, error: (e as Error).message };
   }
+}
+
+/**
+ * The webhook's body, kept raw whatever it holds: as text (logged) and as bytes (hashed for its
+ * log's payload_sha256), under its own limit (never above the general one).
+ */
+export async function readWebhookBody(ctx: Context, maxBodyBytes: number): Promise<void> {
+  const bytes = await readRawBytes(ctx, Math.min(WEBHOOK_MAX_BODY_BYTES, maxBodyBytes));
+  ctx.state.rawBody = bytes.toString('utf8');
+  ctx.state.rawBodyBytes = bytes;
 }

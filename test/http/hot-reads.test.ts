@@ -1,8 +1,8 @@
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Session as SessionRow } from '../../src/db/entities/infrastructure.js';
 import { quietLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { sendRaw as send, type Raw } from '../helpers/raw-http.js';
 import { DATABASES, type DatabaseKind } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type Credentials, type Session, type TestServer } from '../helpers/server.js';
 import { activeSubscription, dbOf, type TestUser } from '../helpers/subscriptions.js';
@@ -16,28 +16,7 @@ import { activeSubscription, dbOf, type TestUser } from '../helpers/subscription
  */
 
 const ORIGIN = 'https://app.example';
-const HOST = 'billing.test';
 
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-}
-
-function send(server: RunningServer, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Raw> {
-  const url = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    // A fixed Host: the page links of a list name it, and the two servers listen on different ports.
-    const req = request({ host: url.hostname, port: url.port, method, path, headers: { host: HOST, ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 const basic = (c: Credentials) => `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
 /** Everything but the Date header, a request id the server made up, and a renewed cookie's own expiry instant (to the minute). */
