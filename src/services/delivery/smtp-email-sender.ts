@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
 import type { Notification } from '../../db/entities/notification.js';
@@ -29,7 +29,9 @@ export function classifySmtpError(err: unknown): SendOutcome {
 
 /** Sends `email` entries through the SMTP server named by SMTP_URL, one connection per message. */
 export class SmtpEmailSender implements ChannelSender {
-  private readonly transport: Transporter<SMTPTransport.SentMessageInfo>;
+  // NOTE: nodemailer (35 modules) is loaded on the first message, not when the server starts.
+  private transport: Promise<Transporter<SMTPTransport.SentMessageInfo>> | null = null;
+  private readonly options: SMTPTransport.Options;
 
   constructor(
     smtpUrl: string,
@@ -45,7 +47,12 @@ export class SmtpEmailSender implements ChannelSender {
       socketTimeout: 30_000,
       dnsTimeout: 10_000,
     };
-    this.transport = nodemailer.createTransport(options);
+    this.options = options;
+  }
+
+  private transporter(): Promise<Transporter<SMTPTransport.SentMessageInfo>> {
+    this.transport ??= import('nodemailer').then((nodemailer) => nodemailer.default.createTransport(this.options));
+    return this.transport;
   }
 
   async send(entry: Notification, _at?: Date, document: ReceiptDocument | null = null): Promise<SendOutcome> {
@@ -68,7 +75,7 @@ export class SmtpEmailSender implements ChannelSender {
     }
     const name = [user.firstName, user.lastName].filter(Boolean).join(' ');
     try {
-      await this.transport.sendMail({
+      await (await this.transporter()).sendMail({
         from: this.from,
         to: name ? { name, address } : address,
         subject: email.subject,
@@ -84,6 +91,6 @@ export class SmtpEmailSender implements ChannelSender {
   }
 
   close(): void {
-    this.transport.close();
+    void this.transport?.then((transport) => transport.close());
   }
 }
