@@ -85,7 +85,8 @@ describe.each(DATABASES)('every status the server answers is documented for its 
     expect(log.undocumented()).toEqual({});
   });
 
-  it('after failed logins every Basic request answers 429, GET /plans/ included', async () => {
+  // It starts a server process of its own (up to 60 s on a busy machine) before its ~90 requests.
+  it('after failed logins every Basic request answers 429, GET /plans/ included', { timeout: 180_000 }, async () => {
     const throttled = await startServerProcess({ databaseUrl: db.url, env: { LOGIN_THROTTLE_LIMIT: '2' } });
     extra.push(throttled);
     const { username } = target.context.credentials;
