@@ -30,7 +30,6 @@ export { OPENAPI_PATH };
 /** Operations that read their raw body themselves (the webhook logs whatever arrives). */
 const RAW_BODY_OPERATIONS = new Set<OperationId>(['receiveGatewayNotification']);
 export const WEBHOOK_PATH = `${API_ROOT}/webhook/notification/`;
-const RAW_BODY_PATHS = new Set([WEBHOOK_PATH]);
 const BODILESS_STATUSES = new Set([204, 304]);
 /** The operations that record usage events: the only ones an `events` key may call. */
 const EVENT_OPERATIONS = new Set<OperationId>(['sendUsageEvent', 'sendUsageEventBatch']);
@@ -401,7 +400,7 @@ export async function createApiMiddleware(deps: ApiDependencies): Promise<Contra
 
     // Text neither database can store (NUL, unpaired surrogates) is refused on both alike, naming
     // the field. The webhook logs its raw body whatever it holds (NUL stored as U+FFFD).
-    const unstorable = RAW_BODY_PATHS.has(path) ? null : (unstorableField(ctx.query) ?? unstorableField(body));
+    const unstorable = path === WEBHOOK_PATH ? null : (unstorableField(ctx.query) ?? unstorableField(body));
     if (unstorable !== null) throw new DomainError('validation_error', 'The request contains text that cannot be stored.', [unstorable]);
 
     const headers = { ...ctx.headers } as Record<string, string | string[]>;

@@ -67,3 +67,11 @@ export function isDecodablePath(path: string): boolean {
     }
   });
 }
+
+/**
+ * Both spellings under which the API serves a path that ends in a slash: with it and without it.
+ * The fast paths, which match exact paths before the router sees them, take both.
+ */
+export function servedSpellings(path: string): [string, string] {
+  return [path, path.slice(0, -1)];
+}

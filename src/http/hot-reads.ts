@@ -10,6 +10,7 @@ import type { AccessCache } from './auth/access-cache.js';
 import { setUserLazily } from './auth/authenticate.js';
 import { parseBasicAuth, type VerifiedCredentialCache } from './auth/basic-auth.js';
 import { BILLING_CUSTOMER_HEADER } from './auth/staff-gate.js';
+import { servedSpellings } from './canonical-path.js';
 import { paymentHandlers } from './handlers/payments.js';
 import { subscriptionHandlers } from './handlers/subscriptions.js';
 import type { OperationId, OperationRequest } from './operations.js';
@@ -45,8 +46,7 @@ for (const [path, operationId, handler] of [
   ['/payments/', 'listPayments', paymentHandlers.listPayments],
 ] as const) {
   const entry = { operationId, handler: handler as unknown as Handler };
-  HOT_OPERATIONS.set(`${API_ROOT}${path}`, entry);
-  HOT_OPERATIONS.set(`${API_ROOT}${path.slice(0, -1)}`, entry);
+  for (const spelling of servedSpellings(`${API_ROOT}${path}`)) HOT_OPERATIONS.set(spelling, entry);
 }
 
 /** What Koa's cookie jar verifies a signed cookie with (app.keys as a Keygrip). */

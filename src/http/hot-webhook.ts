@@ -9,6 +9,7 @@ import { WEBHOOK_PATH } from './api.js';
 import type { AccessCache } from './auth/access-cache.js';
 import { BILLING_CUSTOMER_HEADER } from './auth/staff-gate.js';
 import { readWebhookBody } from './body.js';
+import { servedSpellings } from './canonical-path.js';
 import type { OperationHandler, OperationId } from './operations.js';
 
 export interface HotWebhookOptions {
@@ -26,7 +27,7 @@ export interface HotWebhookOptions {
   onServed?: () => void;
 }
 
-const PATHS = new Set([WEBHOOK_PATH, WEBHOOK_PATH.slice(0, -1)]);
+const PATHS = new Set(servedSpellings(WEBHOOK_PATH));
 
 /**
  * The gateway's notification `POST /webhook/notification/` taken to its handler without the

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { API_ROOT, WEBHOOK_PATH } from '../http/api.js';
+import { servedSpellings } from '../http/canonical-path.js';
 import { problem, sendProblem } from '../http/problem.js';
 import { WEBHOOK_OUTCOMES, type ServiceMetrics, type WebhookOutcome } from './service-metrics.js';
 
@@ -9,6 +10,7 @@ export const METRICS_PATH = '/metrics';
 
 const WEBHOOK_OPERATION = 'receiveGatewayNotification';
 const API_PREFIX = `${API_ROOT}/`;
+const WEBHOOK_SPELLINGS: readonly string[] = servedSpellings(WEBHOOK_PATH);
 
 /**
  * Times every API request by its contract operation and final status; the outermost
@@ -26,7 +28,7 @@ export function requestMetrics(metrics: ServiceMetrics): Middleware {
       const operation = ctx.state.operationId ?? 'unrouted';
       metrics.observeRequest(operation, ctx.status, (performance.now() - started) / 1000);
       // Refused for its size before routing: counted, as nothing of it is stored.
-      if (ctx.status === 413 && (ctx.path === WEBHOOK_PATH || `${ctx.path}/` === WEBHOOK_PATH)) metrics.webhookDropped('too_large');
+      if (ctx.status === 413 && WEBHOOK_SPELLINGS.includes(ctx.path)) metrics.webhookDropped('too_large');
       if (operation === WEBHOOK_OPERATION) {
         const ack = (ctx.body as { status?: unknown } | null)?.status;
         metrics.webhookOutcome(typeof ack === 'string' && (WEBHOOK_OUTCOMES as readonly string[]).includes(ack) ? (ack as WebhookOutcome) : 'error');
