@@ -373,7 +373,25 @@ describe.each(DATABASES)('billing-admin tax on %s', (kind) => {
 
     await mkdir(join(dir, 'may'));
 
-    const res = await tax(['export', '--month', '2026-05', '--out', 'may/coretax.xml', '--json']);
+    // A live server keeps writing while the export reads its month (on SQLite, a write between
+    // the export's reads and its marks once failed the export with "database is locked").
+    let writing = true;
+    let writes = 0;
+    const writer = (async () => {
+      while (writing) {
+        await em().execute('update users set id = id where id = ?', [owner.id], 'run');
+        writes++;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    })();
+    let res: CliResult;
+    try {
+      res = await tax(['export', '--month', '2026-05', '--out', 'may/coretax.xml', '--json']);
+    } finally {
+      writing = false;
+      await writer;
+    }
+    expect(writes).toBeGreaterThan(0);
     expect(res.code, res.stderr).toBe(0);
     expect(res.json).toMatchObject({ invoices: count, files: ['may/coretax.xml', 'may/coretax-2.xml'], tax_amount: (Number(taxAmount) * count).toFixed(2) });
     const first = fakturs(parseXml(await readFile(join(dir, 'may/coretax.xml'), 'utf8')));

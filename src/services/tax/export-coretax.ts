@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
-import { isPostgres } from '../../db/dialect.js';
+import { isPostgres, takeSqliteWriteLock } from '../../db/dialect.js';
 import { Invoice, InvoiceLine } from '../../db/entities/invoice.js';
 import { User } from '../../db/entities/user.js';
 import { ValidationError } from '../../domain/errors.js';
@@ -64,6 +64,10 @@ export async function exportCoretax(ctx: DataContext, input: ExportCoretaxInput)
   const words = lineWordsFor(ctx.config.documents);
 
   return ctx.em.fork().transactional(async (em) => {
+    // The export reads for a while (a month of invoices, the files) before it marks them: beside
+    // a running server on SQLite it must hold the write lock from the start, or any write of the
+    // server's in between fails its mark at once.
+    await takeSqliteWriteLock(em, 'invoices');
     const invoices = (await paidTaxedInvoices(em, input)).filter((i) => isInMonth(i.paidAt!, input.month, timeZone));
     const lines = await firstChargedLines(em, invoices);
     const notes = await creditNotesOf(em, invoices);
