@@ -81,6 +81,13 @@ describe.each(DATABASES)('card refunds and lost gateway answers (%s)', (kind) =>
     expect(early.find((i) => i.orderId === payment.orderId)).toMatchObject({ result: 'not_found', statusAfter: 'pending' });
 
     h.clock.set(new Date(h.clock.now().getTime() + 5 * 60_000));
+    // A dry run rehearses the closing and keeps nothing of it (it once committed the failure for
+    // real on PostgreSQL, in a transaction of its own beside the rehearsal's).
+    const rehearsed = await reconcilePayments(h.ctx(), { dryRun: true });
+    expect(rehearsed.find((i) => i.orderId === payment.orderId)).toMatchObject({ result: 'would_close', statusAfter: 'failed' });
+    expect(await em().findOneOrFail(Payment, payment.id)).toMatchObject({ status: 'pending', outcomeUnknown: true });
+    expect((await em().findOneOrFail(Subscription, payment.subscription!.id)).status).toBe('pending');
+
     const late = await reconcilePayments(h.ctx());
     expect(late.find((i) => i.orderId === payment.orderId)).toMatchObject({ result: 'closed', statusAfter: 'failed' });
     const closed = await em().findOneOrFail(Payment, payment.id, { populate: ['subscription', 'invoice'] });

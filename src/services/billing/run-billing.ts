@@ -1,3 +1,4 @@
+import { rehearse } from '../common/rehearse.js';
 import { eventStore } from '../usage/event-store.js';
 import { isPostgres } from '../../db/dialect.js';
 import type { ServiceContext } from '../context.js';
@@ -161,21 +162,9 @@ export async function runBilling(ctx: ServiceContext, opts: BillingRunOptions = 
   // NOTE: a dry run is the same pass, rehearsed in one transaction that is rolled back: each
   // subscription sees what the ones before it would have done (a shared wallet, the next invoice
   // number), so its report is the real run's except where the gateway answers. While it runs
-  // it holds the locks a run would take (on SQLite, the write lock).
-  let report: BillingRunReport | null = null;
-  try {
-    await ctx.em.fork().transactional(async (tx: EntityManager) => {
-      report = await pass({ ...runCtx, em: tx }, at, opts, true);
-      throw new DryRunRollback();
-    });
-  } catch (err) {
-    if (!(err instanceof DryRunRollback)) throw err;
-  }
-  return report!;
+  // it holds the locks a run would take (on SQLite, the write lock: src/services/common/rehearse.ts).
+  return rehearse(ctx.em as EntityManager, 'subscriptions', (tx) => pass({ ...runCtx, em: tx }, at, opts, true));
 }
-
-/** Thrown at the end of a dry run to roll back everything it rehearsed. */
-class DryRunRollback extends Error {}
 
 /** The billing pass at `at` (runCtx's clock); a dry run's runCtx.em is the transaction it rolls back. */
 async function pass(runCtx: ServiceContext, at: Date, opts: BillingRunOptions, dryRun: boolean): Promise<BillingRunReport> {

@@ -23,8 +23,13 @@ export function setDeadlockAttemptsForTests(n: number): () => void {
  * payments can meet a webhook that locks a payment and then its subscription. `work` must
  * therefore keep its results in what it returns, not in outer variables. A victim still chosen
  * on the last attempt is thrown on, and classified as the database unavailable (503, exit 5).
+ * Inside a caller's transaction it runs once, as part of it.
  */
 export async function retryingTransaction<T>(em: EntityManager, work: (em: EntityManager) => Promise<T>): Promise<T> {
+  // Called inside a transaction (a dry run's rehearsal): a savepoint of it. A transaction of its
+  // own would commit beside the rehearsal on PostgreSQL and wait forever on SQLite for the one
+  // connection the rehearsal holds; a retry is then the outer transaction's to make.
+  if (em.isInTransaction()) return em.fork({ keepTransactionContext: true }).transactional(work);
   for (let attempt = 1; ; attempt++) {
     try {
       return await em.fork().transactional(work);

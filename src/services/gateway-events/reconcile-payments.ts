@@ -1,3 +1,4 @@
+import { rehearse } from '../common/rehearse.js';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { Payment, Refund } from '../../db/entities/payment.js';
@@ -32,6 +33,8 @@ export type ReconcileResult =
   | 'gateway_error'
   /** The gateway never saw the charge and it is too old to be on its way: failed, `never_reached_gateway`. */
   | 'closed'
+  /** Dry run: the real run would close it (`closed`). */
+  | 'would_close'
   /** A settled payment or top-up of the look back whose status at the gateway is what we applied: nothing recorded. */
   | 'unchanged';
 
@@ -185,16 +188,8 @@ export async function reconcilePayments(
   // activates and the payment it settles, are the real run's), each candidate sees what the ones
   // before it did, and nothing stays. Only what would be sent to the gateway (a cancel, a refund
   // sent again) is not done, and is said instead. While it runs it holds the locks a sync would
-  // take (on SQLite, the write lock).
-  let items: ReconcileItem[] = [];
-  try {
-    await forkIn(ctx).transactional(async (tx: EntityManager) => {
-      items = await reconcileAll({ ...ctx, em: tx }, input, onProgress);
-      throw new DryRunRollback();
-    });
-  } catch (err) {
-    if (!(err instanceof DryRunRollback)) throw err;
-  }
+  // take (on SQLite, the write lock: src/services/common/rehearse.ts).
+  const items = await rehearse(ctx.em as EntityManager, 'webhook_logs', (tx) => reconcileAll({ ...ctx, em: tx }, input, onProgress));
   return items.map((i) => ({ ...i, log: null }));
 }
 
@@ -202,9 +197,6 @@ export async function reconcilePayments(
 function forkIn(ctx: ServiceContext): EntityManager {
   return ctx.em.fork({ keepTransactionContext: true }) as EntityManager;
 }
-
-/** Thrown at the end of a dry run to roll back everything it rehearsed. */
-class DryRunRollback extends Error {}
 
 const PREVIEW_OF: Partial<Record<ReconcileResult, ReconcileResult>> = { processed: 'would_process', failed: 'would_fail' };
 
@@ -291,7 +283,7 @@ async function reconcileOne(ctx: ServiceContext, c: Candidate, input: ReconcileI
     // A charge the gateway never saw, old enough that nobody is still sending it: closed as failed.
     if (notFound && c.kind === 'payment' && c.status === 'pending' && !c.lostRefund && isPastReach(ctx, c.createdAt)) {
       const changes = await closeUnsentPayment(ctx, c.id);
-      return { ...item, result: 'closed', statusAfter: await currentStatus(ctx, c), changes, error: null };
+      return { ...item, result: input.dryRun ? 'would_close' : 'closed', statusAfter: await currentStatus(ctx, c), changes, error: null };
     }
     return item;
   }

@@ -1,3 +1,4 @@
+import { rehearse } from '../common/rehearse.js';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { WebhookLog, WebhookLogStatus } from '../../db/entities/webhook-log.js';
 import { ValidationError } from '../../domain/errors.js';
@@ -17,7 +18,6 @@ function asPreview(result: NotificationResult): ReplayPreview {
 }
 
 /** Thrown at the end of a dry run to roll back everything it rehearsed. */
-class DryRunRollback extends Error {}
 
 export interface ReplayInput {
   /** Replay exactly these logs (filters are ignored). */
@@ -79,20 +79,15 @@ export async function replayWebhookLogs(
   // NOTE: a dry run runs the very same processing, in order, inside one transaction that it rolls
   // back: each log sees what the logs before it would have done (a duplicate of an earlier one,
   // an order settled by it), so its answer is the real replay's. While it runs it holds the locks
-  // a replay would take (on SQLite, the write lock).
-  try {
-    await ctx.em.fork().transactional(async (tx: EntityManager) => {
-      await replay({ ...ctx, em: tx }, (log, outcome) => ({
-        log,
-        previousStatus: log.status,
-        result: asPreview(outcome.result),
-        changes: outcome.changes,
-        error: outcome.error,
-      }));
-      throw new DryRunRollback();
-    });
-  } catch (err) {
-    if (!(err instanceof DryRunRollback)) throw err;
-  }
+  // a replay would take (on SQLite, the write lock: src/services/common/rehearse.ts).
+  await rehearse(ctx.em as EntityManager, 'webhook_logs', (tx) =>
+    replay({ ...ctx, em: tx }, (log, outcome) => ({
+      log,
+      previousStatus: log.status,
+      result: asPreview(outcome.result),
+      changes: outcome.changes,
+      error: outcome.error,
+    })),
+  );
   return items;
 }
