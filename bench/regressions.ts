@@ -7,8 +7,13 @@
  * scenario with a baseline is compared by its ratio to the baseline of its own run (usage
  * ingestion: to the bare INSERT); the figures without one (the billing runs' renewals per second,
  * with and without usage, start to first answer, the current usage's p95) are first scaled by
- * how much faster this run's `baseline: select` was on the same database: a machine twice as
- * fast is expected to renew twice as fast. Peak memory does not depend on speed: compared as it is.
+ * how much slower this run's `baseline: select` was on the same database: a machine half as fast
+ * is expected to renew half as fast. A faster select does not raise the bar: the billing run and
+ * start-up did not follow it (on 2 December the select on PostgreSQL ran 2.2 times as fast as in
+ * latest.json, the billing run of 1,000 1.5 times and start-up 1.6 times, and the check failed
+ * both as regressions that were not there), so on a faster machine they are held to latest.json's
+ * own figures. Peak memory does not depend on speed:
+ * compared as it is.
  */
 
 export const TOLERANCE = 0.2;
@@ -37,12 +42,15 @@ export interface BenchReport {
   extras: Record<string, { startToFirstAnswerMs?: number; peakRssMb?: number; billing?: BillingFigure[]; usage?: UsageFigure } | undefined>;
 }
 
-/** How much faster this run's machine is than the earlier one's, by the bare select on `database` (1 when either lacks it). */
-function speedup(previous: BenchReport, current: BenchReport, database: string): number {
+/**
+ * How fast this run's machine is against the earlier one's, by the bare select on `database`,
+ * never above 1 (1 when either lacks it): a slower machine lowers the bar, a faster one does not raise it.
+ */
+export function speedup(previous: BenchReport, current: BenchReport, database: string): number {
   const select = (r: BenchReport) => r.rows.find((row) => row.scenario === 'baseline: select' && row.database === database)?.requestsPerSecond;
   const before = select(previous);
   const now = select(current);
-  return before && now ? now / before : 1;
+  return before && now ? Math.min(1, now / before) : 1;
 }
 
 const pct = (worse: number) => `${Math.round(worse * 100)} %`;
@@ -61,7 +69,7 @@ export function findRegressions(previous: BenchReport, current: BenchReport, tol
     const before = previous.extras[database];
     if (!now || !before) continue;
     const faster = speedup(previous, current, database);
-    /** A time of this run against the earlier one's on a machine `faster` times as fast. */
+    /** A time of this run against the earlier one's on a machine `faster` times as fast (at most 1). */
     const slowerTime = (what: string, nowMs: number | undefined, beforeMs: number | undefined) => {
       if (nowMs === undefined || beforeMs === undefined) return;
       const expected = beforeMs / faster;

@@ -21,6 +21,7 @@ import { documentBurstLimit } from './http/document-burst-limit.js';
 import { docsMiddleware } from './http/docs.js';
 import { hostedPages } from './http/hosted/pages.js';
 import { healthMiddleware } from './http/health.js';
+import { AnswerCache } from './http/answer-cache.js';
 import { hotReads } from './http/hot-reads.js';
 import { hotWebhook } from './http/hot-webhook.js';
 import { errorBoundary, requestLogger } from './http/error-boundary.js';
@@ -52,7 +53,7 @@ export interface AppOptions {
   /** Answer the polled customer reads by the fast path (src/http/hot-reads.ts); default true. Tests compare both paths. */
   hotReads?: boolean;
   /** Told each time the fast path answers (tests). */
-  onHotRead?: (operationId: string) => void;
+  onHotRead?: (operationId: string, fromMemory: boolean) => void;
   /** Take the gateway's notifications by their fast path (src/http/hot-webhook.ts); default true. Tests compare both paths. */
   hotWebhook?: boolean;
   /** Told each time the webhook's fast path takes a request (tests). */
@@ -169,6 +170,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const credentialCache = new VerifiedCredentialCache(config.basicAuthCacheSeconds * 1000);
   // Sessions, users and access answers, valid while the user's access version stands.
   const accessCache = new AccessCache(config.accessRecheckMs, { config, clock });
+  const answerCache = new AnswerCache(config.answerCacheBytes);
   const invalidWebhookQuota = new InvalidNotificationQuota(config.webhookInvalidPerMinute, {
     onRefused: () => metrics.webhookDropped('invalid_over_quota'),
   });
@@ -254,7 +256,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   }
   // The polled customer reads, answered from the same caches without the framework below when nothing needs it.
   if (options.hotReads !== false) {
-    app.use(hotReads({ orm, config, gateway, clock, session: sessionOptions, credentials: credentialCache, access: accessCache, accessRule, onServed: options.onHotRead }));
+    app.use(hotReads({ orm, config, gateway, clock, session: sessionOptions, credentials: credentialCache, access: accessCache, answers: answerCache, accessRule, onServed: options.onHotRead }));
   }
   app.use(session({ ...sessionOptions }, app));
   app.use(authenticationMiddleware(orm, credentialCache, throttler, accessCache));

@@ -94,6 +94,11 @@ export interface Config {
    * the CLI, SQL) stops access here. Changes made through this process act at once.
    */
   accessRecheckMs: number;
+  /**
+   * Bytes of memory per process for the last answers of the polled customer reads (0: none);
+   * an answer is sent again only while the rows it was read from are unchanged.
+   */
+  answerCacheBytes: number;
   maxBodyBytes: number;
   /** Invalid notifications one source may have stored per minute; beyond, answered but not logged. */
   webhookInvalidPerMinute: number;
@@ -183,6 +188,11 @@ function integer(env: Env, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
   return Number(raw);
+}
+
+function atMost(value: number, max: number, name: string): number {
+  if (value > max) throw new ConfigError(`${name} must be at most ${max}, got ${value}`);
+  return value;
 }
 
 function positive(value: number, name: string): number {
@@ -453,6 +463,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     basicAuthCacheSeconds: integer(env, 'BASIC_AUTH_CACHE_SECONDS', 60),
     planCacheSeconds: integer(env, 'PLAN_CACHE_SECONDS', 1),
     accessRecheckMs: integer(env, 'ACCESS_RECHECK_MS', 1000),
+    answerCacheBytes: atMost(integer(env, 'ANSWER_CACHE_MB', 64), 1_048_576, 'ANSWER_CACHE_MB') * 1_048_576,
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576),
     webhookInvalidPerMinute: integer(env, 'WEBHOOK_INVALID_PER_MINUTE', 60),
     metricsToken: env.METRICS_TOKEN || null,

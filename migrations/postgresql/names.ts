@@ -23,4 +23,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261201213237',
   'Migration20261202010926',
   'Migration20261202020000',
+  'Migration20261203080000',
 ];

@@ -6,7 +6,8 @@ import type { Clock } from '../domain/clock.js';
 import type { PaymentGateway } from '../gateway/types.js';
 import type { AccessRule } from './access-middleware.js';
 import { API_ROOT } from './api.js';
-import type { AccessCache } from './auth/access-cache.js';
+import type { AnswerCache } from './answer-cache.js';
+import type { AccessCache, AnswerVersions } from './auth/access-cache.js';
 import { setUserLazily } from './auth/authenticate.js';
 import { parseBasicAuth, type VerifiedCredentialCache } from './auth/basic-auth.js';
 import { BILLING_CUSTOMER_HEADER } from './auth/staff-gate.js';
@@ -32,12 +33,14 @@ export interface HotReadsOptions {
   session: HotSessionOptions;
   credentials: VerifiedCredentialCache;
   access: AccessCache;
+  /** The last answers of these reads, sent again while nothing they were read from changed. */
+  answers: AnswerCache;
   accessRule: AccessRule;
-  /** Called with the operation each time the fast path answers (tests prove it was taken). */
-  onServed?: (operationId: OperationId) => void;
+  /** Called with the operation each time the fast path answers, and whether from a kept answer (tests prove which was taken). */
+  onServed?: (operationId: OperationId, fromMemory: boolean) => void;
 }
 
-type Handler = (req: OperationRequest<OperationId>) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+type Handler = (req: OperationRequest<OperationId>) => Promise<{ status: number; body: unknown; headers?: Record<string, string>; freshUntil?: number }>;
 
 /** The reads every client polls, by their exact canonical path (with or without the trailing slash, as api.ts serves them). */
 const HOT_OPERATIONS = new Map<string, { operationId: OperationId; handler: Handler }>();
@@ -58,7 +61,8 @@ interface SigningKeys {
  * The authenticated customer reads `GET /subscriptions/active/` and `GET /payments/` answered
  * without the per-request framework (koa-session's bookkeeping, openapi-backend's routing and
  * validation, MikroORM's request context): authentication from the same per-process caches
- * with the same checks as the normal path, then the operation's own handler.
+ * with the same checks as the normal path, then the operation's own handler, or its last
+ * answer to this user when nothing it was read from has changed since (src/http/answer-cache.ts).
  *
  * NOTE: only a request the normal path would answer 200 with nothing left to validate is
  * answered here: GET, the exact path, no query string at all, no Billing-Customer header, a
@@ -71,7 +75,7 @@ interface SigningKeys {
  * see the request as before.
  */
 export function hotReads(options: HotReadsOptions): Middleware {
-  const { orm, session, credentials, access } = options;
+  const { orm, session, credentials, access, answers } = options;
   const em = orm.em as EntityManager;
   const sessionsUsable = session.signed && !session.rolling;
   const sigName = `${session.key}.sig`;
@@ -133,12 +137,15 @@ export function hotReads(options: HotReadsOptions): Middleware {
     const hot = ctx.method === 'GET' ? HOT_OPERATIONS.get(ctx.path) : undefined;
     if (!hot || ctx.url.includes('?') || ctx.get(BILLING_CUSTOMER_HEADER) !== '' || ctx.headers[BILLING_CUSTOMER_HEADER.toLowerCase()] !== undefined) return next();
     let result: Awaited<ReturnType<Handler>>;
+    let versions: AnswerVersions | undefined;
+    let userId: string;
     try {
       const method = await authenticated(ctx);
-      if (method === null) {
+      if (method === null || !ctx.state.userFields) {
         undo(ctx);
         return next();
       }
+      userId = ctx.state.userFields.id;
       ctx.state.authMethod = method;
       const decision = await options.accessRule(ctx.path, () => ctx.state.userFields ?? null, ctx);
       if (!decision.allowed) {
@@ -146,6 +153,16 @@ export function hotReads(options: HotReadsOptions): Middleware {
         return next();
       }
       ctx.state.operationId = hot.operationId;
+      if (answers.enabled) {
+        // Read before the rows the answer is made of (src/http/answer-cache.ts).
+        versions = await access.answerVersions(em, userId);
+        const kept = answers.get(answerKey(ctx, hot.operationId, userId), versions, options.clock.now().getTime());
+        if (kept) {
+          send(ctx, kept.text, kept.headers);
+          options.onServed?.(hot.operationId, true);
+          return;
+        }
+      }
       result = await hot.handler({
         koa: ctx,
         query: {} as never,
@@ -165,10 +182,27 @@ export function hotReads(options: HotReadsOptions): Middleware {
       undo(ctx);
       return next();
     }
-    if (result.headers) ctx.set(result.headers);
-    ctx.status = 200;
-    ctx.type = 'application/json';
-    ctx.body = result.body;
-    options.onServed?.(hot.operationId);
+    const text = JSON.stringify(result.body);
+    if (versions && result.freshUntil !== undefined) {
+      answers.set(answerKey(ctx, hot.operationId, userId), { text, headers: result.headers, versions, freshUntil: result.freshUntil });
+    }
+    send(ctx, text, result.headers);
+    options.onServed?.(hot.operationId, false);
   };
+}
+
+/** A 200 JSON answer as text: the same bytes Koa writes for the body it was made from. */
+function send(ctx: Context, text: string, headers: Record<string, string> | undefined): void {
+  if (headers) ctx.set(headers);
+  ctx.status = 200;
+  ctx.type = 'application/json';
+  ctx.body = text;
+}
+
+/**
+ * Whose answer to what, as the request spells it: a page's `next` link is made of the request's
+ * protocol, host and URL (src/http/pagination.ts), so each spelling keeps its own.
+ */
+function answerKey(ctx: Context, operationId: OperationId, userId: string): string {
+  return `${operationId}\n${userId}\n${ctx.protocol}://${ctx.host}${ctx.originalUrl}`;
 }

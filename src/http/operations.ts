@@ -28,8 +28,18 @@ type FileFields<T> = T extends { content: { 'application/pdf': unknown } }
 export type OperationResult<K extends OperationId> = {
   [S in keyof operations[K]['responses'] & SuccessStatus]: { status: S; body: ResponseBody<operations[K]['responses'][S]> } & FileFields<
     operations[K]['responses'][S]
-  >;
+  > &
+    AnswerLifetime;
 }[keyof operations[K]['responses'] & SuccessStatus];
+
+interface AnswerLifetime {
+  /**
+   * Set by a polled read that may be answered again from memory (src/http/answer-cache.ts): the
+   * instant (epoch ms, the service's clock) until which the same rows give the same answer;
+   * Infinity when nothing in it depends on the time. Unset: never kept.
+   */
+  freshUntil?: number;
+}
 
 export interface OperationRequest<K extends OperationId> {
   koa: Context;

@@ -24,6 +24,16 @@ describe('the bench regression check', () => {
     expect(found.join('\n')).toMatch(/billing run, 1000 due \(sqlite\): 1379 renewals\/s against 3207\/s expected from latest\.json's 3207\/s, 57 % lower/);
   });
 
+  it('a faster select does not raise the bar: a machine twice as fast whose renewals and start-up gained less is no regression', () => {
+    // 2 December on PostgreSQL: the select 2.2 times as fast, the billing run 1.5 times, start-up 1.6 times.
+    expect(findRegressions(report(3130, 600, 1399, 1154), report(6790, 1300, 2138, 738))).toEqual([]);
+    // Held to latest.json's own figures: slower than them on a faster machine still fails.
+    const found = findRegressions(report(3130, 600, 1399, 1154), report(6790, 1300, 1000, 1500));
+    expect(found).toHaveLength(2);
+    expect(found.join('\n')).toMatch(/billing run, 1000 due \(sqlite\): 1000 renewals\/s against 1399\/s expected/);
+    expect(found.join('\n')).toMatch(/start to first answer \(sqlite\): 1500 ms against 1154 ms expected/);
+  });
+
   it('a slower machine is expected to be slower: half the select, half the renewals is no regression', () => {
     expect(findRegressions(report(10000, 2400, 3000, 1000), report(5000, 1200, 1500, 2000))).toEqual([]);
     expect(findRegressions(report(10000, 2400, 3000, 1000), report(5000, 1200, 1000, 2000))).toHaveLength(1);

@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Session as SessionRow } from '../../src/db/entities/infrastructure.js';
+import { Invoice } from '../../src/db/entities/invoice.js';
+import { Payment } from '../../src/db/entities/payment.js';
+import { Plan } from '../../src/db/entities/plan.js';
+import { Subscription } from '../../src/db/entities/subscription.js';
+import { accessRules } from '../../src/services/subscriptions/has-access.js';
 import { quietLogger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { sendRaw as send, type Raw } from '../helpers/raw-http.js';
 import { DATABASES, type DatabaseKind } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type Credentials, type Session, type TestServer } from '../helpers/server.js';
-import { activeSubscription, dbOf, type TestUser } from '../helpers/subscriptions.js';
+import { activeSubscription, dbOf, openInvoice, type TestUser } from '../helpers/subscriptions.js';
 
 /*
  * The fast path of the polled customer reads (src/http/hot-reads.ts) against the normal path,
@@ -33,13 +38,19 @@ describe.each(DATABASES)('hot reads answer as the normal path does (%s)', (kind:
   let hot: RunningServer;
   let normal: RunningServer;
   let served: string[] = [];
+  /** The fast path's answers sent again from memory (src/http/answer-cache.ts). */
+  const kept: string[] = [];
   let customer: TestUser;
   let session: Session;
 
   beforeAll(async () => {
     setup = await startTestServer(kind, { env: { CORS_ORIGINS: ORIGIN } });
     await setup.seedPlans(STANDARD_PLANS);
-    hot = await startServer({ ...setup.config }, { logger: quietLogger, validateResponses: true, onHotRead: (op) => served.push(op) });
+    hot = await startServer({ ...setup.config }, { logger: quietLogger, validateResponses: true, onHotRead: (op, fromMemory) => {
+        served.push(op);
+        if (fromMemory) kept.push(op);
+      },
+    });
     normal = await startServer({ ...setup.config }, { logger: quietLogger, validateResponses: true, hotReads: false });
     customer = await setup.createUser();
     await activeSubscription(setup, customer);
@@ -178,6 +189,56 @@ describe.each(DATABASES)('hot reads answer as the normal path does (%s)', (kind:
     expect(gone.status).toBe(404);
     expect(gone.fast).toBe(false);
     expect((await both('GET', '/payments/', { authorization: basic(renamed) })).fast).toBe(true);
+  });
+
+  it('a kept answer is sent again only while nothing it was read from changed: a change made anywhere shows at the next request', async () => {
+    const user = await setup.createUser();
+    const { subscription, payment } = await activeSubscription(setup, user);
+    const auth = { authorization: basic(user) };
+    const em = dbOf(setup);
+    const grace = accessRules(setup.config).graceMinutes * 60_000;
+    /** Asks both servers until the fast path sends its kept answer (the first asks verify the credential and keep it). */
+    async function keptAnswer(path: string): Promise<Raw> {
+      for (let i = 0; i < 3; i++) {
+        const before = kept.length;
+        const answer = await both('GET', path, auth);
+        if (kept.length > before) return answer;
+      }
+      throw new Error(`${path} was never sent from memory`);
+    }
+    /** Asks both once: the first answer after a change, which must already be the normal path's. */
+    const next = (path: string) => both('GET', path, auth);
+
+    // A payment changed by another process (here: plain SQL through another server's connection).
+    await keptAnswer('/payments/');
+    await em.nativeUpdate(Payment, { id: payment.id }, { failureReason: 'changed elsewhere' });
+    expect((await next('/payments/')).text).toContain('changed elsewhere');
+
+    // The subscription's own row, and one of its plans: the catalogue's version.
+    await keptAnswer('/subscriptions/active/');
+    await em.nativeUpdate(Subscription, { id: subscription.id }, { metadata: { changed: 'elsewhere' } });
+    expect(JSON.parse((await next('/subscriptions/active/')).text).metadata).toEqual({ changed: 'elsewhere' });
+    await keptAnswer('/subscriptions/active/');
+    const planName = subscription.plan.name as string;
+    await em.nativeUpdate(Plan, { id: subscription.plan.id }, { name: `${planName} (renamed)` });
+    try {
+      expect(JSON.parse((await next('/subscriptions/active/')).text).plan.name).toBe(`${planName} (renamed)`);
+    } finally {
+      await em.nativeUpdate(Plan, { id: subscription.plan.id }, { name: planName });
+    }
+
+    // Access held only by an open renewal invoice: voiding it ends access at once, on both.
+    await em.nativeUpdate(Subscription, { id: subscription.id }, { currentPeriodEnd: new Date(Date.now() - grace - 60_000) });
+    const invoiceId = await openInvoice(setup, subscription.id, '1000.00');
+    expect((await keptAnswer('/subscriptions/active/')).status).toBe(200);
+    await em.nativeUpdate(Invoice, { id: invoiceId }, { status: 'void' });
+    expect((await next('/subscriptions/active/')).status).toBe(404);
+
+    // Nothing changes, but the access ends: the kept answer ends with it.
+    await em.nativeUpdate(Subscription, { id: subscription.id }, { currentPeriodEnd: new Date(Date.now() - grace + 1_500) });
+    expect((await keptAnswer('/subscriptions/active/')).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    expect((await next('/subscriptions/active/')).status).toBe(404);
   });
 });
 

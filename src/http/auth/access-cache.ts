@@ -12,8 +12,9 @@ import { USER_FIELDS, type UserFields } from '../serializers.js';
 /**
  * Per-process memory of what authenticating a request and checking its access found (session
  * rows, user rows, "has access until T"), each kept with the user's access version: a counter
- * that database triggers raise on every change to the user's subscriptions, their user row or
- * one of their sessions, whoever writes it (migrations/…/Migration20261124001457.ts).
+ * that database triggers raise on every change to the user's subscriptions, payments, invoices,
+ * their user row or one of their sessions, whoever writes it (migrations/…/Migration20261124001457.ts
+ * and Migration20261203080000.ts).
  *
  * NOTE: a remembered answer is used only under the version it was read with, and the version
  * is read first, or in the same statement as the data, never after it: a change committed in
@@ -91,6 +92,19 @@ class BoundedMap<V> extends Map<string, V> {
   }
 }
 
+/**
+ * The access_versions row that counts changes to the plan catalogue (a plan's name or price is
+ * part of a subscription's answer); database triggers raise it (migrations/…/Migration20261203080000.ts).
+ * No user id has this shape.
+ */
+export const CATALOGUE_VERSION_KEY = '*plans*';
+
+/** A user's version and the catalogue's, as read together. */
+export interface AnswerVersions {
+  user: string;
+  catalogue: string;
+}
+
 const toVersion = (v: unknown): string => (v === null || v === undefined ? '0' : String(v));
 
 /** The version the rest of this request uses for `userId` (one request never reads it twice). */
@@ -120,6 +134,21 @@ export class AccessCache {
   async readVersion(em: EntityManager, userId: string): Promise<string> {
     const rows = await hotRows<{ version: unknown }>(em, 'select version from access_versions where user_id = ?', [userId], { prepare: true });
     return toVersion(rows[0]?.version);
+  }
+
+  /**
+   * The user's version and the plan catalogue's, read now from the database in one statement
+   * (never from memory): what the answer cache keeps a polled read's answer under.
+   */
+  async answerVersions(em: EntityManager, userId: string): Promise<AnswerVersions> {
+    const rows = await hotRows<{ user_id: unknown; version: unknown }>(
+      em,
+      'select user_id, version from access_versions where user_id in (?, ?)',
+      [userId, CATALOGUE_VERSION_KEY],
+      { prepare: true },
+    );
+    const of = (key: string) => toVersion(rows.find((r) => r.user_id === key)?.version);
+    return { user: of(userId), catalogue: of(CATALOGUE_VERSION_KEY) };
   }
 
   /** This process wrote to the database: versions it holds may be behind; read them again. */

@@ -12,7 +12,8 @@ export const paymentHandlers: OperationHandlers = {
     const page = pageRequest(req.query);
     const { status, payment_type, ordering } = req.query;
     const result = await listPaymentFields(req.services, requireUserId(req), { status, paymentType: payment_type, ordering }, page);
-    return { status: 200, body: envelope(req.koa, result, page, serializePayment) };
+    // Nothing in a page of payments depends on the time: only a change to the rows changes it.
+    return { status: 200, body: envelope(req.koa, result, page, serializePayment), freshUntil: Infinity };
   },
 
   async getPayment(req) {

@@ -1,7 +1,7 @@
 import { cancelSubscription } from '../../services/subscriptions/cancel-subscription.js';
 import { changeSubscriptionPlan } from '../../services/subscriptions/change-subscription-plan.js';
 import { createSubscription } from '../../services/subscriptions/create-subscription.js';
-import { getActiveSubscriptionFields, getSubscription } from '../../services/subscriptions/get-subscription.js';
+import { getActiveSubscriptionAnswer, getSubscription } from '../../services/subscriptions/get-subscription.js';
 import { listSubscriptions } from '../../services/subscriptions/list-subscriptions.js';
 import { pauseSubscription } from '../../services/subscriptions/pause-subscription.js';
 import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
@@ -49,7 +49,9 @@ export const subscriptionHandlers: OperationHandlers = {
   },
 
   async getActiveSubscription(req) {
-    return { status: 200, body: serializeSubscription(await getActiveSubscriptionFields(req.services, requireUserId(req))) };
+    const answer = await getActiveSubscriptionAnswer(req.services, requireUserId(req));
+    // Its access ends then: the same rows give a 404 from that instant.
+    return { status: 200, body: serializeSubscription(answer.subscription), freshUntil: answer.accessEndsAt };
   },
 
   async getSubscription(req) {

@@ -3,7 +3,7 @@ import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { NotFoundError } from '../../domain/errors.js';
-import { hasPaidAccess, OPEN_RENEWAL_INVOICE } from '../../domain/paid-access.js';
+import { hasPaidAccess, OPEN_RENEWAL_INVOICE, paidAccessEndsAt } from '../../domain/paid-access.js';
 import { ACCESS_GRANTING_STATUSES } from '../../domain/states/subscription-states.js';
 import { hotRows } from '../../db/hot-sql.js';
 import { rowReader } from '../../db/row-fields.js';
@@ -39,6 +39,17 @@ export async function getActiveSubscription(ctx: Pick<DataContext, 'em' | 'confi
  * three plans joined), with no entities: every client polls it.
  */
 export async function getActiveSubscriptionFields(ctx: Pick<DataContext, 'em' | 'config' | 'clock'>, userId: string): Promise<SubscriptionFields> {
+  return (await getActiveSubscriptionAnswer(ctx, userId)).subscription;
+}
+
+/**
+ * getActiveSubscriptionFields, and the instant (epoch ms, the service's clock) its access ends:
+ * until then the same rows give the same answer (src/http/answer-cache.ts keeps it that long).
+ */
+export async function getActiveSubscriptionAnswer(
+  ctx: Pick<DataContext, 'em' | 'config' | 'clock'>,
+  userId: string,
+): Promise<{ subscription: SubscriptionFields; accessEndsAt: number }> {
   const em = ctx.em;
   const sub = rowReader<Omit<SubscriptionFields, 'plan' | 'pendingPlan' | 'pendingChangePlan'>>(em, Subscription, SUBSCRIPTION_FIELDS, 's');
   const plan = rowReader<PlanSummaryFields>(em, Plan, PLAN_SUMMARY_FIELDS, 'p', 'plan_');
@@ -57,11 +68,15 @@ export async function getActiveSubscriptionFields(ctx: Pick<DataContext, 'em' | 
      order by s.created_at desc limit 1`,
     [...access.params, userId, ...statuses],
   );
-  if (!row || !hasPaidAccess(accessSubjectOf(row), ctx.clock.now(), accessRules(ctx.config))) throw new NotFoundError('Active subscription');
+  const accessEndsAt = row ? paidAccessEndsAt(accessSubjectOf(row), accessRules(ctx.config)) : -Infinity;
+  if (!row || ctx.clock.now().getTime() >= accessEndsAt) throw new NotFoundError('Active subscription');
   return {
-    ...sub.read(row),
-    plan: plan.read(row),
-    pendingPlan: row.pending_id == null ? null : pending.read(row),
-    pendingChangePlan: row.change_id == null ? null : change.read(row),
+    subscription: {
+      ...sub.read(row),
+      plan: plan.read(row),
+      pendingPlan: row.pending_id == null ? null : pending.read(row),
+      pendingChangePlan: row.change_id == null ? null : change.read(row),
+    },
+    accessEndsAt,
   };
 }
