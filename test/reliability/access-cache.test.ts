@@ -186,4 +186,46 @@ describe.each(DATABASES)('the access cache across two server processes on %s', (
       await db.drop();
     }
   }, 180_000);
+
+  it('the polled reads, answered again from memory, show a change made by the other process or by SQL at the very next request', async () => {
+    // src/http/answer-cache.ts keeps the last answer of GET /payments/ and GET /subscriptions/active/
+    // under the user's and the catalogue's versions, read for every such request: unlike the
+    // access answer, there is no ACCESS_RECHECK_MS window.
+    const db = await createTestDatabase(kind);
+    try {
+      const { account: gus, subscriptionId } = await activeSubscriber(db.url, 'gus');
+      const { a, b, cookie, csrf, basic } = await twoProcessesSignedIn(db.url, gus, {});
+      try {
+        const read = async (path: string) => {
+          const answer = await call(a.url, 'GET', `${API}${path}`, { basic });
+          expect(answer.status, answer.text).toBe(200);
+          return answer.body;
+        };
+        // Asked again and again: A keeps both answers.
+        for (let i = 0; i < 3; i++) {
+          await read('/payments/');
+          await read('/subscriptions/active/');
+        }
+        await runSql(db.url, 'update payments set failure_reason = ? where user_id = ?', ['changed by SQL', gus.id]);
+        expect((await read('/payments/')).results[0].failure_reason).toBe('changed by SQL');
+
+        expect((await read('/subscriptions/active/')).cancel_at_period_end).toBe(false);
+        const canceled = await call(b.url, 'POST', `${API}/subscriptions/${subscriptionId}/cancel/`, { cookie, headers: csrf, body: {} });
+        expect(canceled.status, canceled.text).toBe(200);
+        expect((await read('/subscriptions/active/')).cancel_at_period_end).toBe(true);
+
+        const { plan } = await read('/subscriptions/active/');
+        await runSql(db.url, 'update plans set name = ? where id = ?', [`${plan.name} (renamed by SQL)`, plan.id]);
+        expect((await read('/subscriptions/active/')).plan.name).toBe(`${plan.name} (renamed by SQL)`);
+
+        await runSql(db.url, `update subscriptions set status = 'past_due' where id = ?`, [subscriptionId]);
+        expect((await call(a.url, 'GET', `${API}/subscriptions/active/`, { basic })).status).toBe(404);
+      } finally {
+        await a.stop();
+        await b.stop();
+      }
+    } finally {
+      await db.drop();
+    }
+  }, 180_000);
 });
