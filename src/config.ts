@@ -463,7 +463,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     basicAuthCacheSeconds: integer(env, 'BASIC_AUTH_CACHE_SECONDS', 60),
     planCacheSeconds: integer(env, 'PLAN_CACHE_SECONDS', 1),
     accessRecheckMs: integer(env, 'ACCESS_RECHECK_MS', 1000),
-    answerCacheBytes: atMost(integer(env, 'ANSWER_CACHE_MB', 64), 1_048_576, 'ANSWER_CACHE_MB') * 1_048_576,
+    answerCacheBytes: atMost(integer(env, 'ANSWER_CACHE_MB', 32), 1_048_576, 'ANSWER_CACHE_MB') * 1_048_576,
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576),
     webhookInvalidPerMinute: integer(env, 'WEBHOOK_INVALID_PER_MINUTE', 60),
     metricsToken: env.METRICS_TOKEN || null,

@@ -1,6 +1,9 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
+import { LRUCache } from 'lru-cache';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../config.js';
+import type { User } from '../db/entities/user.js';
 import type { Orm } from '../db/orm.js';
 import type { Clock } from '../domain/clock.js';
 import type { PaymentGateway } from '../gateway/types.js';
@@ -8,7 +11,6 @@ import type { AccessRule } from './access-middleware.js';
 import { API_ROOT } from './api.js';
 import type { AnswerCache } from './answer-cache.js';
 import type { AccessCache, AnswerVersions } from './auth/access-cache.js';
-import { setUserLazily } from './auth/authenticate.js';
 import { parseBasicAuth, type VerifiedCredentialCache } from './auth/basic-auth.js';
 import { BILLING_CUSTOMER_HEADER } from './auth/staff-gate.js';
 import { servedSpellings } from './canonical-path.js';
@@ -52,10 +54,13 @@ for (const [path, operationId, handler] of [
   for (const spelling of servedSpellings(`${API_ROOT}${path}`)) HOT_OPERATIONS.set(spelling, entry);
 }
 
-/** What Koa's cookie jar verifies a signed cookie with (app.keys as a Keygrip). */
+/** What Koa's cookie jar signs cookies with (app.keys as a Keygrip): `sign` uses the current key. */
 interface SigningKeys {
-  index(data: string, digest: string): number;
+  sign(data: string): string;
 }
+
+/** Session cookies remembered with their signature by the current key (one HMAC per cookie and process). */
+const SIGNATURES_KEPT = 10_000;
 
 /**
  * The authenticated customer reads `GET /subscriptions/active/` and `GET /payments/` answered
@@ -87,9 +92,10 @@ export function hotReads(options: HotReadsOptions): Middleware {
     const externalKey = ctx.cookies.get(session.key, { signed: false });
     const sig = ctx.cookies.get(sigName, { signed: false });
     if (!externalKey || !sig) return null;
-    // Koa's own keys: index 0 is the current key; an older one makes koa-session re-sign (Set-Cookie).
+    // Koa's own keys: only the current key's signature will do; an older key's makes koa-session
+    // re-sign (Set-Cookie), which is the normal path's to do.
     const keys = (ctx.cookies as unknown as { keys?: SigningKeys }).keys;
-    if (!keys || keys.index(`${session.key}=${externalKey}`, sig) !== 0) return null;
+    if (!keys || !signedByCurrentKey(keys, `${session.key}=${externalKey}`, sig)) return null;
     const data = await session.store.get(externalKey, session.maxAge, { ctx, rolling: session.rolling });
     if (!data || typeof data.userId !== 'string' || '_session' in data) return null;
     // koa-session's own checks: an expired session is dropped, one past half its age is renewed.
@@ -100,8 +106,25 @@ export function hotReads(options: HotReadsOptions): Middleware {
     return data.userId;
   }
 
+  /**
+   * Whether `sig` is `data`'s signature by the current key, as keygrip's `index(data, sig) === 0`
+   * says, compared in constant time. keygrip computes an HMAC per key and compares through two
+   * more HMACs of a fresh random key (tsscmp): 11 % of a session read's CPU (bench/README.md). The
+   * expected signature of a cookie value is a function of it and the key alone, so it is kept.
+   */
+  const signatures = new LRUCache<string, Buffer>({ max: SIGNATURES_KEPT });
+  function signedByCurrentKey(keys: SigningKeys, data: string, sig: string): boolean {
+    let expected = signatures.get(data);
+    if (expected === undefined) {
+      expected = Buffer.from(keys.sign(data));
+      signatures.set(data, expected);
+    }
+    const given = Buffer.from(sig);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
   /** The customer this request authenticates as, by the normal path's rules, when it needs nothing the caches do not hold. */
-  async function authenticated(ctx: Context): Promise<'basic' | 'session' | null> {
+  async function authenticated(ctx: Context): Promise<{ method: 'basic' | 'session'; entity: () => User } | null> {
     const authorization = ctx.get('authorization');
     let userId: string | null;
     let passwordHash: string | undefined;
@@ -120,8 +143,8 @@ export function hotReads(options: HotReadsOptions): Middleware {
     const found = await access.user(em, userId, ctx);
     if (!found || found.disabled || found.fields.isStaff || (passwordHash !== undefined && found.passwordHash !== passwordHash)) return null;
     ctx.state.userFields = found.fields;
-    setUserLazily(ctx, found.entity);
-    return passwordHash !== undefined ? 'basic' : 'session';
+    // The entity is made only if the handler asks for it (a kept answer never does).
+    return { method: passwordHash !== undefined ? 'basic' : 'session', entity: found.entity };
   }
 
   /** Leaves the context as the normal path expects to find it. */
@@ -139,14 +162,15 @@ export function hotReads(options: HotReadsOptions): Middleware {
     let result: Awaited<ReturnType<Handler>>;
     let versions: AnswerVersions | undefined;
     let userId: string;
+    let user: User | undefined;
     try {
-      const method = await authenticated(ctx);
-      if (method === null || !ctx.state.userFields) {
+      const signedIn = await authenticated(ctx);
+      if (signedIn === null || !ctx.state.userFields) {
         undo(ctx);
         return next();
       }
       userId = ctx.state.userFields.id;
-      ctx.state.authMethod = method;
+      ctx.state.authMethod = signedIn.method;
       const decision = await options.accessRule(ctx.path, () => ctx.state.userFields ?? null, ctx);
       if (!decision.allowed) {
         undo(ctx);
@@ -169,7 +193,7 @@ export function hotReads(options: HotReadsOptions): Middleware {
         path: {} as never,
         body: undefined as never,
         get user() {
-          return ctx.state.user ?? null;
+          return (user ??= signedIn.entity());
         },
         services,
       });
