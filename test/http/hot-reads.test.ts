@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Session as SessionRow } from '../../src/db/entities/infrastructure.js';
 import { Invoice } from '../../src/db/entities/invoice.js';
@@ -21,6 +22,8 @@ import { activeSubscription, dbOf, openInvoice, type TestUser } from '../helpers
  */
 
 const ORIGIN = 'https://app.example';
+/** Fixed for `npm test`; PROPERTY_SEED replays or varies it. */
+const PROPERTY_SEED = Number(process.env.PROPERTY_SEED ?? 43);
 
 
 const basic = (c: Credentials) => `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
@@ -239,6 +242,58 @@ describe.each(DATABASES)('hot reads answer as the normal path does (%s)', (kind:
     expect((await keptAnswer('/subscriptions/active/')).status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 1_600));
     expect((await next('/subscriptions/active/')).status).toBe(404);
+  });
+
+  it('property: through any sequence of writes made elsewhere, each answer of the fast path, kept or not, is the normal path\'s', async () => {
+    const user = await setup.createUser();
+    const { subscription, payment } = await activeSubscription(setup, user);
+    const auth = { authorization: basic(user) };
+    const em = () => dbOf(setup);
+    const grace = accessRules(setup.config).graceMinutes * 60_000;
+    const planId = subscription.plan.id as string;
+    const planName = subscription.plan.name as string;
+    type Step =
+      | { kind: 'read'; path: '/payments/' | '/subscriptions/active/' }
+      | { kind: 'payment'; reason: string }
+      | { kind: 'plan'; suffix: string }
+      | { kind: 'metadata'; value: string }
+      | { kind: 'period'; minutesFromGraceEnd: number }
+      | { kind: 'open-invoice' }
+      | { kind: 'void-invoices' };
+    const step: fc.Arbitrary<Step> = fc.oneof(
+      fc.record({ kind: fc.constant('read' as const), path: fc.constantFrom('/payments/' as const, '/subscriptions/active/' as const) }),
+      fc.record({ kind: fc.constant('payment' as const), reason: fc.string({ maxLength: 20 }) }),
+      fc.record({ kind: fc.constant('plan' as const), suffix: fc.string({ maxLength: 8 }) }),
+      fc.record({ kind: fc.constant('metadata' as const), value: fc.string({ maxLength: 12 }) }),
+      // The access ending a few minutes before or after now by the period alone.
+      fc.record({ kind: fc.constant('period' as const), minutesFromGraceEnd: fc.integer({ min: -3, max: 3 }) }),
+      fc.constant({ kind: 'open-invoice' as const }),
+      fc.constant({ kind: 'void-invoices' as const }),
+    );
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
+          for (const s of steps) {
+            if (s.kind === 'payment') await em().nativeUpdate(Payment, { id: payment.id }, { failureReason: s.reason });
+            if (s.kind === 'plan') await em().nativeUpdate(Plan, { id: planId }, { name: `${planName}${s.suffix}` });
+            if (s.kind === 'metadata') await em().nativeUpdate(Subscription, { id: subscription.id }, { metadata: { note: s.value } });
+            if (s.kind === 'period') {
+              await em().nativeUpdate(Subscription, { id: subscription.id }, { currentPeriodEnd: new Date(Date.now() - grace + s.minutesFromGraceEnd * 60_000) });
+            }
+            if (s.kind === 'open-invoice') await openInvoice(setup, subscription.id, '1000.00');
+            if (s.kind === 'void-invoices') await em().nativeUpdate(Invoice, { subscription: subscription.id, status: 'open' }, { status: 'void' });
+            // Twice each: the second may be the kept answer.
+            for (const path of s.kind === 'read' ? [s.path] : (['/payments/', '/subscriptions/active/'] as const)) {
+              await both('GET', path, auth);
+              await both('GET', path, auth);
+            }
+          }
+        }),
+        { numRuns: 12, seed: PROPERTY_SEED },
+      );
+    } finally {
+      await em().nativeUpdate(Plan, { id: planId }, { name: planName });
+    }
   });
 });
 
