@@ -34,7 +34,9 @@ describe.each(DATABASES)('every status the server answers is documented for its 
   });
   afterAll(async () => {
     for (const s of extra) await s.stop();
+    // Both processes startFuzzTarget started: the strict one was left running after every CI run.
     await target?.server.stop();
+    await target?.strict.stop();
     await db?.drop();
   });
 
