@@ -60,23 +60,39 @@ export function fromColumn(em: EntityManager, entity: EntityClass<object>, prope
   return value;
 }
 
-/** INSERTs `rows` (all with the same properties; relations by id) into the entity's table, in the caller's transaction. */
-export async function insertRows<T extends object>(em: EntityManager, entity: EntityClass<T>, rows: RequiredEntityData<T>[]): Promise<void> {
-  if (rows.length === 0) return;
-  inTransaction(em);
-  const sqlite = !isPostgres(em);
+/** The table, its column list and each row's values as the columns store them. */
+function insertShape<T extends object>(em: EntityManager, entity: EntityClass<T>, rows: RequiredEntityData<T>[], sqlite: boolean) {
   const properties = Object.keys(rows[0]);
   const columns = columnsOf(em, entity as EntityClass<object>, properties);
   const table = em.getMetadata().get(entity.name).tableName;
   const names = columns.map((c) => c.name).join(', ');
   const values = (row: RequiredEntityData<T>) => columns.map((c, i) => toColumn(em, c.prop, (row as Record<string, unknown>)[properties[i]], sqlite));
-  if (!sqlite) {
-    const arrays = columns.map(() => [] as unknown[]);
-    for (const row of rows) values(row).forEach((v, i) => arrays[i].push(v));
-    const casts = columns.map((c) => `?::${c.pgType}[]`).join(', ');
-    await hotWrite(em, `insert into ${table} (${names}) select * from unnest(${casts})`, arrays);
+  return { columns, table, names, values };
+}
+
+/**
+ * PostgreSQL: the INSERT of `rows` (at least one, all with the same properties) as one
+ * statement with one array a column, whatever their number: the same text for any count, so
+ * it can be prepared, and it can stand in a WITH of a larger statement.
+ */
+export function pgInsertStatement<T extends object>(em: EntityManager, entity: EntityClass<T>, rows: RequiredEntityData<T>[]): { sql: string; params: unknown[] } {
+  const { columns, table, names, values } = insertShape(em, entity, rows, false);
+  const arrays = columns.map(() => [] as unknown[]);
+  for (const row of rows) values(row).forEach((v, i) => arrays[i].push(v));
+  const casts = columns.map((c) => `?::${c.pgType}[]`).join(', ');
+  return { sql: `insert into ${table} (${names}) select * from unnest(${casts})`, params: arrays };
+}
+
+/** INSERTs `rows` (all with the same properties; relations by id) into the entity's table, in the caller's transaction. */
+export async function insertRows<T extends object>(em: EntityManager, entity: EntityClass<T>, rows: RequiredEntityData<T>[]): Promise<void> {
+  if (rows.length === 0) return;
+  inTransaction(em);
+  if (isPostgres(em)) {
+    const { sql, params } = pgInsertStatement(em, entity, rows);
+    await hotWrite(em, sql, params);
     return;
   }
+  const { columns, table, names, values } = insertShape(em, entity, rows, true);
   const perStatement = Math.max(1, Math.floor(SQLITE_MAX_PARAMS / columns.length));
   const tuple = `(${columns.map(() => '?').join(', ')})`;
   for (let from = 0; from < rows.length; from += perStatement) {

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Notification } from '../../src/db/entities/notification.js';
+import { commitGroupStats } from '../../src/db/commit-groups.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Topup } from '../../src/db/entities/topup.js';
 import { Wallet, WalletTransaction } from '../../src/db/entities/wallet.js';
@@ -89,6 +90,44 @@ describe.each(DATABASES)('the webhook under concurrent deliveries on %s', (kind)
     expect(after.subscription!.cyclesCompleted).toBe(1);
     expect(await em().count(Notification, { user: user.id, notificationType: 'payment_succeeded' })).toBe(1);
     expect(await em().count(WebhookLog, { orderId: payment.orderId, status: 'processed' })).toBe(1);
+  });
+
+  it('settlements of many orders at once each keep their own outcome, whatever commit they shared', async () => {
+    const made = [];
+    for (let i = 0; i < 12; i++) made.push(await makeSubscriptionWithPayment(em()));
+    const wrong = await makeSubscriptionWithPayment(em());
+    const settle = (orderId: string, amount = '150000.00') => sign({ order_id: orderId, transaction_status: 'settlement', gross_amount: amount });
+    const before = { ...commitGroupStats };
+    // Twelve orders, the first three times more, one for an order we never made, and one whose
+    // amount is not the payment's: on SQLite they share transactions, each in its savepoint.
+    const bodies = [
+      ...made.map(({ payment }) => settle(payment.orderId)),
+      settle(made[0].payment.orderId),
+      settle(wrong.payment.orderId, '1.00'),
+      settle('SUB-never-made-here'),
+      settle(made[0].payment.orderId),
+      settle(made[0].payment.orderId),
+    ];
+    const answers = await postAll(bodies);
+
+    expect(answers.slice(0, 12).map((a) => [a.status, a.body.status])).toEqual(Array(12).fill([200, 'ok']));
+    expect([answers[12], answers[15], answers[16]].map((a) => [a.status, a.body.status])).toEqual(Array(3).fill([200, 'duplicate']));
+    expect([answers[13].status, answers[13].body.status]).toEqual([503, 'failed']);
+    expect([answers[14].status, answers[14].body.status]).toEqual([200, 'ignored']);
+    for (const { payment, user } of made) {
+      const after = await em().findOneOrFail(Payment, payment.id, { populate: ['subscription', 'invoice'] });
+      expect([after.status, after.invoice!.status, after.subscription!.status, after.subscription!.cyclesCompleted]).toEqual(['settled', 'paid', 'active', 1]);
+      expect(await em().count(Notification, { user: user.id, notificationType: 'payment_succeeded' })).toBe(1);
+      expect(await em().count(WebhookLog, { orderId: payment.orderId, status: 'processed' })).toBe(1);
+    }
+    // The failed one changed nothing but its log, though its neighbours in the group committed.
+    const failed = await em().findOneOrFail(Payment, wrong.payment.id, { populate: ['subscription', 'invoice'] });
+    expect([failed.status, failed.invoice!.status, failed.subscription!.status]).toEqual(['pending', 'open', wrong.subscription.status]);
+    expect(await em().count(WebhookLog, { orderId: wrong.payment.orderId, status: 'failed' })).toBe(1);
+    expect(await em().count(WebhookLog, { orderId: wrong.payment.orderId, status: 'processed' })).toBe(0);
+    expect(await em().count(Notification, { user: wrong.user.id, notificationType: 'payment_succeeded' })).toBe(0);
+    // SQLite's one writer: notifications that waited were committed together (src/db/commit-groups.ts).
+    if (kind === 'sqlite') expect(commitGroupStats.members - before.members).toBeGreaterThan(commitGroupStats.groups - before.groups);
   });
 
   it('a settlement racing a late expire of the same payment leaves it settled', async () => {

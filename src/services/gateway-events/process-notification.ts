@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
+import { inCommitGroup } from '../../db/commit-groups.js';
 import { findOneHot, hotRows } from '../../db/hot-sql.js';
 import { parseJsonExact } from '../../domain/exact-json.js';
 import { verifySignature } from '../../gateway/signature.js';
@@ -27,8 +28,11 @@ import { dedupKey, eventFromPayload, UnknownOrderError, type GatewayEvent } from
  *
  * A notification as it arrives (receiveNotification) does all of this in ONE transaction: its
  * log row is inserted already `processed` and holding the deduplication key, as the
- * transaction's first statement, then the effects follow, then one commit. Nothing is
- * acknowledged before that commit. When anything fails, the transaction rolls back as a whole
+ * transaction's first statement, then the effects follow, then one commit. On SQLite the
+ * notifications that arrive meanwhile share the next transaction and its commit, each in a
+ * savepoint of its own (src/db/commit-groups.ts): to each notification it is still all or
+ * nothing. Nothing is acknowledged before that commit. When anything fails, the transaction
+ * (or the notification's savepoint) rolls back as a whole
  * and the row is written again on its own with what happened (`duplicate`, `ignored`,
  * `failed`), in one statement; only if even that cannot be written does the caller answer 503
  * with nothing stored, and the gateway sends it again (docs/architecture.md, "The webhook").
@@ -335,24 +339,6 @@ async function applyInFreshTransaction(ctx: DataContext, event: GatewayEvent): P
   return outcome;
 }
 
-/**
- * `work` in one transaction on a fresh entity manager: BEGIN, work, COMMIT (ROLLBACK when it
- * throws). The connection's own transaction, not em.transactional: that one forks again, runs
- * in an async context, flushes and merges the fork back to its parent on every notification,
- * for entities the plain settlement never makes (applyInFreshTransaction flushes the others).
- */
-async function inTransaction<T>(parent: EntityManager, work: (em: EntityManager) => Promise<T>): Promise<T> {
-  const em = parent.fork() as EntityManager;
-  return em.getConnection().transactional(async (trx) => {
-    em.setTransactionContext(trx);
-    try {
-      return await work(em);
-    } finally {
-      em.resetTransactionContext();
-    }
-  });
-}
-
 function isOwnOrderIdShape(orderId: string): boolean {
   return orderId.length <= 50 && (orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX) || orderId.startsWith(TOPUP_ORDER_PREFIX));
 }
@@ -435,7 +421,7 @@ export async function receiveNotification(
   try {
     // Not even shaped like our order ids: not ours, and not worth a deduplication claim.
     if (!isOwnOrderIdShape(event.orderId)) throw new UnknownOrderError(event.orderId.slice(0, 60));
-    const applied = await inTransaction(ctx.em, async (em) => {
+    const applied = await inCommitGroup(ctx.em, async (em) => {
       // The claim is the first statement and a write: SQLite takes its write lock before reading
       // anything, and PostgreSQL queues a concurrent claim of the same key behind this one.
       const log = await claim(() => insertLog(em, evidence, { status: 'processed', error: null, dedupKey: key, processedAt: ctx.clock.now() }));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
-import { fromColumn, insertRows } from '../../db/bulk-sql.js';
+import { fromColumn, insertRows, pgInsertStatement } from '../../db/bulk-sql.js';
 import { isPostgres } from '../../db/dialect.js';
 import { Invoice } from '../../db/entities/invoice.js';
 import { Notification } from '../../db/entities/notification.js';
@@ -204,18 +204,41 @@ export async function settlePlainPayment(ctx: DataContext, event: GatewayEvent):
   }
 
   const now = new Date();
-  await updateOne(em, UPDATE_PAYMENT, [payment.status, payment.paidAt, payment.transactionId ?? event.transactionId, event.transactionStatus, event.fraudStatus ?? payment.fraudStatus, false, now, payment.id]);
   const invoicePeriod = period.anchors ? firstPeriodOf(period) : invoice;
-  await updateOne(em, UPDATE_INVOICE, [invoice.status, invoice.paidAt, invoicePeriod.periodStart, invoicePeriod.periodEnd, now, invoice.id]);
-  await updateOne(
-    em,
-    // A paid renewal: its last failure no longer stands (whatSettlementBuys, paysRenewal).
-    purchase.paysRenewal ? UPDATE_SUBSCRIPTION_CLEARING_FAILURE : UPDATE_SUBSCRIPTION,
-    [renewed.status, renewed.liveUserId, renewed.cancelReason, period.anchors ? period.start : sub.billingAnchor, period.start, period.end, period.end, now, sub.id],
-  );
-  await insertRows(em, PeriodFund, [
-    { id: randomUUID(), subscription: sub.id, payment: payment.id, amount: payment.grossAmount, periodStart: period.start, periodEnd: period.end, createdAt: at } as RequiredEntityData<PeriodFund>,
-  ]);
+  const updates: Write[] = [
+    { sql: UPDATE_PAYMENT, params: [payment.status, payment.paidAt, payment.transactionId ?? event.transactionId, event.transactionStatus, event.fraudStatus ?? payment.fraudStatus, false, now, payment.id] },
+    { sql: UPDATE_INVOICE, params: [invoice.status, invoice.paidAt, invoicePeriod.periodStart, invoicePeriod.periodEnd, now, invoice.id] },
+    {
+      // A paid renewal: its last failure no longer stands (whatSettlementBuys, paysRenewal).
+      sql: purchase.paysRenewal ? UPDATE_SUBSCRIPTION_CLEARING_FAILURE : UPDATE_SUBSCRIPTION,
+      params: [renewed.status, renewed.liveUserId, renewed.cancelReason, period.anchors ? period.start : sub.billingAnchor, period.start, period.end, period.end, now, sub.id],
+    },
+  ];
+  const fund = { id: randomUUID(), subscription: sub.id, payment: payment.id, amount: payment.grossAmount, periodStart: period.start, periodEnd: period.end, createdAt: at } as RequiredEntityData<PeriodFund>;
+  if (isPostgres(em)) {
+    await writeInOneStatement(em, updates, [pgInsertStatement(em, PeriodFund, [fund]), pgInsertStatement(em, Notification, notifications)]);
+    return { changes };
+  }
+  for (const update of updates) await updateOne(em, update.sql, update.params);
+  await insertRows(em, PeriodFund, [fund]);
   await insertRows(em, Notification, notifications);
   return { changes };
+}
+
+type Write = { sql: string; params: unknown[] };
+
+/**
+ * PostgreSQL: the UPDATEs and INSERTs as one statement (each in a WITH of its own), one round
+ * trip instead of five. Each UPDATE must find its row, as updateOne checks. All of them run, to
+ * completion, on the statement's one snapshot: none reads what another writes (the INSERTs
+ * refer to the payment and subscription by id only).
+ */
+async function writeInOneStatement(em: EntityManager, updates: Write[], inserts: Write[]): Promise<void> {
+  const withs = [...updates.map((u, i) => `u${i} as (${u.sql})`), ...inserts.map((w, i) => `i${i} as (${w.sql})`)];
+  const counts = updates.map((_, i) => `(select count(*) from u${i}) as u${i}`).join(', ');
+  const [row] = await hotRows<Record<string, unknown>>(em, `with ${withs.join(', ')} select ${counts}`, [...updates, ...inserts].flatMap((w) => w.params), { prepare: true });
+  updates.forEach((u, i) => {
+    const n = Number(row[`u${i}`]);
+    if (n !== 1) throw new Error(`${u.sql.split(' ')[1]}: ${n} of 1 rows updated`);
+  });
 }
