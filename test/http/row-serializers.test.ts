@@ -8,7 +8,7 @@ import { AccessCache } from '../../src/http/auth/access-cache.js';
 import { serializePayment, serializeSubscription, serializeUser, USER_FIELDS, type UserFields } from '../../src/http/serializers.js';
 import { listPaymentFields, listPayments } from '../../src/services/payments/list-payments.js';
 import { paidAccessEndsAtFor } from '../../src/services/subscriptions/has-access.js';
-import { getActiveSubscription, getActiveSubscriptionFields } from '../../src/services/subscriptions/get-subscription.js';
+import { getActiveSubscription, getActiveSubscriptionAnswer } from '../../src/services/subscriptions/get-subscription.js';
 import type { Config } from '../../src/config.js';
 import { DATABASES, createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { makePlan, makeSubscriptionWithPayment, makeUser } from '../helpers/factories.js';
@@ -108,7 +108,7 @@ describe.each(DATABASES)('rows and entities serialise alike on %s', (kind) => {
   it('the active subscription: with its plan, scheduled plan and pending change', async () => {
     const user = await fork().findOneOrFail(User, userId);
     const entity = serializeSubscription(await getActiveSubscription(data(), user));
-    const row = serializeSubscription(await getActiveSubscriptionFields(data(), userId));
+    const row = serializeSubscription((await getActiveSubscriptionAnswer(data(), userId)).subscription);
     expect(row).toStrictEqual(entity);
     expect(row.pending_change?.amount_due).toBe('150.10');
     expect(row.plan.price).toBe('149999.99');
@@ -123,7 +123,7 @@ describe.each(DATABASES)('rows and entities serialise alike on %s', (kind) => {
     const plan = await makePlan(em);
     const { user } = await makeSubscriptionWithPayment(em, { plan, subscription: { status: 'trialing', trialEnd: new Date('2026-05-05T05:05:05.005Z') } });
     const entity = serializeSubscription(await getActiveSubscription(data(), user));
-    expect(serializeSubscription(await getActiveSubscriptionFields(data(), user.id))).toStrictEqual(entity);
+    expect(serializeSubscription((await getActiveSubscriptionAnswer(data(), user.id)).subscription)).toStrictEqual(entity);
     expect(entity.pending_plan).toBeNull();
   });
 

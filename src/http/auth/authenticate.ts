@@ -26,7 +26,7 @@ declare module 'koa' {
 }
 
 /** Sets `ctx.state.user` to an entity that is made only if something reads it. */
-export function setUserLazily(ctx: Context, entity: () => User): void {
+function setUserLazily(ctx: Context, entity: () => User): void {
   let made: User | undefined;
   Object.defineProperty(ctx.state, 'user', {
     configurable: true,

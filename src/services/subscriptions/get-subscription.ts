@@ -20,7 +20,7 @@ export async function getSubscription(ctx: Pick<DataContext, 'em'>, user: User, 
 /**
  * The user's subscription that grants access now (active or trialing, and a paid period or trial
  * covering now: src/domain/paid-access.ts), with its plan and scheduled plan, as an entity; not
- * found when there is none. The API reads it by getActiveSubscriptionFields.
+ * found when there is none. The API reads it by getActiveSubscriptionAnswer.
  */
 export async function getActiveSubscription(ctx: Pick<DataContext, 'em' | 'config' | 'clock'>, user: User): Promise<Subscription> {
   const sub = await ctx.em.findOne(
@@ -36,15 +36,9 @@ export async function getActiveSubscription(ctx: Pick<DataContext, 'em' | 'confi
 
 /**
  * getActiveSubscription's answer as plain fields, by one statement (the subscription and its
- * three plans joined), with no entities: every client polls it.
- */
-export async function getActiveSubscriptionFields(ctx: Pick<DataContext, 'em' | 'config' | 'clock'>, userId: string): Promise<SubscriptionFields> {
-  return (await getActiveSubscriptionAnswer(ctx, userId)).subscription;
-}
-
-/**
- * getActiveSubscriptionFields, and the instant (epoch ms, the service's clock) its access ends:
- * until then the same rows give the same answer (src/http/answer-cache.ts keeps it that long).
+ * three plans joined), with no entities: every client polls it. With it, the instant (epoch ms,
+ * the service's clock) its access ends: until then the same rows give the same answer
+ * (src/http/answer-cache.ts keeps it that long).
  */
 export async function getActiveSubscriptionAnswer(
   ctx: Pick<DataContext, 'em' | 'config' | 'clock'>,
