@@ -45,7 +45,7 @@ if (sqlite) {
     db.transaction(() => stmt(sql).run(...params))();
   };
   // better-sqlite3 is synchronous: the whole transaction runs without yielding, as one writer.
-  inTransaction = async (work) => {
+  const ownTransaction: typeof inTransaction = async (work) => {
     stmt('begin immediate').run();
     try {
       await work(async (sql, params) => {
@@ -58,6 +58,7 @@ if (sqlite) {
       throw error;
     }
   };
+  inTransaction = process.env.BASELINE_GROUP_COMMIT === '1' ? groupCommitted(stmt) : ownTransaction;
 } else {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
   close = () => pool.end();
@@ -85,6 +86,50 @@ if (sqlite) {
       client.release();
     }
   };
+}
+
+/**
+ * BASELINE_GROUP_COMMIT=1 (SQLite, an experiment, not a baseline the bench runs): settlements
+ * that wait while one runs share the next transaction, a savepoint each, and one COMMIT, as the
+ * service's src/db/commit-groups.ts does; what the same statements gain from grouping alone.
+ */
+function groupCommitted(stmt: (sql: string) => Database.Statement): typeof inTransaction {
+  type Member = { work: Parameters<typeof inTransaction>[0]; done: (error?: unknown) => void };
+  const waiting: Member[] = [];
+  let draining = false;
+  const run = async (sql: string, params: unknown[]) => {
+    const s = stmt(sql);
+    return s.reader ? (s.all(...params) as Row[]) : (s.run(...params), []);
+  };
+  const drain = async () => {
+    draining = true;
+    while (waiting.length > 0) {
+      // One turn of the event loop, so that the requests waiting on their sockets join.
+      await new Promise((resolve) => setImmediate(resolve));
+      const members = waiting.splice(0, 32);
+      const failures: unknown[] = [];
+      stmt('begin immediate').run();
+      for (const member of members) {
+        stmt('savepoint m').run();
+        try {
+          await member.work(run);
+          failures.push(undefined);
+        } catch (error) {
+          stmt('rollback to m').run();
+          failures.push(error ?? new Error('failed'));
+        }
+        stmt('release m').run();
+      }
+      stmt('commit').run();
+      members.forEach((member, i) => member.done(failures[i]));
+    }
+    draining = false;
+  };
+  return (work) =>
+    new Promise<void>((resolve, reject) => {
+      waiting.push({ work, done: (error) => (error ? reject(error) : resolve()) });
+      if (!draining) void drain();
+    });
 }
 
 function countBefore(sql: string, index: number): number {
