@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BillableMetric } from '../../src/db/entities/billable-metric.js';
 import type { Invoice } from '../../src/db/entities/invoice.js';
+import { Payment } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { User } from '../../src/db/entities/user.js';
 import { matchesFilters, parseUnits } from '../../src/domain/usage/aggregation.js';
@@ -23,7 +24,7 @@ import { usageOf } from '../../src/services/usage/usage-charges.js';
 import { startBilling, DAY, iso, type BillingHarness } from '../helpers/billing.js';
 import { DATABASES } from '../helpers/database.js';
 import { makePlan } from '../helpers/factories.js';
-import { dbOf } from '../helpers/subscriptions.js';
+import { dbOf, simulate } from '../helpers/subscriptions.js';
 
 /*
  * Usage billed in arrears (docs/usage.md, 'Billing in arrears'), with events sent to POST
@@ -261,6 +262,42 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     const change = (await h.invoices(sub.id)).filter((i) => i.billingReason === 'subscription_update' && i.id !== usage.id);
     for (const invoice of change) expect(invoice.totalAmount).toBe(preview.terms!.net);
     expect(iso((await h.sub(sub.id)).usageBilledUntil)).toBe(iso(now));
+  });
+
+  it('a usage invoice paid through POST /payments/charge/ stays a usage invoice: an expired charge leaves it open with its usage on it, a settled one pays it and nothing goes to the wallet', async () => {
+    const start = nextStart();
+    const customer = await h.server.createUser();
+    const created = await h.server.api('POST', '/subscriptions/', { auth: customer, body: { plan_id: 'metered', payment_type: 'bank_transfer' } });
+    expect(created.status, created.text).toBe(201);
+    await simulate(h.server, created.body.payment.order_id, 'settle');
+    const subId = created.body.subscription.id as string;
+    await send(callsFrom({ id: customer.id } as User, new Date(start.getTime() + MINUTE), 2));
+    h.clock.set(new Date(start.getTime() + 3 * DAY));
+    // Down to Plain now: the 2 calls (Rp 9.990 with PPN) on a usage invoice, its order sent at once.
+    const changed = await h.server.api('POST', `/subscriptions/${subId}/change-plan/`, { auth: customer, body: { plan_id: 'plain', immediate: true } });
+    expect(changed.status, changed.text).toBe(200);
+    const [usage] = await usageOnly(subId);
+    expect(usage).toMatchObject({ status: 'open', totalAmount: '9990.00' });
+    const walletAfterChange = (await h.server.api('GET', '/wallet/me/', { auth: customer })).body.balance;
+    const ordersOf = async () => (await dbOf(h.server).find(Payment, { invoice: usage.id }, { orderBy: { createdAt: 'asc' } })).map((p) => p.orderId);
+
+    // The customer pays it again (the first order still pending) and lets that order expire.
+    const charged = await h.server.api('POST', '/payments/charge/', { auth: customer, body: { subscription_id: subId } });
+    expect(charged.status, charged.text).toBe(201);
+    expect(charged.body.payment.gross_amount).toBe('9990.00');
+    await simulate(h.server, charged.body.payment.order_id, 'expire');
+    const [stillOpen] = await usageOnly(subId);
+    expect(stillOpen.status).toBe('open');
+    expect((await h.sub(subId)).plan.slug).toBe('plain');
+
+    // Paid at last: the invoice is paid; the wallet gets nothing (it was no plan change's money).
+    const again = await h.server.api('POST', '/payments/charge/', { auth: customer, body: { subscription_id: subId } });
+    expect(again.status, again.text).toBe(201);
+    await simulate(h.server, again.body.payment.order_id, 'settle');
+    const [paid] = await usageOnly(subId);
+    expect(paid.status).toBe('paid');
+    expect((await h.server.api('GET', '/wallet/me/', { auth: customer })).body.balance).toBe(walletAfterChange);
+    expect(await ordersOf()).toHaveLength(3);
   });
 
   it('after a paid upgrade, ending now bills the window opened by the change (the change invoice starts its period there)', async () => {

@@ -3464,7 +3464,10 @@ export interface components {
              * @example SUB-20260115-7F3K9Q2M
              */
             order_id: string;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description The subscription this payment buys a period or a plan change of. Null for a wallet top-up, and for the payment of a usage-only invoice (usage billed when a plan changes now or a subscription ends): such a payment pays its invoice and nothing else, and `invoice_id` names the invoice, which names the subscription.
+             */
             subscription_id: string | null;
             /** Format: uuid */
             invoice_id: string | null;

@@ -9,7 +9,7 @@ import type { DataContext, ServiceContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
-import { issueUsageInvoice } from './usage-invoice.js';
+import { billsUsageOnly, issueUsageInvoice } from './usage-invoice.js';
 
 const PAID_STATUSES = ['settled', 'partially_refunded', 'refunded'] as const;
 
@@ -51,7 +51,7 @@ export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, re
 export async function voidOpenInvoices(ctx: DataContext, sub: Subscription, at: Date, where: FilterQuery<Invoice> = {}): Promise<void> {
   for (const invoice of await ctx.em.find(Invoice, { ...(where as object), subscription: sub, status: 'open' }, { populate: ['lines'] })) {
     const lines = invoice.lines.getItems();
-    if (lines.length > 0 && lines.every((l) => l.kind === 'usage')) continue;
+    if (billsUsageOnly(lines)) continue;
     invoiceStates.apply(invoice, 'void', at);
     reopenUsageOf(sub, lines);
   }

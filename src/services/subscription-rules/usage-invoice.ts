@@ -1,4 +1,4 @@
-import { Invoice } from '../../db/entities/invoice.js';
+import { Invoice, type InvoiceLine } from '../../db/entities/invoice.js';
 import type { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import { isPositive } from '../../domain/money.js';
@@ -24,6 +24,23 @@ import { usageLines, usageOpenFrom } from '../usage/usage-charges.js';
  */
 export function billsSomething(lines: InvoiceLineInput[]): boolean {
   return lines.some((l) => isPositive(l.unitAmount) || (l.subject?.units !== undefined && l.subject.units !== '0'));
+}
+
+/** Lines that bill usage and nothing else (a usage invoice's, or a renewal's of a plan with no base price). */
+export function billsUsageOnly(lines: readonly InvoiceLine[]): boolean {
+  return lines.length > 0 && lines.every((l) => l.kind === 'usage');
+}
+
+/**
+ * True for an invoice issueUsageInvoice made (its lines loaded). NOTE: its payments, however
+ * made (collected when it was issued, or a charge the customer asks for), name no subscription:
+ * their settlement pays this invoice and nothing else, and their failure leaves it open. A
+ * payment naming the subscription would be taken for a plan change's (plan-change.ts,
+ * isChangePayment): its failure voided the invoice, billing its usage nowhere, and its
+ * settlement went to the wallet as a dropped change's.
+ */
+export function isUsageInvoice(invoice: Invoice): boolean {
+  return invoice.billingReason === 'subscription_update' && billsUsageOnly(invoice.lines.getItems());
 }
 
 /** The usage window a renewal bills: the open window up to the end of the period that ends. */

@@ -8,6 +8,7 @@ import type { DataContext, ServiceContext } from '../context.js';
 import { openPayment } from '../gateway-events/open-payment.js';
 import { submitPayment, type SubmitPaymentOptions } from '../gateway-events/submit-payment.js';
 import { getOrCreateWallet } from '../wallet/wallet-ledger.js';
+import { isUsageInvoice } from '../subscription-rules/usage-invoice.js';
 
 /*
  * NOTE: a usage invoice (subscription-rules/usage-invoice.ts) is collected once, as a renewal's
@@ -43,12 +44,12 @@ export interface UsageCollection {
 export async function collectUsageInvoices(ctx: DataContext, sub: Subscription, since: Date): Promise<UsageCollection> {
   const issued = await ctx.em.find(Invoice, { subscription: sub, status: 'open', billingReason: 'subscription_update', createdAt: { $gte: since } }, { populate: ['lines'] });
   const attempted = new Set((await ctx.em.find(Payment, { invoice: { $in: issued } }, { fields: ['invoice'] })).map((p) => p.invoice!.id));
-  const usage = issued.filter((i) => !attempted.has(i.id) && i.lines.getItems().every((l) => l.kind === 'usage'));
+  const usage = issued.filter((i) => !attempted.has(i.id) && isUsageInvoice(i));
   const done: UsageCollection = { invoices: usage, submits: [], outcome: null, paid: 0 };
   for (const invoice of usage) {
     const input = {
       user: sub.user,
-      // See the NOTE above: the invoice names the subscription, its payment does not.
+      // See the NOTE above and isUsageInvoice: the invoice names the subscription, its payment does not.
       subscription: null as unknown as Subscription,
       invoice,
       paymentType: sub.paymentType,

@@ -13,7 +13,12 @@ import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
  * and the new charge withdraws it as usual. When the gateway cannot be asked, nothing is charged.
  */
 export async function resolveUnknownCharges(ctx: ServiceContext, subscriptionId: string): Promise<void> {
-  const unknown = await ctx.em.fork().find(Payment, { subscription: subscriptionId, status: 'pending', outcomeUnknown: true }, { orderBy: { createdAt: 'asc' } });
+  // A usage invoice's payments name no subscription (isUsageInvoice): they are found by their invoice.
+  const unknown = await ctx.em.fork().find(
+    Payment,
+    { $or: [{ subscription: subscriptionId }, { invoice: { subscription: subscriptionId } }], status: 'pending', outcomeUnknown: true },
+    { orderBy: { createdAt: 'asc' } },
+  );
   for (const payment of unknown) {
     let tx;
     try {
