@@ -89,7 +89,8 @@ export function priceChange(input: {
     const discounted = subtract(chargeLine, chargeDiscount);
     const charge = taxInvoice(discounted, newPlan.taxBehavior, currency, input.pkp).total;
     let net = subtract(charge, credit);
-    let creditLine = credit;
+    // A credit of at least the charge pays all of it on the invoice (its total 0, no PPN); the rest goes to the wallet.
+    let creditLine = isPositive(net) ? credit : discounted;
     if (input.pkp && newPlan.taxBehavior === 'exclusive' && isPositive(net)) {
       // The DPP whose total (PPN added) reaches what is owed; the credit line brings the discounted charge down to it.
       const taxBase = taxBaseCovering(net, currency);

@@ -111,6 +111,26 @@ describe.each(DATABASES)('change-plan with discounts (%s)', (kind) => {
       expect(renewal).toMatchObject({ subtotal: '150000.00', discount_amount: '30000.00', total_amount: '120000.00' });
     });
 
+    it('100 % off on a change to another interval: the new period stands on a paid invoice of 0, access holds, the whole unused credit goes to the wallet', async () => {
+      const { sub } = await active({ plan_id: 'basic-monthly' });
+      const promo = await code({ percentOff: '100.00', duration: 'forever', plans: ['weekly'] });
+      clock.set(TEN_DAYS_IN);
+      const res = await change(sub.id, { plan_id: 'weekly', promotion_code: promo.code });
+      expect(res.status, res.text).toBe(200);
+      // Nothing is owed: a payment of nothing, settled at once, pays the new week's invoice.
+      expect(res.body.payment).toMatchObject({ status: 'settled', gross_amount: '0.00' });
+      const invoice = await invoiceOf(res.body.payment.invoice_id);
+      expect(invoice).toMatchObject({ status: 'paid', subtotal: '20000.00', discount_amount: '20000.00', total_amount: '0.00' });
+      expect(lines(invoice)).toEqual([['subscription', 1, '20000.00', '20000.00']]);
+      const week = new Date(TEN_DAYS_IN.getTime() + 7 * DAY).toISOString();
+      const stored = await em().findOneOrFail(Invoice, invoice.id);
+      expect([stored.billingReason, stored.periodStart?.toISOString(), stored.periodEnd?.toISOString()]).toEqual(['subscription_update', TEN_DAYS_IN.toISOString(), week]);
+      expect(await get(sub.id)).toMatchObject({ status: 'active', plan: { slug: 'weekly' }, current_period_end: week, pending_change: null });
+      expect((await server.api('GET', '/subscriptions/active/', { auth: user })).status).toBe(200);
+      // Basic's unused 50 000 × 21/31 = 33 871, all of it: the week costs nothing.
+      expect(await walletBalance(server, user)).toBe('33871.00');
+    });
+
     it('refused (not for the new plan): 422 with its reason, the plan, records and counts unchanged', async () => {
       const { sub } = await active({ plan_id: 'basic-monthly' });
       const promo = await code({ plans: ['weekly'] });

@@ -208,12 +208,18 @@ describe.each(DATABASES)('money rules of plan changes, refunds and trials on %s'
       });
     });
 
-    it('yearly to monthly: the unused yearly credit less the monthly price goes to the wallet, billed again a month after the change', async () => {
+    it('yearly to monthly: the unused yearly credit less the monthly price goes to the wallet, billed again a month after the change; the new month stands on an invoice of 0', async () => {
       await fundWallet(server, user, '1490000.00');
       const { subscription } = await activeSubscription(server, user, 'pro-yearly', 'wallet');
       clock.advance(10 * DAY);
       const down = await change(subscription.id, { plan_id: 'basic-monthly' });
-      expect(down.body.payment).toBeNull();
+      // The credit pays the new month on its invoice; a payment of nothing settles it at once.
+      expect(down.body.payment).toMatchObject({ status: 'settled', gross_amount: '0.00' });
+      const invoice = (await server.api('GET', `/invoices/${down.body.payment.invoice_id}/`, { auth: user })).body;
+      expect(invoice).toMatchObject({ status: 'paid', total_amount: '0.00' });
+      const stored = await dbOf(server).findOneOrFail(Invoice, invoice.id);
+      expect([stored.billingReason, stored.periodStart?.toISOString(), stored.periodEnd?.toISOString()]).toEqual(['subscription_update', at(10 * DAY), '2026-02-25T03:00:00.000Z']);
+      expect(invoice.lines.map((l: { kind: string; amount: string }) => [l.kind, l.amount])).toEqual([['proration', '-50000.00'], ['subscription', '50000.00']]);
       expect(down.body.subscription).toMatchObject({
         plan: { slug: 'basic-monthly' },
         current_period_start: at(10 * DAY),

@@ -3338,7 +3338,7 @@ export interface components {
          */
         ChangePlanResponse: {
             subscription: components["schemas"]["Subscription"];
-            /** @description The proration payment, or null when nothing is charged now (scheduled change, or a credit to the wallet). */
+            /** @description The change's payment, or null when no invoice is issued now (a scheduled change, or a change within the period that owes nothing: its credit goes to the wallet). A change to a plan of another interval that owes nothing (a full discount, or a credit of at least its price) gets a settled payment of 0.00 for its invoice of 0. */
             payment: components["schemas"]["Payment"] | components["schemas"]["NullValue"];
         };
         /**

@@ -83,6 +83,18 @@ export function invoiceTaxFields(pricing: InvoicePricing, buyer: Pick<User, 'tax
   };
 }
 
+/**
+ * The period a change's invoice (billing reason `subscription_update`: a plan change's, or a
+ * usage window's) states. NOTE: the database allows one invoice per (subscription, billing
+ * reason, period start), so that no period is ever renewed twice; changes may follow one another
+ * in the same millisecond (down, up and down again, each starting a new period there), and an
+ * invoice whose start another change's invoice already holds states its period on its lines only.
+ */
+export async function changeInvoicePeriod(ctx: DataContext, subscription: Subscription, start: Date, end: Date | null): Promise<{ periodStart: Date | null; periodEnd: Date | null }> {
+  const taken = (await ctx.em.count(Invoice, { subscription, billingReason: 'subscription_update', periodStart: start })) > 0;
+  return taken ? { periodStart: null, periodEnd: null } : { periodStart: start, periodEnd: end };
+}
+
 /** Issues an open invoice with its lines and the next gap-free number, inside the caller's transaction. */
 export async function createInvoice(ctx: DataContext, input: CreateInvoiceInput): Promise<Invoice> {
   const number = await nextInvoiceNumber(ctx, input.issuedAt);

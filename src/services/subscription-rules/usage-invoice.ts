@@ -1,10 +1,10 @@
-import { Invoice, type InvoiceLine } from '../../db/entities/invoice.js';
+import type { Invoice, InvoiceLine } from '../../db/entities/invoice.js';
 import type { Plan } from '../../db/entities/plan.js';
 import type { Subscription } from '../../db/entities/subscription.js';
 import { isPositive } from '../../domain/money.js';
 import { renewalDueAt } from '../../domain/paid-access.js';
 import type { DataContext } from '../context.js';
-import { createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
+import { changeInvoicePeriod, createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
 import { eventStore } from '../usage/event-store.js';
 import { usageLines, usageOpenFrom } from '../usage/usage-charges.js';
 
@@ -76,10 +76,9 @@ export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, pla
   closeUsageWindow(sub, to);
   if (!billsSomething(lines)) return null;
   const at = ctx.clock.now();
-  // NOTE: the database allows one invoice per (subscription, billing reason, period start), and a
-  // paid plan change's invoice starts its period where its usage window closed: a usage invoice
+  // A paid plan change's invoice starts its period where its usage window closed: a usage invoice
   // of the window that opened there keeps the window on its lines only.
-  const taken = (await ctx.em.count(Invoice, { subscription: sub, billingReason: 'subscription_update', periodStart: from })) > 0;
+  const period = await changeInvoicePeriod(ctx, sub, from, to);
   const invoice = await createInvoice(ctx, {
     user: sub.user,
     subscription: sub,
@@ -88,8 +87,7 @@ export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, pla
     taxBehavior: plan.taxBehavior,
     issuedAt: at,
     dueAt: renewalDueAt(at, ctx.config.renewalDueDays),
-    periodStart: taken ? null : from,
-    periodEnd: taken ? null : to,
+    ...period,
     discount: null,
     lines,
   });

@@ -9,7 +9,7 @@ import { compare, isPositive, negate, type Money } from '../../domain/money.js';
 import { priceChange, unitsOn } from '../../domain/plan-change-pricing.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { DataContext, ServiceContext } from '../context.js';
-import { createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
+import { changeInvoicePeriod, createInvoice, type InvoiceLineInput } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { loadPayment } from '../payments/find-payment.js';
@@ -161,7 +161,8 @@ function takeUnitsOf(sub: Subscription, plan: Plan): void {
 
 /**
  * Moves a subscription to another plan in the same currency: now (priced by priceChange: an
- * invoice and payment for a positive amount, a wallet credit for a negative one), or at the next
+ * invoice and payment for a positive amount, a wallet credit for a negative one, and an invoice
+ * of 0 for a new period that owes nothing), or at the next
  * renewal as `pending_plan`. A change that costs money waits for its payment (`pending_change`)
  * unless it is paid at once (wallet, saved card). A new change replaces a pending one; asking
  * for the current plan just drops it.
@@ -232,7 +233,12 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     // when that is a period it has not counted yet: a new one, or its first (a code redeemed now).
     sub.discount = discount;
     if (terms.discount && (redeemed || terms.resetsPeriod)) sub.discount = afterCoveredPeriod(terms.discount, terms.periodEnd);
-    if (!isPositive(terms.net)) {
+    // NOTE: a change that starts a new period is invoiced even when it owes nothing (a discount
+    // of all of it, or a credit of at least its price): the period has an invoice of 0 and a
+    // payment of nothing, settled at once, as a subscription that starts at 0 does, so every
+    // period bought stands on an invoice. A change within the period that owes nothing credits
+    // the wallet and issues nothing: the period's own invoice still stands for it.
+    if (!isPositive(terms.net) && !terms.resetsPeriod) {
       await switchPlan(tctx, sub, plan, terms, at, null);
       return { paymentId: null, toCancel };
     }
@@ -270,8 +276,9 @@ export async function withdrawPlanChange(ctx: ServiceContext, user: User, id: st
 }
 
 /**
- * Invoices a change that costs money and records it as the subscription's pending change; a
- * wallet payment settles inside openPayment, which applies the change at once.
+ * Invoices a change (one that costs money, or starts a new period) and records it as the
+ * subscription's pending change; a wallet payment, or one of nothing, settles inside
+ * openPayment, which applies the change at once.
  */
 async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms: ReturnType<typeof priceChange>, at: Date, issuedAt: Date): Promise<string> {
   const oldPlan = sub.plan;
@@ -298,8 +305,7 @@ async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms
     taxBehavior: plan.taxBehavior,
     issuedAt,
     dueAt: issuedAt,
-    periodStart: at,
-    periodEnd: terms.periodEnd,
+    ...(await changeInvoicePeriod(ctx, sub, at, terms.periodEnd)),
     discount: terms.discount,
     lines,
   });

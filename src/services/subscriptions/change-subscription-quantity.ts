@@ -13,7 +13,7 @@ import { retryingTransaction } from '../common/retrying-transaction.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { issueWalletCreditNotes } from '../credit-notes/issue-credit-note.js';
 import { openPayment } from '../gateway-events/open-payment.js';
-import { createInvoice, priceInvoice } from '../invoices/create-invoice.js';
+import { changeInvoicePeriod, createInvoice, priceInvoice } from '../invoices/create-invoice.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { loadPayment } from '../payments/find-payment.js';
@@ -196,8 +196,7 @@ async function billAddedUnits(ctx: DataContext, sub: Subscription, wanted: numbe
     taxBehavior: plan.taxBehavior,
     issuedAt: at,
     dueAt: at,
-    periodStart: at,
-    periodEnd,
+    ...(await changeInvoicePeriod(ctx, sub, at, periodEnd)),
     discount: discountCovers(sub.discount, plan, at) ? sub.discount : null,
     lines: [{
       description: `Remaining time on ${plan.name} for ${added} more unit${added === 1 ? '' : 's'}`,
