@@ -12,6 +12,8 @@ export default defineConfig({
     maxWorkers: Math.max(2, availableParallelism() - 1),
     // Bundles the CLI once, for the hundreds of CLI runs (test/setup/cli-bundle.ts).
     globalSetup: ['test/setup/cli-bundle.ts'],
+    // One fast-check seed for every property without its own: fixed, or PROPERTY_SEED's (test/setup/property-seed.ts).
+    setupFiles: ['test/setup/property-seed.ts'],
     include: ['test/**/*.test.ts'],
     exclude: ['test/reliability/long/**', 'node_modules/**'],
     testTimeout: 30_000,

@@ -101,7 +101,8 @@ describe('typed amounts (src/domain/typed-amount.ts)', () => {
         const digits = text.replace(/^\s*Rp/i, '').replace(/[^0-9]/g, '').replace(/^0+(?=\d)/, '');
         expect(result.amount).toBe(`${digits}.00`);
         // What was read is one of the accepted writings: digits alone or grouped by threes.
-        const body = text.replace(/^\s*Rp\s*/i, '').trim();
+        // "Rp." is how Bahasa abbreviates the rupiah ("Rp. 100.000"): its dot is the prefix's.
+        const body = text.replace(/^\s*Rp\.?\s*/i, '').trim();
         const separator = lang === 'id' ? '.' : ',';
         expect(body === digits || /^0+\d*$/.test(body) || body === grouped(BigInt(digits), separator)).toBe(true);
       }),

@@ -10,6 +10,8 @@ export default defineConfig({
     pool: 'forks',
     // Bundles the CLI once, for the hundreds of CLI runs (test/setup/cli-bundle.ts).
     globalSetup: ['test/setup/cli-bundle.ts'],
+    // One fast-check seed for every property without its own: fixed, or PROPERTY_SEED's (test/setup/property-seed.ts).
+    setupFiles: ['test/setup/property-seed.ts'],
     dir: 'test/reliability',
     include: ['**/*.test.ts'],
     // One file at a time: the load tests measure the server, not a race with each other.
