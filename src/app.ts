@@ -119,7 +119,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const ownsOrm = !options.orm;
   // Only a server told to migrate may create its database; otherwise a missing, unreachable or
   // out-of-date database stops the start with one clear line (src/main.ts).
-  const orm = options.orm ?? (await openOrm(config.databaseUrl, { create: config.migrateOnStart, busyTimeoutMs: config.sqliteBusyTimeoutMs }));
+  const orm = options.orm ?? (await openOrm(config.databaseUrl, { create: config.migrateOnStart, busyTimeoutMs: config.sqliteBusyTimeoutMs, poolMax: config.databasePoolMax }));
   if (ownsOrm) {
     try {
       if (config.migrateOnStart) await migrateUp(orm);

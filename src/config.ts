@@ -19,6 +19,12 @@ export interface Config {
    */
   sqliteBusyTimeoutMs: number;
   /**
+   * PostgreSQL: how many connections each process holds at most (DATABASE_POOL_MAX, default 10).
+   * Requests beyond it wait for a free one; every process counts against the server's
+   * max_connections.
+   */
+  databasePoolMax: number;
+  /**
    * Apply pending migrations when the server starts, creating the database if it is missing.
    * Default: only on the default SQLite database (DATABASE_URL unset), so that `npm start` works
    * out of the box while a mistyped URL never makes a new, empty database.
@@ -413,6 +419,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     port: integer(env, 'PORT', 3000),
     databaseUrl,
     sqliteBusyTimeoutMs: integer(env, 'SQLITE_BUSY_TIMEOUT_MS', 30_000),
+    databasePoolMax: atMost(positive(integer(env, 'DATABASE_POOL_MAX', 10), 'DATABASE_POOL_MAX'), 1000, 'DATABASE_POOL_MAX'),
     migrateOnStart: bool(env, 'MIGRATE_ON_START', !env.DATABASE_URL),
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 10),
     gateway: {
