@@ -8,11 +8,13 @@ import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { applyGatewayEvent } from './apply-gateway-event.js';
 import type { GatewayEvent } from './gateway-event.js';
 import { newSubscriptionOrderId } from '../payments/order-id.js';
+import { isUsageInvoice } from '../subscription-rules/usage-invoice.js';
 
 export interface OpenPaymentInput {
   /** The payment's id when the caller must name it before it exists (a pending plan change). */
   id?: string;
   user: User;
+  /** The invoice's subscription; the payment names it unless the invoice is a usage invoice (its lines loaded). */
   subscription: Subscription;
   invoice: Invoice;
   paymentType: PaymentType;
@@ -38,7 +40,8 @@ export async function openPayment(ctx: DataContext, input: OpenPaymentInput): Pr
     ...(input.id ? { id: input.id } : {}),
     orderId: newSubscriptionOrderId(),
     user: input.user,
-    subscription: input.subscription,
+    // A usage invoice's payment names no subscription, however it is made (isUsageInvoice).
+    subscription: isUsageInvoice(input.invoice) ? null : input.subscription,
     invoice: input.invoice,
     status: 'pending',
     paymentType: nothingOwed ? 'wallet' : input.paymentType,

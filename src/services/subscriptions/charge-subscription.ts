@@ -17,7 +17,6 @@ import { paymentStates } from '../../domain/states/payment-states.js';
 import { openPayment } from '../gateway-events/open-payment.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
-import { isUsageInvoice } from '../subscription-rules/usage-invoice.js';
 
 export interface ChargeSubscriptionInput {
   subscriptionId: string;
@@ -65,7 +64,7 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
     const payment = await openPayment(tctx, {
       id: paymentId,
       user: sub.user,
-      subscription: isUsageInvoice(invoice) ? (null as unknown as Subscription) : sub,
+      subscription: sub,
       invoice,
       paymentType,
       amount: invoice.totalAmount,
@@ -105,5 +104,5 @@ async function withdrawIfPaidMeanwhile(ctx: ServiceContext, paymentId: string): 
 }
 
 function oldestOpenInvoice(em: EntityManager, sub: Subscription): Promise<Invoice | null> {
-  return em.findOne(Invoice, { subscription: sub, status: 'open' }, { orderBy: [{ issueDate: 'asc' }, { createdAt: 'asc' }], populate: ['lines'] });
+  return em.findOne(Invoice, { subscription: sub, status: 'open' }, { orderBy: [{ issueDate: 'asc' }, { createdAt: 'asc' }], populate: ['lines'] }); // lines: openPayment tells a usage invoice
 }

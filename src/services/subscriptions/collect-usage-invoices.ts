@@ -49,8 +49,8 @@ export async function collectUsageInvoices(ctx: DataContext, sub: Subscription, 
   for (const invoice of usage) {
     const input = {
       user: sub.user,
-      // See the NOTE above and isUsageInvoice: the invoice names the subscription, its payment does not.
-      subscription: null as unknown as Subscription,
+      // See the NOTE above: openPayment leaves the subscription off a usage invoice's payment.
+      subscription: sub,
       invoice,
       paymentType: sub.paymentType,
       amount: invoice.totalAmount,
