@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+// First: it reads which wrappers started this process before anything else can take time.
+import { watchWrappers } from './wrapper-watch.js';
 import { describeConfig, loadConfig, loadDotEnv, type Config } from './config.js';
 import { connectionSecurity, dialectOf } from './db/orm.js';
 import { API_ROOT } from './http/api.js';
@@ -61,65 +62,6 @@ function stop(why: string): void {
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop(signal));
 
-/*
- * A wrapper that is killed outright (SIGKILL: nothing to relay) used to leave this server running
- * as an orphan. Started by a wrapper — npm or npx (npm_* variables), tsx (an IPC channel) — the
- * server stops as on SIGTERM when one of the wrappers above it is gone (npx → sh → tsx → node:
- * any of the three). Started directly by node it does not: under nohup, or from a shell that
- * exits, the server is meant to outlive its parent.
- */
-const startedByWrapper = Boolean(process.env.npm_lifecycle_event || process.env.npm_command) || process.connected;
-if (startedByWrapper) {
-  const wrappers = wrapperAncestors();
-  process.once('disconnect', () => {
-    if (!stopping) stop('parent process gone');
-  });
-  setInterval(() => {
-    if (stopping) return;
-    // The nearest wrapper is read from /proc too: a parent that died has left this process with another.
-    const gone = wrappers.find(({ pid, parent }, i) => !alive(pid) || (i === 0 ? (parentOf(process.pid) ?? process.ppid) : parentOf(pid)) !== (i === 0 ? pid : parent));
-    if (gone) stop(`wrapper process ${gone.pid} (${gone.command}) gone`);
-  }, 500).unref();
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** A process's parent, from /proc (Linux); null elsewhere or when it is gone. */
-function parentOf(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The chain of wrappers above this process, nearest first: the parent always, then on Linux each
- * ancestor that is itself a wrapper (`sh -c`, npm, npx, tsx), up to the first that is not (a
- * login shell, a supervisor).
- */
-function wrapperAncestors(): { pid: number; parent: number | null; command: string }[] {
-  const chain: { pid: number; parent: number | null; command: string }[] = [];
-  for (let pid: number | null = process.ppid; pid !== null && pid > 1 && chain.length < 6; ) {
-    let command = '';
-    try {
-      command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
-    } catch {
-      // not Linux: the parent alone
-    }
-    const wrapper = /(^|\/)(sh|bash|dash) -c |(^|[\/ ])(npm|npx|npm-cli\.js|npx-cli\.js|tsx)( |$)|\/tsx\/dist\/cli\.m?js/.test(command);
-    if (chain.length > 0 && !wrapper) break;
-    const parent = parentOf(pid);
-    chain.push({ pid, parent, command: command.split(' ').slice(0, 3).join(' ') || 'parent' });
-    pid = parent;
-  }
-  return chain;
-}
+watchWrappers((why) => {
+  if (!stopping) stop(why);
+});
