@@ -300,6 +300,46 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     expect(await ordersOf()).toHaveLength(3);
   });
 
+  it('40 charges of a usage invoice at once (a double click, forty tabs): one order is left to pay, every other is canceled here and at the gateway, and paying it pays the invoice once', async () => {
+    const start = nextStart();
+    const customer = await h.server.createUser();
+    const created = await h.server.api('POST', '/subscriptions/', { auth: customer, body: { plan_id: 'metered', payment_type: 'bank_transfer' } });
+    expect(created.status, created.text).toBe(201);
+    await simulate(h.server, created.body.payment.order_id, 'settle');
+    const subId = created.body.subscription.id as string;
+    await send(callsFrom({ id: customer.id } as User, new Date(start.getTime() + MINUTE), 2));
+    h.clock.set(new Date(start.getTime() + 3 * DAY));
+    const changed = await h.server.api('POST', `/subscriptions/${subId}/change-plan/`, { auth: customer, body: { plan_id: 'plain', immediate: true } });
+    expect(changed.status, changed.text).toBe(200);
+    const [usage] = await usageOnly(subId);
+    const walletBefore = (await h.server.api('GET', '/wallet/me/', { auth: customer })).body.balance;
+
+    const answers = await Promise.all(Array.from({ length: 40 }, () => h.server.api('POST', '/payments/charge/', { auth: customer, body: { subscription_id: subId } })));
+    for (const r of answers) expect([201, 409, 503], r.text).toContain(r.status);
+    expect(answers.filter((r) => r.status === 201).length).toBeGreaterThan(0);
+    for (const r of answers.filter((a) => a.status === 201)) expect(r.body.payment).toMatchObject({ gross_amount: '9990.00', subscription_id: null });
+
+    const payments = await dbOf(h.server).find(Payment, { invoice: usage.id }, { orderBy: { createdAt: 'asc' } });
+    const pending = payments.filter((p) => p.status === 'pending');
+    expect(pending).toHaveLength(1);
+    const serverKey = h.server.config.gateway.serverKey;
+    const atGateway = async (orderId: string) =>
+      (await h.server.request('GET', `/_simulator/v2/${orderId}/status`, { headers: { authorization: `Basic ${Buffer.from(`${serverKey}:`).toString('base64')}` } })).body;
+    for (const p of payments.filter((q) => q.status !== 'pending')) {
+      const gw = await atGateway(p.orderId);
+      if (gw.status_code === '404') continue; // withdrawn before it reached the gateway
+      expect(gw.transaction_status, p.orderId).not.toBe('pending');
+    }
+
+    await simulate(h.server, pending[0].orderId, 'settle');
+    const [paid] = await usageOnly(subId);
+    expect(paid).toMatchObject({ status: 'paid', totalAmount: '9990.00' });
+    const settled = (await dbOf(h.server).find(Payment, { invoice: usage.id })).filter((p) => p.status === 'settled');
+    expect(settled).toHaveLength(1);
+    expect((await h.server.api('GET', '/wallet/me/', { auth: customer })).body.balance).toBe(walletBefore);
+    expect((await h.sub(subId)).plan.slug).toBe('plain');
+  });
+
   it('after a paid upgrade, ending now bills the window opened by the change (the change invoice starts its period there)', async () => {
     const start = nextStart();
     const { user, sub } = await subscribe('metered');
