@@ -62,6 +62,4 @@ function stop(why: string): void {
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop(signal));
 
-watchWrappers((why) => {
-  if (!stopping) stop(why);
-});
+watchWrappers(stop);

@@ -22,25 +22,24 @@ interface Wrapper {
 const startedByWrapper = Boolean(process.env.npm_lifecycle_event || process.env.npm_command) || Boolean(process.connected);
 const wrappersAtStart: Wrapper[] = startedByWrapper ? wrapperAncestors() : [];
 
-/** Calls `onGone` once, when a wrapper that started this process is gone; nothing when none did. */
+/**
+ * Calls `onGone` when a wrapper that started this process is gone; nothing when none did. It may
+ * be called again (the IPC channel's end and the check can both see it): `onGone` must be idempotent,
+ * as main.ts's stop() is.
+ */
 export function watchWrappers(onGone: (why: string) => void): void {
   if (!startedByWrapper) return;
-  let told = false;
-  const tell = (why: string) => {
-    if (told) return;
-    told = true;
-    onGone(why);
+  process.once('disconnect', () => onGone('parent process gone'));
+  if (wrappersAtStart.length === 0) return;
+  // The nearest wrapper is read from /proc too: a parent that died has left this process with another.
+  const gone = () => wrappersAtStart.find(({ pid, parent }, i) => !alive(pid) || (i === 0 ? (parentOf(process.pid) ?? process.ppid) : parentOf(pid)) !== (i === 0 ? pid : parent));
+  const check = (): boolean => {
+    const wrapper = gone();
+    if (wrapper) onGone(`wrapper process ${wrapper.pid} (${wrapper.command}) gone`);
+    return wrapper !== undefined;
   };
-  process.once('disconnect', () => tell('parent process gone'));
-  const wrappers = wrappersAtStart;
-  if (wrappers.length === 0) return;
-  const check = () => {
-    // The nearest wrapper is read from /proc too: a parent that died has left this process with another.
-    const gone = wrappers.find(({ pid, parent }, i) => !alive(pid) || (i === 0 ? (parentOf(process.pid) ?? process.ppid) : parentOf(pid)) !== (i === 0 ? pid : parent));
-    if (gone) tell(`wrapper process ${gone.pid} (${gone.command}) gone`);
-  };
-  check();
-  if (!told) setInterval(() => (told ? undefined : check()), 500).unref();
+  if (check()) return;
+  const timer = setInterval(() => check() && clearInterval(timer), 500).unref();
 }
 
 function alive(pid: number): boolean {

@@ -99,6 +99,12 @@ export async function simulate(server: TestServer, orderId: string, action: stri
   return res;
 }
 
+/** The order as the gateway's status API answers it (signed with the server key, as the service asks). */
+export async function gatewayStatus(server: TestServer, orderId: string): Promise<Record<string, any>> {
+  const basic = Buffer.from(`${server.config.gateway.serverKey}:`).toString('base64');
+  return (await server.request('GET', `/_simulator/v2/${orderId}/status`, { headers: { authorization: `Basic ${basic}` } })).body;
+}
+
 export async function subscribe(server: TestServer, user: TestUser, body: Record<string, unknown>, headers?: Record<string, string>): Promise<HttpResult> {
   return server.api('POST', '/subscriptions/', { auth: user, body, headers });
 }

@@ -7,7 +7,7 @@ import { runBilling } from '../../src/services/billing/run-billing.js';
 import { DATABASES } from '../helpers/database.js';
 import { signedNotification } from '../helpers/factories.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
-import { activeSubscription, dbOf, fundWallet, simulate, subscribe, walletBalance, type TestUser } from '../helpers/subscriptions.js';
+import { activeSubscription, dbOf, fundWallet, gatewayStatus as gatewayStatusOf, simulate, subscribe, walletBalance, type TestUser } from '../helpers/subscriptions.js';
 
 /*
  * Issue 28, rows 3-6, 8 and 9: the money sequences a hostile customer (and the gateway's own
@@ -40,7 +40,7 @@ describe.each(DATABASES)('money sequences of round three on %s', (kind) => {
   const getPayment = async (id: string) => (await server.api('GET', `/payments/${id}/`, { auth: user })).body;
   const invoicesOf = (subscriptionId: string) => dbOf(server).find(Invoice, { subscription: subscriptionId }, { orderBy: [{ createdAt: 'asc' }, { number: 'asc' }] });
   const paymentsOf = (subscriptionId: string) => dbOf(server).find(Payment, { subscription: subscriptionId }, { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
-  const gatewayStatus = async (orderId: string) => (await server.request('GET', `/_simulator/v2/${orderId}/status`, { headers: { authorization: `Basic ${Buffer.from(`${server.config.gateway.serverKey}:`).toString('base64')}` } })).body;
+  const gatewayStatus = (orderId: string) => gatewayStatusOf(server, orderId);
   const webhook = (body: Record<string, unknown>) => server.api('POST', '/webhook/notification/', { body });
 
   it('row 3: paying an immediate upgrade while a renewal invoice is open voids that invoice; dunning never cancels the paid subscription', async () => {

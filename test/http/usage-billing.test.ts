@@ -24,7 +24,7 @@ import { usageOf } from '../../src/services/usage/usage-charges.js';
 import { startBilling, DAY, iso, type BillingHarness } from '../helpers/billing.js';
 import { DATABASES } from '../helpers/database.js';
 import { makePlan } from '../helpers/factories.js';
-import { dbOf, simulate } from '../helpers/subscriptions.js';
+import { dbOf, gatewayStatus, simulate } from '../helpers/subscriptions.js';
 
 /*
  * Usage billed in arrears (docs/usage.md, 'Billing in arrears'), with events sent to POST
@@ -264,7 +264,11 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     expect(iso((await h.sub(sub.id)).usageBilledUntil)).toBe(iso(now));
   });
 
-  it('a usage invoice paid through POST /payments/charge/ stays a usage invoice: an expired charge leaves it open with its usage on it, a settled one pays it and nothing goes to the wallet', async () => {
+  /**
+   * A Metered subscriber over HTTP who made 2 calls, then went down to Plain at once: the 2 calls
+   * (Rp 9.990 with PPN) are on a usage invoice whose first order is sent and still pending.
+   */
+  const openUsageInvoice = async () => {
     const start = nextStart();
     const customer = await h.server.createUser();
     const created = await h.server.api('POST', '/subscriptions/', { auth: customer, body: { plan_id: 'metered', payment_type: 'bank_transfer' } });
@@ -273,10 +277,14 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     const subId = created.body.subscription.id as string;
     await send(callsFrom({ id: customer.id } as User, new Date(start.getTime() + MINUTE), 2));
     h.clock.set(new Date(start.getTime() + 3 * DAY));
-    // Down to Plain now: the 2 calls (Rp 9.990 with PPN) on a usage invoice, its order sent at once.
     const changed = await h.server.api('POST', `/subscriptions/${subId}/change-plan/`, { auth: customer, body: { plan_id: 'plain', immediate: true } });
     expect(changed.status, changed.text).toBe(200);
     const [usage] = await usageOnly(subId);
+    return { customer, subId, usage };
+  };
+
+  it('a usage invoice paid through POST /payments/charge/ stays a usage invoice: an expired charge leaves it open with its usage on it, a settled one pays it and nothing goes to the wallet', async () => {
+    const { customer, subId, usage } = await openUsageInvoice();
     expect(usage).toMatchObject({ status: 'open', totalAmount: '9990.00' });
     const walletAfterChange = (await h.server.api('GET', '/wallet/me/', { auth: customer })).body.balance;
     const ordersOf = async () => (await dbOf(h.server).find(Payment, { invoice: usage.id }, { orderBy: { createdAt: 'asc' } })).map((p) => p.orderId);
@@ -301,17 +309,7 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
   });
 
   it('40 charges of a usage invoice at once (a double click, forty tabs): one order is left to pay, every other is canceled here and at the gateway, and paying it pays the invoice once', async () => {
-    const start = nextStart();
-    const customer = await h.server.createUser();
-    const created = await h.server.api('POST', '/subscriptions/', { auth: customer, body: { plan_id: 'metered', payment_type: 'bank_transfer' } });
-    expect(created.status, created.text).toBe(201);
-    await simulate(h.server, created.body.payment.order_id, 'settle');
-    const subId = created.body.subscription.id as string;
-    await send(callsFrom({ id: customer.id } as User, new Date(start.getTime() + MINUTE), 2));
-    h.clock.set(new Date(start.getTime() + 3 * DAY));
-    const changed = await h.server.api('POST', `/subscriptions/${subId}/change-plan/`, { auth: customer, body: { plan_id: 'plain', immediate: true } });
-    expect(changed.status, changed.text).toBe(200);
-    const [usage] = await usageOnly(subId);
+    const { customer, subId, usage } = await openUsageInvoice();
     const walletBefore = (await h.server.api('GET', '/wallet/me/', { auth: customer })).body.balance;
 
     const answers = await Promise.all(Array.from({ length: 40 }, () => h.server.api('POST', '/payments/charge/', { auth: customer, body: { subscription_id: subId } })));
@@ -322,11 +320,8 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     const payments = await dbOf(h.server).find(Payment, { invoice: usage.id }, { orderBy: { createdAt: 'asc' } });
     const pending = payments.filter((p) => p.status === 'pending');
     expect(pending).toHaveLength(1);
-    const serverKey = h.server.config.gateway.serverKey;
-    const atGateway = async (orderId: string) =>
-      (await h.server.request('GET', `/_simulator/v2/${orderId}/status`, { headers: { authorization: `Basic ${Buffer.from(`${serverKey}:`).toString('base64')}` } })).body;
     for (const p of payments.filter((q) => q.status !== 'pending')) {
-      const gw = await atGateway(p.orderId);
+      const gw = await gatewayStatus(h.server, p.orderId);
       if (gw.status_code === '404') continue; // withdrawn before it reached the gateway
       expect(gw.transaction_status, p.orderId).not.toBe('pending');
     }
