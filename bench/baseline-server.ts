@@ -33,6 +33,8 @@ if (sqlite) {
     db.close();
   };
   db.pragma('journal_mode = WAL');
+  // The service's durability (src/db/orm.ts): each COMMIT flushed to disk.
+  db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 10000');
   const cache = new Map<string, Database.Statement>();
   const stmt = (sql: string) => {

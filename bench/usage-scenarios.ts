@@ -147,6 +147,8 @@ export function openRaw(kind: Kind, url: string, connections = 1): RawDb {
   if (kind === 'sqlite') {
     const db = new Database(url.slice('sqlite:'.length));
     db.pragma('journal_mode = WAL');
+    // The service's durability (src/db/orm.ts): each COMMIT flushed to disk.
+    db.pragma('synchronous = FULL');
     db.pragma('busy_timeout = 30000');
     const statements = new Map<string, Database.Statement>();
     const run = async (sql: string, params: unknown[] = []) => {

@@ -118,6 +118,11 @@ async function initOrm(databaseUrl: string, opts: OrmOptions): Promise<Orm> {
           // (an operator's command during a billing run) wait for the write lock instead of
           // failing at once with "database is locked".
           if (file !== ':memory:') conn.pragma('journal_mode = WAL');
+          // NOTE: better-sqlite3 is built with WAL's synchronous at NORMAL, which does not flush
+          // the WAL at COMMIT: a power loss or an OS crash could then take back transactions
+          // already answered (a settlement the gateway was told we have). FULL flushes at every
+          // COMMIT, so a 2xx survives them too; the webhook's group commit shares that flush.
+          conn.pragma('synchronous = FULL');
           conn.pragma(`busy_timeout = ${Math.trunc(opts.busyTimeoutMs ?? 30_000)}`);
           conn.pragma('foreign_keys = ON');
           done(null, conn);
