@@ -4,6 +4,7 @@ import { runCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
+import { gatewayStatus } from '../helpers/subscriptions.js';
 import { postTopup, settleTopup, walletBalance } from '../helpers/topups.js';
 
 /*
@@ -28,7 +29,6 @@ describe.each(DATABASES)('billing-admin input, not-found and repeats on %s', (ki
   });
   afterAll(() => server?.stop());
 
-  const gatewayStatus = async (orderId: string) => (await server.request<any>('GET', `/_simulator/v2/${orderId}/status`, { auth: { username: server.config.gateway.serverKey, password: '' } })).body.transaction_status;
 
   it('simulate refuses a bad --amount or --fraud-status with exit 2 and refunds nothing', async () => {
     for (const args of [
@@ -44,7 +44,7 @@ describe.each(DATABASES)('billing-admin input, not-found and repeats on %s', (ki
     }
     // The simulator's own refusal of an input (a fraction of a rupiah) is bad input too.
     expect((await runCli(['simulate', 'refund', settledOrder, '--amount', '10.5'], env)).code).toBe(2);
-    expect(await gatewayStatus(settledOrder)).toBe('settlement');
+    expect((await gatewayStatus(server, settledOrder)).transaction_status).toBe('settlement');
     expect(await walletBalance(server, alice)).toBe('100000.00');
   }, 120_000);
 

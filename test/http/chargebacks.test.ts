@@ -5,7 +5,7 @@ import { serverForCli } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
 import { signedNotification } from '../helpers/factories.js';
 import { STANDARD_PLANS } from '../helpers/server.js';
-import { simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
+import { gatewayStatus, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
 import { postTopup, walletBalance } from '../helpers/topups.js';
 
 /*
@@ -85,8 +85,7 @@ describe.each(DATABASES)('chargebacks (%s)', (kind) => {
     expect(await chargebackNotices(user)).toEqual([expect.objectContaining({ order_id: payment.order_id, chargeback_amount: '20000.00', fully_charged_back: false })]);
 
     // The gateway's status answer says the same: the total charged back in refund_amount, one entry in refunds[].
-    const status = await stage.server.request('GET', `/_simulator/v2/${payment.order_id}/status`, { headers: { authorization: `Basic ${Buffer.from(`${stage.server.config.gateway.serverKey}:`).toString('base64')}` } });
-    expect(status.body).toMatchObject({ status_code: '200', transaction_status: 'partial_chargeback', refund_amount: '20000.00', refunds: [expect.objectContaining({ refund_amount: '20000.00' })] });
+    expect(await gatewayStatus(stage.server, payment.order_id)).toMatchObject({ status_code: '200', transaction_status: 'partial_chargeback', refund_amount: '20000.00', refunds: [expect.objectContaining({ refund_amount: '20000.00' })] });
   });
 
   it('a partial chargeback, then the full one: charged_back for all, one credit note for the part, no second one', async () => {
