@@ -1,4 +1,5 @@
-// Times every COMMIT run through better-sqlite3 and prints the sum per 10 s and at exit.
+// Preloaded with --import: times every COMMIT (and, apart, every other statement's run()) that
+// better-sqlite3 executes in this process, and prints the totals at exit (bench/README.md, eighth session).
 import { createRequire } from 'node:module';
 const require = createRequire(process.cwd() + '/package.json');
 const Database = require('better-sqlite3');

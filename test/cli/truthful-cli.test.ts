@@ -29,7 +29,6 @@ describe.each(DATABASES)('billing-admin input, not-found and repeats on %s', (ki
   });
   afterAll(() => server?.stop());
 
-
   it('simulate refuses a bad --amount or --fraud-status with exit 2 and refunds nothing', async () => {
     for (const args of [
       ['refund', settledOrder, '--amount', 'abc'],
