@@ -33,6 +33,26 @@ export function discountCovers(discount: SubscriptionDiscount | null | undefined
 }
 
 /**
+ * Whether the discount pays part of a new billed period starting at `periodStart` (a renewal, a
+ * first period, the period a change across intervals starts): it covers the plan then and still
+ * has a period to count. A discount whose count ran out covers no new period, even while its
+ * last covered period (its `ends_at`) has not ended.
+ */
+export function discountCoversNewPeriod(discount: SubscriptionDiscount | null | undefined, plan: { slug: string; currency: string }, periodStart: Date): discount is SubscriptionDiscount {
+  return discountCovers(discount, plan, periodStart) && discount.ends_at === null;
+}
+
+/**
+ * The discount once the running period is cut short at `at` by a change that starts a new
+ * period: a discount whose count ran out ends there, with the period it last covered, so no
+ * later change inside the new period is priced as if that period were still covered.
+ */
+export function cutAt(discount: SubscriptionDiscount | null, at: Date): SubscriptionDiscount | null {
+  if (!discount || discount.ends_at === null || Date.parse(discount.ends_at) <= at.getTime()) return discount;
+  return { ...discount, ends_at: at.toISOString() };
+}
+
+/**
  * The discount of each line: `covered[i]` says whether line i is one the discount applies to.
  * Lines not covered, and lines of zero or less, get "0.00".
  */
@@ -66,6 +86,7 @@ export function discountedPrice(discount: SubscriptionDiscount | null | undefine
  */
 export function afterCoveredPeriod(discount: SubscriptionDiscount, periodEnd: Date): SubscriptionDiscount {
   if (discount.cycles_left === null) return discount;
-  const cyclesLeft = discount.cycles_left - 1;
+  // Never below zero: a discount is counted only for a period it covers (discountCoversNewPeriod).
+  const cyclesLeft = Math.max(0, discount.cycles_left - 1);
   return { ...discount, cycles_left: cyclesLeft, ends_at: cyclesLeft <= 0 ? periodEnd.toISOString() : null };
 }

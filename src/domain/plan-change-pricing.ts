@@ -1,7 +1,7 @@
 import type { Plan } from '../db/entities/plan.js';
 import type { SubscriptionDiscount } from '../db/entities/subscription.js';
 import { cycleBoundary } from './billing-calendar.js';
-import { discountCovers, lineDiscounts } from './discount.js';
+import { discountCovers, discountCoversNewPeriod, lineDiscounts } from './discount.js';
 import { isPositive, multiplyAndRound, subtract, ZERO, type Money } from './money.js';
 import { taxBaseCovering, taxInvoice } from './tax.js';
 import { unusedShare } from './unused-share.js';
@@ -84,7 +84,7 @@ export function priceChange(input: {
   const priced = (chargeUnit: Money, chargeQuantity: number, resets: boolean) => {
     const chargeLine = multiplyAndRound(chargeUnit, chargeQuantity, 1, currency);
     const given = input.discount ?? null;
-    const discount = discountCovers(given, newPlan, at) && (!resets || given.ends_at === null) ? given : null;
+    const discount = (resets ? discountCoversNewPeriod(given, newPlan, at) : discountCovers(given, newPlan, at)) ? given : null;
     const [chargeDiscount = ZERO] = lineDiscounts(discount, [chargeLine], [true], currency);
     const discounted = subtract(chargeLine, chargeDiscount);
     const charge = taxInvoice(discounted, newPlan.taxBehavior, currency, input.pkp).total;

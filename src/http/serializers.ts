@@ -4,7 +4,7 @@ import type { Invoice, InvoiceLine } from '../db/entities/invoice.js';
 import type { Notification } from '../db/entities/notification.js';
 import type { Payment, Refund } from '../db/entities/payment.js';
 import type { Plan } from '../db/entities/plan.js';
-import type { Subscription } from '../db/entities/subscription.js';
+import type { Subscription, SubscriptionDiscount } from '../db/entities/subscription.js';
 import type { Topup } from '../db/entities/topup.js';
 import type { User } from '../db/entities/user.js';
 import type { Wallet, WalletTransaction } from '../db/entities/wallet.js';
@@ -133,28 +133,33 @@ export function serializeSubscription(s: SubscriptionFields): Schemas['Subscript
             period_end: s.pendingChange.period_end,
             credit: s.pendingChange.credit,
             amount_due: subtract(s.pendingChange.charge, s.pendingChange.credit),
+            // A change of units (and a change asked for before changes kept their own) leaves the discount as it is.
+            discount: serializeDiscount(s.pendingChange.discount === undefined ? s.discount : s.pendingChange.discount),
           }
         : null,
     cycles_completed: s.cyclesCompleted,
     quantity: s.quantity,
     pending_quantity: s.pendingQuantity,
-    discount: s.discount
-      ? {
-          coupon: s.discount.coupon,
-          promotion_code: s.discount.promotion_code,
-          percent_off: s.discount.percent_off,
-          amount_off: s.discount.amount_off,
-          currency: s.discount.currency,
-          duration: s.discount.duration,
-          starts_at: s.discount.starts_at,
-          ends_at: s.discount.ends_at,
-          cycles_left: s.discount.cycles_left,
-        }
-      : null,
+    discount: serializeDiscount(s.discount),
     last_renewal_failure: s.lastRenewalFailure ? { at: s.lastRenewalFailure.at, code: s.lastRenewalFailure.code, message: s.lastRenewalFailure.message } : null,
     metadata: s.metadata,
     created_at: isoRequired(s.createdAt),
     updated_at: isoRequired(s.updatedAt),
+  };
+}
+
+function serializeDiscount(d: SubscriptionDiscount | null): Schemas['SubscriptionDiscount'] | null {
+  if (!d) return null;
+  return {
+    coupon: d.coupon,
+    promotion_code: d.promotion_code,
+    percent_off: d.percent_off,
+    amount_off: d.amount_off,
+    currency: d.currency,
+    duration: d.duration,
+    starts_at: d.starts_at,
+    ends_at: d.ends_at,
+    cycles_left: d.cycles_left,
   };
 }
 

@@ -95,11 +95,14 @@ describe.each(DATABASES)('change-plan with discounts (%s)', (kind) => {
       expect(invoice).toMatchObject({ subtotal: '67742.00', discount_amount: '20323.00', total_amount: quoted.net });
       expect(lines(invoice)).toEqual([['proration', 1, '-33871.00', '0.00'], ['proration', 1, '101613.00', '20323.00']]);
       expect(res.body.subscription).toMatchObject({ plan: { slug: 'basic-monthly' }, pending_change: { amount_due: quoted.net, credit: '33871.00' } });
-      expect(res.body.subscription.discount).toMatchObject({ promotion_code: promo.code, percent_off: '20.00', starts_at: TEN_DAYS_IN.toISOString(), cycles_left: null });
+      // Until it is paid, the discount is the pending change's; the subscription keeps its own.
+      expect(res.body.subscription.discount).toBeNull();
+      expect(res.body.subscription.pending_change.discount).toMatchObject({ promotion_code: promo.code, percent_off: '20.00', starts_at: TEN_DAYS_IN.toISOString(), cycles_left: null });
 
       await simulate(server, payment.order_id, 'settle');
       const after = await get(sub.id);
       expect(after).toMatchObject({ plan: { slug: 'pro-monthly' }, pending_change: null, current_period_end: APR });
+      expect(after.discount).toMatchObject({ promotion_code: promo.code, starts_at: TEN_DAYS_IN.toISOString(), cycles_left: null });
       const redeemed = await em().findOneOrFail(PromotionCode, promo.id, { populate: ['coupon'] });
       expect([redeemed.timesRedeemed, redeemed.coupon.timesRedeemed, await em().count(CouponRedemption, { promotionCode: promo.id })]).toEqual([1, 1, 1]);
 
@@ -226,6 +229,103 @@ describe.each(DATABASES)('change-plan with discounts (%s)', (kind) => {
       expect(await preview(sub.id, 'pro-monthly')).toMatchObject({ credit: '16935.00', chargeDiscount: '50807.00', charge: '50806.00' });
       // Weekly: a new period starts now, which the spent discount does not cover.
       expect(await preview(sub.id, 'weekly')).toMatchObject({ chargeDiscount: '0.00', charge: '20000.00', resetsPeriod: true });
+    });
+  });
+
+  describe('a change waiting for its payment: the discount is the subscription\'s only once the change applies', () => {
+    const WEEK_START = START;
+    const DAY_3 = new Date(START.getTime() + 3 * DAY);
+    const MAR_8 = new Date(START.getTime() + 7 * DAY);
+    const MAR_15 = new Date(START.getTime() + 14 * DAY);
+    /** Runs the billing at `at` and pays the renewal it issues by transfer. */
+    const renew = async (at: Date) => {
+      clock.set(at);
+      const { orm, config, gateway } = server.running.billing;
+      await runBilling({ em: orm.em.fork(), config, gateway, clock }, {});
+      const payment = await em().findOneOrFail(Payment, { invoice: { billingReason: 'subscription_cycle', periodStart: at }, user: user.id });
+      await simulate(server, payment.orderId, 'settle');
+    };
+    const cycleInvoices = async (subscriptionId: string) =>
+      (await em().find(Invoice, { subscription: subscriptionId, billingReason: 'subscription_cycle' }, { orderBy: { periodStart: 'asc' } })).map((i) => [i.subtotal, i.discountAmount]);
+
+    it('a change across intervals left unpaid counts no period of the discount: the renewals after it get exactly the periods left', async () => {
+      const promo = await code({ percentOff: '20.00', duration: 'repeating', durationInCycles: 2 });
+      clock.set(WEEK_START);
+      const { sub } = await active({ plan_id: 'weekly', promotion_code: promo.code });
+      expect(sub.discount).toMatchObject({ cycles_left: 1, ends_at: null });
+
+      // Three days in, a move to monthly starts a new period: 50 000 less 20 %, less the unused 16 000 × 4/7.
+      clock.set(DAY_3);
+      const res = await change(sub.id, { plan_id: 'basic-monthly' });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.payment.status).toBe('pending');
+      expect(res.body.subscription.discount).toMatchObject({ cycles_left: 1, ends_at: null });
+      expect(res.body.subscription.pending_change.discount).toMatchObject({ cycles_left: 0, ends_at: '2026-04-04T03:00:00.000Z' });
+
+      // The transfer is never made: the change is dropped and the discount is as it was.
+      await simulate(server, res.body.payment.order_id, 'expire');
+      const dropped = await get(sub.id);
+      expect(dropped).toMatchObject({ plan: { slug: 'weekly' }, pending_change: null });
+      expect(dropped.discount).toMatchObject({ cycles_left: 1, ends_at: null });
+
+      // Its second period is discounted, the third is not: two in all, as the coupon says.
+      await renew(MAR_8);
+      await renew(MAR_15);
+      expect(await cycleInvoices(sub.id)).toEqual([['20000.00', '4000.00'], ['20000.00', '0.00']]);
+      expect((await get(sub.id)).discount).toMatchObject({ cycles_left: 0, ends_at: MAR_15.toISOString() });
+    });
+
+    it('a discount spent on its period covers no renewal of the new period a paid change across intervals starts, and never counts below zero', async () => {
+      const promo = await code({ percentOff: '50.00', duration: 'once' });
+      const { sub } = await active({ plan_id: 'basic-monthly', promotion_code: promo.code });
+      expect(sub.discount).toMatchObject({ cycles_left: 0, ends_at: APR });
+      clock.set(TEN_DAYS_IN);
+      const res = await change(sub.id, { plan_id: 'weekly' });
+      expect(res.status, res.text).toBe(200);
+      await simulate(server, res.body.payment.order_id, 'settle');
+      const week = new Date(TEN_DAYS_IN.getTime() + 7 * DAY);
+      // The spent discount ends where the period it covered was cut short.
+      expect(await get(sub.id)).toMatchObject({ plan: { slug: 'weekly' }, current_period_end: week.toISOString(), discount: { cycles_left: 0, ends_at: TEN_DAYS_IN.toISOString() } });
+
+      await renew(week);
+      expect(await cycleInvoices(sub.id)).toEqual([['20000.00', '0.00']]);
+      const after = await server.api('GET', `/subscriptions/${sub.id}/`, { auth: user });
+      expect(after.status, after.text).toBe(200);
+      expect(after.body.discount).toMatchObject({ cycles_left: 0 });
+      // A change back inside the new week is not priced as if the spent discount still covered it.
+      expect(await preview(sub.id, 'basic-monthly')).toMatchObject({ chargeDiscount: '0.00' });
+    });
+
+    it('a code typed with a change that is never paid is given back: counted once, uncounted when dropped, redeemable again', async () => {
+      const { sub } = await active({ plan_id: 'basic-monthly' });
+      const promo = await code({ percentOff: '20.00', duration: 'repeating', durationInCycles: 1, maxRedemptions: 1 });
+      const counts = async () => {
+        const p = await em().findOneOrFail(PromotionCode, promo.id, { populate: ['coupon'], refresh: true });
+        return [p.timesRedeemed, p.coupon.timesRedeemed, await em().count(CouponRedemption, { promotionCode: promo.id })];
+      };
+      clock.set(TEN_DAYS_IN);
+      const first = await change(sub.id, { plan_id: 'pro-monthly', promotion_code: promo.code });
+      expect(first.status, first.text).toBe(200);
+      expect(first.body.subscription.discount).toBeNull();
+      expect(first.body.subscription.pending_change.discount).toMatchObject({ promotion_code: promo.code, cycles_left: 0 });
+      expect(await counts()).toEqual([1, 1, 1]);
+
+      await simulate(server, first.body.payment.order_id, 'expire');
+      expect(await get(sub.id)).toMatchObject({ plan: { slug: 'basic-monthly' }, pending_change: null, discount: null });
+      expect(await counts()).toEqual([0, 0, 0]);
+
+      // Withdrawn (a change back to the current plan) gives it back too.
+      const second = await change(sub.id, { plan_id: 'pro-monthly', promotion_code: promo.code });
+      expect(second.status, second.text).toBe(200);
+      expect((await change(sub.id, { plan_id: 'basic-monthly' })).status).toBe(200);
+      expect(await counts()).toEqual([0, 0, 0]);
+
+      // Its one redemption is still there for the change that is paid.
+      const third = await change(sub.id, { plan_id: 'pro-monthly', promotion_code: promo.code });
+      expect(third.status, third.text).toBe(200);
+      await simulate(server, third.body.payment.order_id, 'settle');
+      expect(await get(sub.id)).toMatchObject({ plan: { slug: 'pro-monthly' }, discount: { promotion_code: promo.code, cycles_left: 0, ends_at: APR } });
+      expect(await counts()).toEqual([1, 1, 1]);
     });
   });
 

@@ -23,6 +23,13 @@ export interface PendingChange {
   prior_period_end: string | null;
   /** A change of units (change-quantity) on the same plan: the quantity it sets when paid. */
   quantity?: number;
+  /**
+   * The subscription's discount once the change applies (counted for the change's period when it
+   * starts one); absent on a change of units, which leaves the discount as it is.
+   */
+  discount?: SubscriptionDiscount | null;
+  /** The redemption of a code typed with the change: given back when the change is dropped. */
+  redemption_id?: string | null;
 }
 
 /** Why the latest renewal charge failed (kept until a renewal succeeds), for staff and the customer. */

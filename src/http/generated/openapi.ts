@@ -3220,7 +3220,8 @@ export interface components {
          *       "period_start": "2026-01-15T03:00:00Z",
          *       "period_end": "2026-02-15T03:00:00Z",
          *       "credit": "33871.00",
-         *       "amount_due": "169355.00"
+         *       "amount_due": "169355.00",
+         *       "discount": null
          *     }
          */
         PendingPlanChange: {
@@ -3252,6 +3253,13 @@ export interface components {
             period_end: string;
             credit: components["schemas"]["Money"];
             amount_due: components["schemas"]["Money"];
+            /**
+             * @description The subscription's discount once the change applies: the one a code typed with the
+             *     change redeemed, else the one it has, counted for the change's period when the change
+             *     starts a new one. Until the payment settles, the subscription's `discount` stays as it
+             *     was; a change dropped unpaid sets nothing and gives its code's redemption back.
+             */
+            discount: components["schemas"]["SubscriptionDiscount"] | components["schemas"]["NullValue"];
         };
         ChangePlanRequest: {
             /**

@@ -10,7 +10,7 @@ import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { GatewayError, isMerchantSideFailure, merchantSideFailure } from '../../gateway/errors.js';
 import type { DataContext, ServiceContext } from '../context.js';
-import { discountCovers } from '../../domain/discount.js';
+import { discountCoversNewPeriod } from '../../domain/discount.js';
 import { createInvoice, type CreateInvoiceInput, type InvoiceLineInput } from '../invoices/create-invoice.js';
 import { countDiscountPeriod, periodLine } from '../invoices/subscription-lines.js';
 import { notify } from '../notifications/notify.js';
@@ -126,7 +126,7 @@ export function renewalInvoiceInput(
     dueAt: schedule.dueAt,
     periodStart,
     periodEnd,
-    discount: discountCovers(sub.discount, plan, periodStart) ? sub.discount : null,
+    discount: discountCoversNewPeriod(sub.discount, plan, periodStart) ? sub.discount : null,
     lines: [periodLine(plan, sub.quantity, periodStart, periodEnd), ...usage],
   };
 }

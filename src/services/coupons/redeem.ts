@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Coupon, CouponRedemption, PromotionCode } from '../../db/entities/coupon.js';
 import { Invoice } from '../../db/entities/invoice.js';
 import type { Plan } from '../../db/entities/plan.js';
@@ -77,25 +78,49 @@ export async function checkPromotionCode(ctx: DataContext, input: RedeemInput): 
   return promo;
 }
 
+/** A redemption just counted: the discount the subscription keeps, and the record that counts it. */
+export interface Redemption {
+  discount: SubscriptionDiscount;
+  redemptionId: string;
+}
+
 /**
  * Redeems a promotion code for `subscription` inside the caller's transaction: checks it,
  * counts it on the code and its coupon (never past either limit), records the redemption and
  * returns the discount the subscription keeps.
  */
-export async function redeemPromotionCode(ctx: DataContext, input: RedeemInput & { subscription: Subscription }): Promise<SubscriptionDiscount> {
+export async function redeemPromotionCode(ctx: DataContext, input: RedeemInput & { subscription: Subscription }): Promise<Redemption> {
   const promo = await checkPromotionCode(ctx, input);
-  // NOTE: plain SQL through the entity manager, so it runs in the caller's transaction.
-  const counted = async (table: string, id: string) =>
-    (await ctx.em.execute(
-      `update ${table} set times_redeemed = times_redeemed + 1 where id = ? and active = ? and (max_redemptions is null or times_redeemed < max_redemptions)`,
-      [id, true],
-      'run',
-    )) as unknown as { affectedRows?: number };
   for (const [table, id] of [['promotion_codes', promo.id], ['coupons', promo.coupon.id]] as const) {
-    if (((await counted(table, id)).affectedRows ?? 0) !== 1) {
+    if ((await countRedemption(ctx, table, id, +1)) !== 1) {
       throw new PromotionCodeInvalidError('exhausted', `The promotion code ${promo.code} has been used as many times as it may be.`);
     }
   }
-  ctx.em.create(CouponRedemption, { coupon: promo.coupon, promotionCode: promo, user: input.user.id, subscription: input.subscription, createdAt: input.at } as unknown as CouponRedemption);
-  return discountOf(promo.coupon, promo, input.at);
+  const redemptionId = randomUUID();
+  ctx.em.create(CouponRedemption, { id: redemptionId, coupon: promo.coupon, promotionCode: promo, user: input.user.id, subscription: input.subscription, createdAt: input.at } as unknown as CouponRedemption);
+  return { discount: discountOf(promo.coupon, promo, input.at), redemptionId };
+}
+
+/**
+ * Gives back a redemption whose purchase never happened (a plan change dropped before it was
+ * paid): the code and its coupon count one fewer and the record goes, so a code with a limit
+ * is not used up by a change that did not take place. A redemption already given back is left.
+ */
+export async function undoRedemption(ctx: DataContext, redemptionId: string): Promise<void> {
+  const redemption = await ctx.em.findOne(CouponRedemption, redemptionId);
+  if (!redemption) return;
+  if (redemption.promotionCode) await countRedemption(ctx, 'promotion_codes', redemption.promotionCode.id, -1);
+  await countRedemption(ctx, 'coupons', redemption.coupon.id, -1);
+  ctx.em.remove(redemption);
+}
+
+/**
+ * NOTE: plain SQL through the entity manager, so it runs in the caller's transaction; counting
+ * up stops at the limit, counting down at zero. Returns the rows changed (1, or 0 when refused).
+ */
+async function countRedemption(ctx: DataContext, table: 'promotion_codes' | 'coupons', id: string, by: 1 | -1): Promise<number> {
+  const limit = by > 0 ? '(max_redemptions is null or times_redeemed < max_redemptions)' : 'times_redeemed > 0';
+  const sql = `update ${table} set times_redeemed = times_redeemed ${by > 0 ? '+' : '-'} 1 where id = ? and ${by > 0 ? 'active = ? and ' : ''}${limit}`;
+  const result = (await ctx.em.execute(sql, by > 0 ? [id, true] : [id], 'run')) as unknown as { affectedRows?: number };
+  return result.affectedRows ?? 0;
 }

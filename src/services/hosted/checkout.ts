@@ -18,7 +18,7 @@ import { chargeSubscription } from '../subscriptions/charge-subscription.js';
 import { confirmTrialCard } from '../subscriptions/confirm-trial-card.js';
 import { createSubscription, quantityFor, trialAllowed } from '../subscriptions/create-subscription.js';
 import type { SubscriptionDiscount } from '../../db/entities/subscription.js';
-import { discountCovers } from '../../domain/discount.js';
+import { discountCoversNewPeriod } from '../../domain/discount.js';
 import { checkPromotionCode, discountOf } from '../coupons/redeem.js';
 import { priceInvoice, type InvoicePricing } from '../invoices/create-invoice.js';
 import { periodLine } from '../invoices/subscription-lines.js';
@@ -246,7 +246,7 @@ export async function checkoutTerms(ctx: Pick<ServiceContext, 'em' | 'config' | 
     discount = discountOf(promo.coupon, promo, at);
   }
   const line = periodLine(plan, quantity, null, null);
-  const pricing = priceInvoice(ctx.config, { lines: [line], currency: plan.currency, taxBehavior: plan.taxBehavior, discount: discountCovers(discount, plan, at) ? discount : null });
+  const pricing = priceInvoice(ctx.config, { lines: [line], currency: plan.currency, taxBehavior: plan.taxBehavior, discount: discountCoversNewPeriod(discount, plan, at) ? discount : null });
   return { quantity, promotionCode, discount, pricing };
 }
 

@@ -9,6 +9,7 @@ import type { DataContext, ServiceContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
+import { forgetPendingChange } from './pending-change.js';
 import { billsUsageOnly, issueUsageInvoice } from './usage-invoice.js';
 
 const PAID_STATUSES = ['settled', 'partially_refunded', 'refunded'] as const;
@@ -33,8 +34,7 @@ export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, re
   subscriptionStates.apply(sub, 'cancel', at);
   sub.cancelReason = reason;
   sub.nextBillingDate = null;
-  sub.pendingChange = null;
-  sub.pendingChangePlan = null;
+  await forgetPendingChange(ctx, sub);
   const cancelOrderIds = await cancelInvoicePayments(ctx.em, { subscription: sub }, at);
   await voidOpenInvoices(ctx, sub, at);
   notify(ctx, sub.user, 'subscription_canceled', { ...subscriptionData(sub), cancel_reason: reason });

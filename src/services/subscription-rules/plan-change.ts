@@ -16,6 +16,7 @@ import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { fundPeriod, moveFundsToNewPeriod } from './period-funds.js';
+import { forgetPendingChange } from './pending-change.js';
 import { reopenUsageOf } from './end-subscription.js';
 import { issueUsageInvoice } from './usage-invoice.js';
 
@@ -105,7 +106,11 @@ export async function applyPaidPlanChange(ctx: DataContext, payment: Payment): P
   const pending = sub.pendingChange;
   const current = pending && pending.payment_id === payment.id && sub.pendingChangePlan && subscriptionActions.can(sub, 'change_plan')
     && pending.prior_period_end === (sub.currentPeriodEnd?.toISOString() ?? null);
-  if (!current) return creditUnusedChangePayment(ctx, payment);
+  if (!current) {
+    // Paid too late for its change (replaced, or the period renewed since): the change is over.
+    if (pending?.payment_id === payment.id) await forgetPendingChange(ctx, sub);
+    return creditUnusedChangePayment(ctx, payment);
+  }
   const plan = await ctx.em.findOneOrFail(Plan, sub.pendingChangePlan!.id);
   const at = new Date(pending.requested_at);
   const periodStart = new Date(pending.period_start);
@@ -119,6 +124,9 @@ export async function applyPaidPlanChange(ctx: DataContext, payment: Payment): P
   };
   // A change of units is paid the same way: the running funds carry over, the payment adds its units.
   if (pending.quantity !== undefined) sub.quantity = pending.quantity;
+  // The discount from the change on becomes the subscription's now (a change asked for before it
+  // was kept here set it when asked, and has none).
+  if (pending.discount !== undefined) sub.discount = pending.discount;
   await switchPlan(ctx, sub, plan, terms, at, payment);
   return [pending.quantity !== undefined ? `quantity changed to ${pending.quantity}` : `plan changed to ${plan.slug}`];
 }
@@ -146,9 +154,7 @@ async function creditUnusedChangePayment(ctx: DataContext, payment: Payment): Pr
  * invoice voided. Returns the order ids to cancel at the gateway after the commit.
  */
 export async function dropPendingChange(ctx: DataContext, sub: Subscription): Promise<string[]> {
-  const pending = sub.pendingChange;
-  sub.pendingChange = null;
-  sub.pendingChangePlan = null;
+  const pending = await forgetPendingChange(ctx, sub);
   if (!pending) return [];
   const at = ctx.clock.now();
   const payment = await ctx.em.findOne(Payment, pending.payment_id, { populate: ['invoice'] });
@@ -163,12 +169,11 @@ export async function dropPendingChange(ctx: DataContext, sub: Subscription): Pr
  * A change's payment failed, expired or was canceled: the change is dropped and the
  * subscription stays as it was (it is not past due: its own period is paid).
  */
-export function onChangePaymentFailed(ctx: DataContext, payment: Payment): string[] {
+export async function onChangePaymentFailed(ctx: DataContext, payment: Payment): Promise<string[]> {
   const sub = payment.subscription!;
   if (payment.invoice) invoiceStates.applyIfAllowed(payment.invoice, 'void', ctx.clock.now());
   if (sub.pendingChange?.payment_id !== payment.id) return ['plan change payment failed: nothing pending'];
-  sub.pendingChange = null;
-  sub.pendingChangePlan = null;
+  await forgetPendingChange(ctx, sub);
   return ['pending plan change dropped'];
 }
 

@@ -3,7 +3,7 @@ import type { Payment } from '../../db/entities/payment.js';
 import { Plan } from '../../db/entities/plan.js';
 import type { Subscription, SubscriptionDiscount } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
-import { afterCoveredPeriod } from '../../domain/discount.js';
+import { afterCoveredPeriod, cutAt } from '../../domain/discount.js';
 import { DomainError, InvalidStateError, ValidationError } from '../../domain/errors.js';
 import { compare, isPositive, negate, type Money } from '../../domain/money.js';
 import { priceChange, unitsOn } from '../../domain/plan-change-pricing.js';
@@ -205,11 +205,11 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     if (!immediate) {
       sub.pendingPlan = plan;
       // Redeemed now, it starts with the renewal that switches the plan (the first period it can cover).
-      if (redeemed) sub.discount = { ...redeemed, starts_at: (sub.currentPeriodEnd ?? sub.nextBillingDate ?? now).toISOString() };
+      if (redeemed) sub.discount = { ...redeemed.discount, starts_at: (sub.currentPeriodEnd ?? sub.nextBillingDate ?? now).toISOString() };
       notify(tctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, plan_name: plan.name, scheduled: true });
       return { paymentId: null, toCancel };
     }
-    const discount = redeemed ? { ...redeemed, starts_at: at.toISOString() } : sub.discount;
+    const discount = redeemed ? { ...redeemed.discount, starts_at: at.toISOString() } : sub.discount;
     if (sub.status === 'trialing') {
       if (quote) assertQuoteHolds(quote, sub, null);
       // A trial costs nothing and buys nothing to credit: the plan changes, the trial runs on
@@ -229,20 +229,24 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
     if (isPositive(terms.net) && sub.paymentType === 'credit_card' && !sub.cardToken) {
       throw new InvalidStateError('The subscription has no saved card to charge the change to.');
     }
-    // The discount is the subscription's from the change on. It counts the change's period
-    // when that is a period it has not counted yet: a new one, or its first (a code redeemed now).
-    sub.discount = discount;
-    if (terms.discount && (redeemed || terms.resetsPeriod)) sub.discount = afterCoveredPeriod(terms.discount, terms.periodEnd);
+    // NOTE: the discount is the subscription's from the change on, and only once the change
+    // applies: a change waiting for its payment keeps it in the pending change (billChange), so a
+    // change dropped unpaid neither counts a period of the discount nor keeps a code it redeemed.
+    // It counts the change's period when that is a period it has not counted yet: a new one, or
+    // its first (a code redeemed now). A new period cuts short one its count already ran out on.
+    const from = terms.resetsPeriod ? cutAt(discount, at) : discount;
+    const after = terms.discount && (redeemed || terms.resetsPeriod) ? afterCoveredPeriod(terms.discount, terms.periodEnd) : from;
     // NOTE: a change that starts a new period is invoiced even when it owes nothing (a discount
     // of all of it, or a credit of at least its price): the period has an invoice of 0 and a
     // payment of nothing, settled at once, as a subscription that starts at 0 does, so every
     // period bought stands on an invoice. A change within the period that owes nothing credits
     // the wallet and issues nothing: the period's own invoice still stands for it.
     if (!isPositive(terms.net) && !terms.resetsPeriod) {
+      sub.discount = after;
       await switchPlan(tctx, sub, plan, terms, at, null);
       return { paymentId: null, toCancel };
     }
-    return { paymentId: await billChange(tctx, sub, plan, terms, at, now), toCancel };
+    return { paymentId: await billChange(tctx, sub, plan, terms, at, now, { discount: after, redemptionId: redeemed?.redemptionId ?? null }), toCancel };
   }
 
   await cancelAtGateway(ctx, outcome.toCancel);
@@ -280,7 +284,16 @@ export async function withdrawPlanChange(ctx: ServiceContext, user: User, id: st
  * subscription's pending change; a wallet payment, or one of nothing, settles inside
  * openPayment, which applies the change at once.
  */
-async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms: ReturnType<typeof priceChange>, at: Date, issuedAt: Date): Promise<string> {
+async function billChange(
+  ctx: DataContext,
+  sub: Subscription,
+  plan: Plan,
+  terms: ReturnType<typeof priceChange>,
+  at: Date,
+  issuedAt: Date,
+  /** The subscription's discount once the change applies, and the redemption of a code typed with it. */
+  discount: { discount: SubscriptionDiscount | null; redemptionId: string | null },
+): Promise<string> {
   const oldPlan = sub.plan;
   const lines: InvoiceLineInput[] = [];
   if (isPositive(terms.creditLine)) {
@@ -320,6 +333,8 @@ async function billChange(ctx: DataContext, sub: Subscription, plan: Plan, terms
     credit: terms.credit,
     charge: terms.charge,
     prior_period_end: sub.currentPeriodEnd?.toISOString() ?? null,
+    discount: discount.discount,
+    redemption_id: discount.redemptionId,
   };
   await openPayment(ctx, { id: paymentId, user: sub.user, subscription: sub, invoice, paymentType: sub.paymentType, amount: invoice.totalAmount, currency: plan.currency });
   return paymentId;

@@ -25,7 +25,7 @@ import { loadSubscription } from './find-subscription.js';
 import { beginTrial } from './begin-trial.js';
 import { rememberSavedCard } from '../gateway-events/saved-card.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
-import { discountCovers } from '../../domain/discount.js';
+import { discountCoversNewPeriod } from '../../domain/discount.js';
 import { checkPromotionCode, redeemPromotionCode } from '../coupons/redeem.js';
 import { countDiscountPeriod, periodLine } from '../invoices/subscription-lines.js';
 
@@ -148,7 +148,7 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
         createdAt: at,
       } as Subscription);
       if (input.promotionCode !== undefined) {
-        sub.discount = await redeemPromotionCode(tctx, { code: input.promotionCode, user: owner, plan, quantity, at, subscription: sub });
+        sub.discount = (await redeemPromotionCode(tctx, { code: input.promotionCode, user: owner, plan, quantity, at, subscription: sub })).discount;
       }
       if (cardCheck?.status === 'pending') {
         // Waits for 3-D Secure: no trial and no access until the card is saved (confirm-trial-card.ts).
@@ -167,7 +167,7 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
       await em.flush();
 
       const periodEnd = cycleBoundary(at, plan.interval, plan.intervalUnit, 1);
-      const discount = discountCovers(sub.discount, plan, at) ? sub.discount : null;
+      const discount = discountCoversNewPeriod(sub.discount, plan, at) ? sub.discount : null;
       const invoice = await createInvoice(tctx, {
         user: owner,
         subscription: sub,

@@ -17,6 +17,8 @@ export async function submitChangePayment(ctx: ServiceContext, subscriptionId: s
     cardToken: sub.cardToken,
     merchantInitiated: sub.paymentType === 'credit_card',
     customer: sub.customerDetails,
-    onRejected: async (t, payment) => void onChangePaymentFailed(t, payment),
+    onRejected: async (t, payment) => {
+      await onChangePaymentFailed(t, payment);
+    },
   });
 }

@@ -459,6 +459,22 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
 }
 
 /**
+ * Rule 11b: a coupon that lasts a number of periods discounts at most that many: the periods a
+ * subscription was billed at a discount (its invoices not voided that discount a period line:
+ * a first period, a renewal, the new period of a change across intervals) are never more than
+ * the periods of the coupons it redeemed. A coupon for ever has no bound.
+ */
+async function discountedPeriodProblems(em: EntityManager, s: Subscription, linesByInvoice: Map<string, InvoiceLine[]>): Promise<string[]> {
+  const redemptions = await em.find(CouponRedemption, { subscription: s.id }, { populate: ['coupon'] });
+  if (redemptions.some((r) => r.coupon.duration === 'forever')) return [];
+  const bound = redemptions.reduce((n, r) => n + (r.coupon.duration === 'once' ? 1 : r.coupon.durationInCycles ?? 0), 0);
+  const invoices = await em.find(Invoice, { subscription: s.id, status: { $ne: 'void' } });
+  const discounted = invoices.filter((i) => (linesByInvoice.get(i.id) ?? []).some((l) => l.kind === 'subscription' && compare(l.discountAmount, ZERO) > 0));
+  if (discounted.length <= bound) return [];
+  return [`subscription ${s.id} was billed ${discounted.length} discounted periods (${discounted.map((i) => i.number).join(', ')}), its coupons give ${bound}`];
+}
+
+/**
  * Rule 11: a discount never makes a line negative nor takes more than the line's amount; an
  * invoice's discount is its lines' and its total is what its lines, less the discount, come to
  * with PPN; a subscription's quantity stays within 1..10,000 (1 on a plan not per unit); and
@@ -484,6 +500,8 @@ async function discountProblems(em: EntityManager, userId: string): Promise<stri
   }
   for (const s of await em.find(Subscription, { user: userId }, { populate: ['plan'] })) {
     if (s.quantity < 1 || s.quantity > 10_000 || (!s.plan.perUnit && s.quantity !== 1)) problems.push(`subscription ${s.id} (${s.plan.slug}) has quantity ${s.quantity}`);
+    if (s.discount?.cycles_left != null && s.discount.cycles_left < 0) problems.push(`subscription ${s.id} has a discount with ${s.discount.cycles_left} periods left`);
+    problems.push(...(await discountedPeriodProblems(em, s, byInvoice)));
   }
   for (const promo of await em.find(PromotionCode, {})) {
     const counted = await em.count(CouponRedemption, { promotionCode: promo.id });
