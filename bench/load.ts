@@ -14,6 +14,8 @@ interface Job {
   body?: string;
   bodies?: string[];
   connections: number;
+  /** Requests a second across all connections (autocannon's overallRate); unset: as fast as answered. */
+  overallRate?: number;
   durationSeconds: number;
   warmupSeconds: number;
   runs: number;
@@ -39,6 +41,7 @@ function once(durationSeconds: number): Promise<RunFigures> {
         headers: job.headers,
         body: job.body,
         connections: job.connections,
+        ...(job.overallRate ? { overallRate: job.overallRate } : {}),
         duration: durationSeconds,
         requests: job.bodies
           ? [

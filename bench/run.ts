@@ -26,6 +26,14 @@ if (ONLY !== '' && ONLY !== 'pdf-flood' && ONLY !== 'usage' && ONLY !== 'webhook
 const WEBHOOK_ONLY = ONLY === 'webhook';
 const CONNECTIONS = 10;
 const WEBHOOK_CONNECTIONS = 16;
+/**
+ * BENCH_WEBHOOK_RATE (with BENCH_ONLY=webhook only): the service's webhook and the hand-written
+ * settlement are both offered that many requests a second, so their tails compare at the same
+ * load on the database rather than each at its own pace.
+ */
+const WEBHOOK_RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 0);
+if (WEBHOOK_RATE && !WEBHOOK_ONLY) throw new Error('BENCH_WEBHOOK_RATE needs BENCH_ONLY=webhook: a full run is compared with latest.json, measured uncapped');
+const webhookRate = WEBHOOK_RATE ? { overallRate: WEBHOOK_RATE } : {};
 
 interface Row {
   scenario: string;
@@ -215,7 +223,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
         headers: mode === 'select' ? { 'x-user-id': fixtures.benchUserId } : mode === 'settlement' ? { 'content-type': 'application/json' } : undefined,
         connections: mode === 'insert' || mode === 'settlement' ? WEBHOOK_CONNECTIONS : CONNECTIONS,
         // Bodies are reused once they run out: the baseline settles again without deduplicating.
-        ...(mode === 'settlement' ? { bodies: baselineBodies, bodiesMayRepeat: true } : {}),
+        ...(mode === 'settlement' ? { bodies: baselineBodies, bodiesMayRepeat: true, ...webhookRate } : {}),
       });
       await stop(child);
       rows.push({ scenario: `baseline: ${mode}`, database: kind, ...baselines[mode], baseline: null, ratio: null, target: '', met: null });
@@ -254,7 +262,7 @@ async function benchDatabase(kind: 'sqlite' | 'postgresql'): Promise<{ rows: Row
     const webhook = () =>
       scenario(
         'POST /webhook/notification/ (settlement)',
-        { url: `${base}/webhook/notification/`, method: 'POST', headers: { 'content-type': 'application/json' }, bodies: serviceBodies, connections: WEBHOOK_CONNECTIONS },
+        { url: `${base}/webhook/notification/`, method: 'POST', headers: { 'content-type': 'application/json' }, bodies: serviceBodies, connections: WEBHOOK_CONNECTIONS, ...webhookRate },
         'insert',
         { minRatio: 0.35, minSettlementRatio: 0.9, maxP99Ms: 50 },
       );
@@ -360,7 +368,7 @@ const report = {
   date: new Date().toISOString(),
   node: process.version,
   only: ONLY || null,
-  settings: { durationSeconds: DURATION, warmupSeconds: WARMUP, runs: RUNS, connections: CONNECTIONS, webhookConnections: WEBHOOK_CONNECTIONS },
+  settings: { durationSeconds: DURATION, warmupSeconds: WARMUP, runs: RUNS, connections: CONNECTIONS, webhookConnections: WEBHOOK_CONNECTIONS, webhookRate: WEBHOOK_RATE || null },
   rows: all,
   extras,
 };
