@@ -329,6 +329,25 @@ describe.each(DATABASES)('change-plan with discounts (%s)', (kind) => {
     });
   });
 
+  describe('the same change with a limited code, forty times at once (a double click, two tabs)', () => {
+    it('each answer is a 200 or a clear 4xx, and the code ends counted once, for the one change left pending', async () => {
+      const { sub } = await active({ plan_id: 'basic-monthly' });
+      const promo = await code({ percentOff: '20.00', duration: 'repeating', durationInCycles: 1, maxRedemptions: 1 });
+      clock.set(TEN_DAYS_IN);
+      const answers = await Promise.all(Array.from({ length: 40 }, () => change(sub.id, { plan_id: 'pro-monthly', promotion_code: promo.code })));
+      for (const a of answers) expect([200, 409, 422], a.text).toContain(a.status);
+      expect(answers.filter((a) => a.status === 200).length).toBeGreaterThan(0);
+      // Each change replaced the one before it and gave its redemption back: one is left.
+      const after = await get(sub.id);
+      expect(after.pending_change.discount).toMatchObject({ promotion_code: promo.code });
+      const p = await em().findOneOrFail(PromotionCode, promo.id, { populate: ['coupon'], refresh: true });
+      const redemptions = await em().find(CouponRedemption, { promotionCode: promo.id });
+      expect([p.timesRedeemed, p.coupon.timesRedeemed, redemptions.length]).toEqual([1, 1, 1]);
+      await simulate(server, (await em().findOneOrFail(Payment, after.pending_change.payment_id)).orderId, 'settle');
+      expect(await get(sub.id)).toMatchObject({ plan: { slug: 'pro-monthly' }, pending_change: null, discount: { promotion_code: promo.code } });
+    });
+  });
+
   describe('units', () => {
     it('per-unit to per-unit with an amount-off code: price × units for the rest of the period, after the discount; units kept', async () => {
       const { sub } = await active({ plan_id: 'seat-basic', quantity: 3 });

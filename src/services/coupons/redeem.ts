@@ -92,7 +92,7 @@ export interface Redemption {
 export async function redeemPromotionCode(ctx: DataContext, input: RedeemInput & { subscription: Subscription }): Promise<Redemption> {
   const promo = await checkPromotionCode(ctx, input);
   for (const [table, id] of [['promotion_codes', promo.id], ['coupons', promo.coupon.id]] as const) {
-    if ((await countRedemption(ctx, table, id, +1)) !== 1) {
+    if ((await countRedemption(ctx, table, id, 'up')) !== 1) {
       throw new PromotionCodeInvalidError('exhausted', `The promotion code ${promo.code} has been used as many times as it may be.`);
     }
   }
@@ -109,18 +109,23 @@ export async function redeemPromotionCode(ctx: DataContext, input: RedeemInput &
 export async function undoRedemption(ctx: DataContext, redemptionId: string): Promise<void> {
   const redemption = await ctx.em.findOne(CouponRedemption, redemptionId);
   if (!redemption) return;
-  if (redemption.promotionCode) await countRedemption(ctx, 'promotion_codes', redemption.promotionCode.id, -1);
-  await countRedemption(ctx, 'coupons', redemption.coupon.id, -1);
+  if (redemption.promotionCode) await countRedemption(ctx, 'promotion_codes', redemption.promotionCode.id, 'down');
+  await countRedemption(ctx, 'coupons', redemption.coupon.id, 'down');
   ctx.em.remove(redemption);
 }
 
+/** NOTE: a count goes up only below the limit of an active code or coupon, and down only above zero. */
+const COUNT_SQL = {
+  up: 'set times_redeemed = times_redeemed + 1 where id = ? and active = ? and (max_redemptions is null or times_redeemed < max_redemptions)',
+  down: 'set times_redeemed = times_redeemed - 1 where id = ? and times_redeemed > 0',
+} as const;
+
 /**
- * NOTE: plain SQL through the entity manager, so it runs in the caller's transaction; counting
- * up stops at the limit, counting down at zero. Returns the rows changed (1, or 0 when refused).
+ * Counts a redemption up or down on a code or a coupon, by plain SQL through the entity manager
+ * so that it runs in the caller's transaction. Returns the rows changed (1, or 0 when refused).
  */
-async function countRedemption(ctx: DataContext, table: 'promotion_codes' | 'coupons', id: string, by: 1 | -1): Promise<number> {
-  const limit = by > 0 ? '(max_redemptions is null or times_redeemed < max_redemptions)' : 'times_redeemed > 0';
-  const sql = `update ${table} set times_redeemed = times_redeemed ${by > 0 ? '+' : '-'} 1 where id = ? and ${by > 0 ? 'active = ? and ' : ''}${limit}`;
-  const result = (await ctx.em.execute(sql, by > 0 ? [id, true] : [id], 'run')) as unknown as { affectedRows?: number };
+async function countRedemption(ctx: DataContext, table: 'promotion_codes' | 'coupons', id: string, way: keyof typeof COUNT_SQL): Promise<number> {
+  const params = way === 'up' ? [id, true] : [id];
+  const result = (await ctx.em.execute(`update ${table} ${COUNT_SQL[way]}`, params, 'run')) as unknown as { affectedRows?: number };
   return result.affectedRows ?? 0;
 }
