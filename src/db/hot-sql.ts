@@ -72,6 +72,21 @@ function sqliteStatement(db: SqliteDatabase, sql: string): SqliteStatement {
 /** better-sqlite3 binds numbers, strings, bigints, buffers and null: dates and booleans as knex's SQLite client stores them. */
 const sqliteValue = (value: unknown): unknown => (value instanceof Date ? value.getTime() : typeof value === 'boolean' ? Number(value) : value);
 
+/** The instants toISOString writes as PostgreSQL reads them: years 1 to 9999. */
+const ISO_FIRST = Date.parse('0001-01-01T00:00:00.000Z');
+const ISO_LAST = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * PostgreSQL: a Date as ISO text (every date column here is timestamptz, so the instant is
+ * exact). NOTE: pg writes a Date in the process's local time field by field, which was 4 % of
+ * the garbage a webhook settlement makes; dates outside those years are left to pg.
+ */
+const pgValue = (value: unknown): unknown => {
+  if (!(value instanceof Date)) return value;
+  const t = value.getTime();
+  return t >= ISO_FIRST && t <= ISO_LAST ? value.toISOString() : value;
+};
+
 type Outcome = { rows: Row[]; affected: number };
 
 /**
@@ -86,7 +101,8 @@ async function run(em: EntityManager, sql: string, params: readonly unknown[], o
   try {
     connection = await pool.acquireConnection();
     if (postgres) {
-      const result = await (connection as PgClient).query({ ...pgStatement(sql, options.prepare === true), values: [...params] });
+      const statement = pgStatement(sql, options.prepare === true);
+      const result = await (connection as PgClient).query({ name: statement.name, text: statement.text, values: params.map(pgValue) });
       return { rows: result.rows, affected: result.rowCount ?? 0 };
     }
     const statement = sqliteStatement(connection as SqliteDatabase, sql);

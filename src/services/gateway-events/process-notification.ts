@@ -3,7 +3,9 @@ import { raw, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog, type WebhookLogSource, type WebhookLogStatus } from '../../db/entities/webhook-log.js';
 import { inCommitGroup } from '../../db/commit-groups.js';
+import { isPostgres } from '../../db/dialect.js';
 import { findOneHot, hotRows } from '../../db/hot-sql.js';
+import { inHotTransaction, NOT_HERE } from '../../db/hot-transaction.js';
 import { parseJsonExact } from '../../domain/exact-json.js';
 import { verifySignature } from '../../gateway/signature.js';
 import type { DataContext } from '../context.js';
@@ -11,7 +13,7 @@ import { applyGatewayEvent } from './apply-gateway-event.js';
 import type { InvalidLogQuota } from './invalid-notification-quota.js';
 import type { EventOutcome } from './event-outcome.js';
 import { INVALID_PAYLOAD_EXCERPT_BYTES, utf8Prefix } from './payload-excerpt.js';
-import { settlePlainPayment } from './settle-plain-payment.js';
+import { mayBePlain, settlePlainPayment } from './settle-plain-payment.js';
 import { SUBSCRIPTION_ORDER_PREFIX, TOPUP_ORDER_PREFIX } from '../payments/order-id.js';
 import { dedupKey, eventFromPayload, UnknownOrderError, type GatewayEvent } from './gateway-event.js';
 
@@ -339,6 +341,33 @@ async function applyInFreshTransaction(ctx: DataContext, event: GatewayEvent): P
   return outcome;
 }
 
+/**
+ * Steps 3-5 of a notification as it arrives, in one transaction: the log inserted `processed`
+ * and holding the key, then the effects. A plain settlement on PostgreSQL runs in a hot
+ * transaction (hot-transaction.ts: no knex transaction, a webhook's main cost in garbage); when
+ * the rows turn out not to be the plain case, it rolls back, log row and all, and everything
+ * runs again in an ORM transaction, which is what every other notification takes directly.
+ */
+async function claimAndApply(ctx: DataContext, evidence: LogEvidence, event: GatewayEvent, key: string): Promise<{ log: WebhookLog; changes: string[] }> {
+  const claimThen = async <T>(em: EntityManager, apply: (ctx: DataContext) => Promise<T>) => {
+    // The claim is the first statement and a write: SQLite takes its write lock before reading
+    // anything, and PostgreSQL queues a concurrent claim of the same key behind this one.
+    const log = await claim(() => insertLog(em, evidence, { status: 'processed', error: null, dedupKey: key, processedAt: ctx.clock.now() }));
+    return { log, outcome: await apply({ em, config: ctx.config, clock: ctx.clock }) };
+  };
+  if (isPostgres(ctx.em) && mayBePlain(event)) {
+    const plain = await inHotTransaction(ctx.em, async (em) => {
+      const { log, outcome } = await claimThen(em, (fresh) => settlePlainPayment(fresh, event));
+      return outcome ? { log, changes: outcome.changes } : NOT_HERE;
+    });
+    if (plain !== NOT_HERE) return plain;
+  }
+  return inCommitGroup(ctx.em, async (em) => {
+    const { log, outcome } = await claimThen(em, (fresh) => applyInFreshTransaction(fresh, event));
+    return { log, changes: outcome.changes };
+  });
+}
+
 function isOwnOrderIdShape(orderId: string): boolean {
   return orderId.length <= 50 && (orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX) || orderId.startsWith(TOPUP_ORDER_PREFIX));
 }
@@ -421,13 +450,7 @@ export async function receiveNotification(
   try {
     // Not even shaped like our order ids: not ours, and not worth a deduplication claim.
     if (!isOwnOrderIdShape(event.orderId)) throw new UnknownOrderError(event.orderId.slice(0, 60));
-    const applied = await inCommitGroup(ctx.em, async (em) => {
-      // The claim is the first statement and a write: SQLite takes its write lock before reading
-      // anything, and PostgreSQL queues a concurrent claim of the same key behind this one.
-      const log = await claim(() => insertLog(em, evidence, { status: 'processed', error: null, dedupKey: key, processedAt: ctx.clock.now() }));
-      const outcome = await applyInFreshTransaction({ em, config: ctx.config, clock: ctx.clock }, event);
-      return { log, changes: outcome.changes };
-    });
+    const applied = await claimAndApply(ctx, evidence, event, key);
     return { result: 'processed', ...applied, error: null, event };
   } catch (err) {
     // The transaction rolled back whole: the row is written again, alone, with what happened.

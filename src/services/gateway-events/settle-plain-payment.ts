@@ -171,13 +171,18 @@ function plainPurchase(event: GatewayEvent, { sub, payment, invoice }: Locked, a
   return purchase.kind === 'service' && purchase.advances && purchase.period ? { ...purchase, period: purchase.period } : null;
 }
 
+/** Whether settlePlainPayment could apply to the event at all, before it reads anything. */
+export function mayBePlain(event: GatewayEvent): boolean {
+  return isSuccess(event) && event.orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX);
+}
+
 /**
  * Settles a plain subscription payment with set-based statements; returns what changed, or
  * null (nothing written) when the event or the rows are not the plain case. Must run inside the
  * caller's transaction, before anything else touches these rows.
  */
 export async function settlePlainPayment(ctx: DataContext, event: GatewayEvent): Promise<EventOutcome | null> {
-  if (!isSuccess(event) || !event.orderId.startsWith(SUBSCRIPTION_ORDER_PREFIX)) return null;
+  if (!mayBePlain(event)) return null;
   const em = ctx.em;
   const rows = await lockRows(em, event.orderId);
   const at = ctx.clock.now();
