@@ -27,19 +27,28 @@ interface PgStatement {
   name?: string;
 }
 
-/** `?` placeholders as PostgreSQL's `$1, $2, …` (hot statements hold no `?` inside literals). */
-const pgStatements = new Map<string, PgStatement>();
+/**
+ * `?` placeholders as PostgreSQL's `$1, $2, …` (hot statements hold no `?` inside literals), one
+ * cache for each kind so that the SQL text itself is the key (no key string built per call).
+ */
+const pgStatements = { prepared: new Map<string, PgStatement>(), unprepared: new Map<string, PgStatement>() };
 function pgStatement(sql: string, prepare: boolean): PgStatement {
-  const key = `${prepare ? 'p' : 'u'}|${sql}`;
-  let statement = pgStatements.get(key);
+  const cache = prepare ? pgStatements.prepared : pgStatements.unprepared;
+  let statement = cache.get(sql);
   if (statement === undefined) {
     let n = 0;
     const text = sql.replace(/\?/g, () => `$${++n}`);
-    statement = prepare ? { text, name: `hot_${pgStatements.size}` } : { text };
-    pgStatements.set(key, statement);
+    statement = prepare ? { text, name: `hot_${cache.size}` } : { text };
+    cache.set(sql, statement);
   }
   return statement;
 }
+
+/**
+ * Where a transaction that is not knex's (hot-transaction.ts) keeps its connection on its
+ * context: statements run on it directly, without asking a pool for it and giving it back.
+ */
+export const HELD_CONNECTION: unique symbol = Symbol('held by a hot transaction');
 
 export interface HotOptions {
   /**
@@ -81,26 +90,32 @@ const ISO_LAST = Date.parse('9999-12-31T23:59:59.999Z');
  * exact). NOTE: pg writes a Date in the process's local time field by field, which was 4 % of
  * the garbage a webhook settlement makes; dates outside those years are left to pg.
  */
-const pgValue = (value: unknown): unknown => {
-  if (!(value instanceof Date)) return value;
+const pgDate = (value: Date): unknown => {
   const t = value.getTime();
   return t >= ISO_FIRST && t <= ISO_LAST ? value.toISOString() : value;
+};
+/** A value as pg is handed it: dates as above, also inside an array (the INSERTs by unnest bind a column as one). */
+const pgValue = (value: unknown): unknown => {
+  if (value instanceof Date) return pgDate(value);
+  if (Array.isArray(value) && value.some((v) => v instanceof Date)) return value.map((v: unknown) => (v instanceof Date ? pgDate(v) : v));
+  return value;
 };
 
 type Outcome = { rows: Row[]; affected: number };
 
 /**
  * Runs one statement on a connection of MikroORM's own pool, or, inside a transaction, on that
- * transaction's connection (knex's transaction client hands out exactly that one).
+ * transaction's connection (knex's transaction client hands out exactly that one; a hot
+ * transaction holds it on its context).
  */
 async function run(em: EntityManager, sql: string, params: readonly unknown[], options: HotOptions, reads: boolean): Promise<Outcome> {
-  const knex = em.getTransactionContext<Knex.Transaction>() ?? em.getConnection().getKnex();
-  const pool = knex.client as unknown as PoolClient;
-  const postgres = dialectOfPlatform(em.getPlatform()) === 'postgresql';
+  const context = em.getTransactionContext<Knex.Transaction & { [HELD_CONNECTION]?: unknown }>();
+  const held = context?.[HELD_CONNECTION];
+  const pool = (held === undefined ? (context ?? em.getConnection().getKnex()).client : null) as PoolClient | null;
   let connection: unknown;
   try {
-    connection = await pool.acquireConnection();
-    if (postgres) {
+    connection = held ?? (await pool!.acquireConnection());
+    if (dialectOfPlatform(em.getPlatform()) === 'postgresql') {
       const statement = pgStatement(sql, options.prepare === true);
       const result = await (connection as PgClient).query({ name: statement.name, text: statement.text, values: params.map(pgValue) });
       return { rows: result.rows, affected: result.rowCount ?? 0 };
@@ -111,7 +126,7 @@ async function run(em: EntityManager, sql: string, params: readonly unknown[], o
   } catch (error) {
     throw em.getDriver().convertException(error as Error);
   } finally {
-    if (connection !== undefined) await pool.releaseConnection(connection);
+    if (pool && connection !== undefined) await pool.releaseConnection(connection);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Knex } from 'knex';
 import { isPostgres } from './dialect.js';
+import { HELD_CONNECTION } from './hot-sql.js';
 
 /*
  * A PostgreSQL transaction for work made only of hot statements (hot-sql.ts): BEGIN, the work,
@@ -34,24 +35,20 @@ const REFUSAL =
   'Only hot statements (hot-sql.ts) may run in a hot transaction; this work needs the ORM: answer NOT_HERE first and let the caller use an ORM transaction.';
 
 /**
- * The transaction context hot-sql finds on the entity manager: a client that hands out the
- * transaction's connection and never releases it to the pool (the transaction does, at its end).
- * `transacting` makes knex take it as a transaction rather than warn and run the query elsewhere;
- * anything else knex would ask of it (a query compiler, a runner…) throws the refusal.
+ * A client for knex that is a transaction's (`transacting`, so that knex takes it as one rather
+ * than warn and run the query elsewhere) and throws the refusal for anything else knex would ask
+ * of it (a query compiler, a runner…). One for all hot transactions: it holds no state.
  */
+const REFUSING_CLIENT = new Proxy({ transacting: true } as Record<PropertyKey, unknown>, {
+  get(target, property) {
+    if (property in target) return target[property];
+    throw new Error(REFUSAL);
+  },
+});
+
+/** The transaction context on the work's entity manager: hot statements find the connection on it (hot-sql.ts), knex the refusing client. */
 function contextOf(connection: unknown): Knex.Transaction {
-  const own: Record<PropertyKey, unknown> = {
-    transacting: true,
-    acquireConnection: () => Promise.resolve(connection),
-    releaseConnection: () => Promise.resolve(),
-  };
-  const client = new Proxy(own, {
-    get(target, property) {
-      if (property in target) return target[property];
-      throw new Error(REFUSAL);
-    },
-  });
-  return { client } as unknown as Knex.Transaction;
+  return { client: REFUSING_CLIENT, [HELD_CONNECTION]: connection } as unknown as Knex.Transaction;
 }
 
 /**
