@@ -367,6 +367,30 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     expect((await h.sub(sub.id)).plan.slug).toBe('plain');
   });
 
+  it('ending now voids an unpaid renewal that switched to a scheduled plan: its usage is billed again as the old plan priced it, not under the new one', async () => {
+    nextStart();
+    // Funds for the first period only: the renewal stays open, unpaid.
+    const { user, sub } = await subscribe('metered-big', '200000.00');
+    await send(callsFrom(user, new Date(sub.currentPeriodStart!.getTime() + DAY), 2));
+    await changeSubscriptionPlan(h.ctx(), user, sub.id, { planId: 'plain', immediate: false });
+    await runAt(new Date(sub.currentPeriodEnd!.getTime() + GRACE));
+    const [renewal] = (await h.invoices(sub.id)).filter((i) => i.billingReason === 'subscription_cycle');
+    expect(renewal.status).toBe('open');
+    expect((await h.sub(sub.id)).plan.slug).toBe('plain');
+
+    await cancelSubscription(h.ctx(), user, sub.id, { immediate: true });
+    const invoices = await h.invoices(sub.id);
+    expect(invoices.find((i) => i.id === renewal.id)?.status).toBe('void');
+    // Plain charges no calls: priced again under it, the 2 calls would be billed nowhere.
+    const [final] = await usageOnly(sub.id);
+    expect(final.status).toBe('open');
+    expect(usageLinesOf(final).map((l) => [l.subject?.metric, l.subject?.units, l.amount, iso(l.periodStart), iso(l.periodEnd)])).toEqual(
+      usageLinesOf(renewal).map((l) => [l.subject?.metric, l.subject?.units, l.amount, iso(l.periodStart), iso(l.periodEnd)]),
+    );
+    expect(usageLinesOf(final).map((l) => [l.subject?.metric, l.amount])).toEqual([['calls', '6000.00'], ['gb', '0.00']]);
+    expect(final.totalAmount).toBe('6000.00');
+  });
+
   it('a window closed early takes the events stamped at its closing instant and ahead of it; a scheduled plan that does not charge a metric refuses its events after the period', async () => {
     const start = nextStart();
     const { user, sub } = await subscribe('metered-big');

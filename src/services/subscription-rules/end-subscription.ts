@@ -8,6 +8,7 @@ import { GatewayError } from '../../gateway/errors.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
+import type { InvoiceLineInput } from '../invoices/create-invoice.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
 import { forgetPendingChange } from './pending-change.js';
 import { billsUsageOnly, issueUsageInvoice } from './usage-invoice.js';
@@ -36,33 +37,48 @@ export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, re
   sub.nextBillingDate = null;
   await forgetPendingChange(ctx, sub);
   const cancelOrderIds = await cancelInvoicePayments(ctx.em, { subscription: sub }, at);
-  await voidOpenInvoices(ctx, sub, at);
+  const billAgain = await voidOpenInvoices(ctx, sub, at);
   notify(ctx, sub.user, 'subscription_canceled', { ...subscriptionData(sub), cancel_reason: reason });
-  await issueUsageInvoice(ctx, sub, sub.plan, usageUntil);
+  await issueUsageInvoice(ctx, sub, sub.plan, usageUntil, billAgain);
   return cancelOrderIds;
 }
 
 /**
  * Voids the subscription's open invoices, but not a usage-only one: usage already consumed
- * stays owed (its payment has no subscription, so it was not withdrawn either). A voided
- * invoice that billed usage (an unpaid renewal) gives its window back to the open one, billed
- * again on the invoice that ends it (reopenUsageOf).
+ * stays owed (its payment has no subscription, so it was not withdrawn either). Returns the
+ * usage lines of the invoices it voided (an unpaid renewal's), to be billed again on the
+ * usage-only invoice issued with the voiding (usageToBillAgain).
  */
-export async function voidOpenInvoices(ctx: DataContext, sub: Subscription, at: Date, where: FilterQuery<Invoice> = {}): Promise<void> {
+export async function voidOpenInvoices(ctx: DataContext, sub: Subscription, at: Date, where: FilterQuery<Invoice> = {}): Promise<InvoiceLineInput[]> {
+  const billAgain: InvoiceLineInput[] = [];
   for (const invoice of await ctx.em.find(Invoice, { ...(where as object), subscription: sub, status: 'open' }, { populate: ['lines'] })) {
     const lines = invoice.lines.getItems();
     if (billsUsageOnly(lines)) continue;
     invoiceStates.apply(invoice, 'void', at);
-    reopenUsageOf(sub, lines);
+    billAgain.push(...usageToBillAgain(lines));
   }
+  return billAgain;
 }
 
-/** A voided invoice's usage lines are billed no more: the open usage window starts again at the earliest of them. */
-export function reopenUsageOf(sub: Subscription, lines: InvoiceLine[]): void {
-  for (const line of lines) {
-    if (line.kind !== 'usage' || !line.periodStart) continue;
-    if (!sub.usageBilledUntil || line.periodStart.getTime() < sub.usageBilledUntil.getTime()) sub.usageBilledUntil = line.periodStart;
-  }
+/**
+ * A voided invoice's usage lines as they were priced, for the usage-only invoice issued with the
+ * voiding (issueUsageInvoice). NOTE: their window is not reopened to be priced again: a renewal
+ * prices the period's usage under the plan that ends, and a plan change scheduled for that
+ * renewal has replaced that plan since, so pricing the window again under the subscription's
+ * plan would bill the usage under a plan that may not charge its metric at all.
+ */
+export function usageToBillAgain(lines: readonly InvoiceLine[]): InvoiceLineInput[] {
+  return lines
+    .filter((line) => line.kind === 'usage')
+    .map((line) => ({
+      description: line.description,
+      subject: line.subject,
+      kind: line.kind,
+      quantity: line.quantity,
+      unitAmount: line.unitAmount,
+      periodStart: line.periodStart,
+      periodEnd: line.periodEnd,
+    }));
 }
 
 /**

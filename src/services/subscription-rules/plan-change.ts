@@ -17,7 +17,8 @@ import { subscriptionData } from '../notifications/payloads.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { fundPeriod, moveFundsToNewPeriod } from './period-funds.js';
 import { forgetPendingChange } from './pending-change.js';
-import { reopenUsageOf } from './end-subscription.js';
+import type { InvoiceLineInput } from '../invoices/create-invoice.js';
+import { usageToBillAgain } from './end-subscription.js';
 import { issueUsageInvoice } from './usage-invoice.js';
 
 /*
@@ -67,9 +68,9 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
   sub.pendingPlan = null;
   sub.pendingChangePlan = null;
   sub.pendingChange = null;
-  await voidReplacedRenewals(ctx, sub, terms.periodEnd, at);
-  // After the replaced renewals are voided: the usage they billed is billed here again.
-  await issueUsageInvoice(ctx, sub, oldPlan, ctx.clock.now());
+  const billAgain = await voidReplacedRenewals(ctx, sub, terms.periodEnd, at);
+  // The usage the replaced renewals billed is billed here again, as they priced it.
+  await issueUsageInvoice(ctx, sub, oldPlan, ctx.clock.now(), billAgain);
   if (terms.resetsPeriod) {
     sub.billingAnchor = terms.periodStart;
     sub.currentPeriodStart = terms.periodStart;
@@ -87,13 +88,15 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
  * period is paid. The orders go to the gateway's cancel after the commit
  * (cancelWithdrawnOrders).
  */
-async function voidReplacedRenewals(ctx: DataContext, sub: Subscription, periodEnd: Date, at: Date): Promise<void> {
+async function voidReplacedRenewals(ctx: DataContext, sub: Subscription, periodEnd: Date, at: Date): Promise<InvoiceLineInput[]> {
   const replaced = await ctx.em.find(Invoice, { subscription: sub, status: 'open', billingReason: 'subscription_cycle', periodStart: { $lt: periodEnd } }, { populate: ['lines'] });
+  const billAgain: InvoiceLineInput[] = [];
   for (const invoice of replaced) {
     await cancelInvoicePayments(ctx.em, { invoice }, at);
     invoiceStates.apply(invoice, 'void', at);
-    reopenUsageOf(sub, invoice.lines.getItems());
+    billAgain.push(...usageToBillAgain(invoice.lines.getItems()));
   }
+  return billAgain;
 }
 
 /**

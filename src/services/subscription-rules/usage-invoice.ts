@@ -58,27 +58,28 @@ export function closeUsageWindow(sub: Subscription, to: Date): void {
 /**
  * Bills `sub`'s usage of the open window up to `until` (or just past its latest event) under `plan` (the plan the window was used
  * under) on a usage-only invoice issued now, inside the caller's transaction, and closes the
- * window at `to`. A window with no charges, or whose charges all come to 0, issues nothing (the
- * window still closes). Returns the invoice, open, for the caller to collect.
+ * window at `to`. `billAgain`: usage lines of invoices voided with this (usageToBillAgain),
+ * billed on the same invoice as they were priced. Nothing to bill (no lines, or lines that all
+ * come to 0 with nothing used) issues nothing (the window still closes). Returns the invoice,
+ * open, for the caller to collect.
  */
-export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, plan: Plan, until: Date): Promise<Invoice | null> {
-  const from = usageOpenFrom(sub);
-  if (!from) return null;
-  // NOTE: a window closed early takes every event accepted so far, also those stamped at the
-  // closing instant or up to 5 minutes ahead of it (events may be): they were reported while
-  // this plan held, and no later window may bill them (a new plan may not charge their metric,
-  // an ended subscription has no later window). Events stamped before the new end that arrive
-  // afterwards are refused as period_closed.
-  const last = await eventStore.lastCountedAt(ctx.em, sub.id, from);
-  const to = last && last.getTime() >= until.getTime() ? new Date(last.getTime() + 1) : until;
-  if (from.getTime() >= to.getTime()) return null;
-  const lines = await usageLines(ctx, sub, plan, from, to);
-  closeUsageWindow(sub, to);
+export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, plan: Plan, until: Date, billAgain: readonly InvoiceLineInput[] = []): Promise<Invoice | null> {
+  const window = await openWindowUpTo(ctx, sub, until);
+  const lines = [...billAgain];
+  if (window) {
+    lines.push(...(await usageLines(ctx, sub, plan, window.from, window.to)));
+    closeUsageWindow(sub, window.to);
+  }
   if (!billsSomething(lines)) return null;
+  const starts = [...billAgain.map((l) => l.periodStart), window?.from].filter((d): d is Date => d instanceof Date).map((d) => d.getTime());
+  const ends = [...billAgain.map((l) => l.periodEnd), window?.to].filter((d): d is Date => d instanceof Date).map((d) => d.getTime());
   const at = ctx.clock.now();
   // A paid plan change's invoice starts its period where its usage window closed: a usage invoice
   // of the window that opened there keeps the window on its lines only.
-  const period = await changeInvoicePeriod(ctx, sub, from, to);
+  const period =
+    starts.length > 0 && ends.length > 0
+      ? await changeInvoicePeriod(ctx, sub, new Date(Math.min(...starts)), new Date(Math.max(...ends)))
+      : { periodStart: null, periodEnd: null };
   const invoice = await createInvoice(ctx, {
     user: sub.user,
     subscription: sub,
@@ -93,4 +94,20 @@ export async function issueUsageInvoice(ctx: DataContext, sub: Subscription, pla
   });
   await ctx.em.flush();
   return invoice;
+}
+
+/**
+ * The open usage window up to `until`, or null when it is empty. NOTE: a window closed early
+ * takes every event accepted so far, also those stamped at the closing instant or up to 5
+ * minutes ahead of it (events may be): they were reported while this plan held, and no later
+ * window may bill them (a new plan may not charge their metric, an ended subscription has no
+ * later window). Events stamped before the new end that arrive afterwards are refused as
+ * period_closed.
+ */
+async function openWindowUpTo(ctx: DataContext, sub: Subscription, until: Date): Promise<{ from: Date; to: Date } | null> {
+  const from = usageOpenFrom(sub);
+  if (!from) return null;
+  const last = await eventStore.lastCountedAt(ctx.em, sub.id, from);
+  const to = last && last.getTime() >= until.getTime() ? new Date(last.getTime() + 1) : until;
+  return from.getTime() < to.getTime() ? { from, to } : null;
 }
