@@ -18,6 +18,7 @@ import {
   RefundRefused,
   RequestRefund,
   Reverse,
+  SendUsage,
   StaffCredit,
   Subscribe,
   Sync,
@@ -141,6 +142,21 @@ describe.each(DATABASES)('customer sequences on %s', (kind) => {
     });
     it('a Permata payment refunded to the wallet, then reversed: the reversal takes the wallet credit back', async () => {
       await runMoves(world, [new Subscribe('p-cheap', 'permata'), new Pay(0, 'settle'), new RequestRefund(0, null), new Pay(0, 'deny')]);
+    });
+    // Long seed 2164 (PROPERTY_PATH "152:0:0:22:5:7:9:9:9:10:10:14:10:12:11", replayPath "HB/A:N"):
+    // a change scheduled for the renewal applied with it, the renewal's charge failed (a wrong
+    // server key), and cancel(now) voided the renewal and priced its usage again under the new
+    // plan, which charges no GB: the event stood on no invoice. The voided lines are carried now.
+    it('a renewal that switched to a scheduled plan, unpaid, then canceled now: its usage is billed as the old plan priced it', async () => {
+      await runMoves(world, [
+        new Subscribe('p-cheap', 'bank_transfer'),
+        new Pay(0, 'settle'),
+        new ChangePlan('p-metered', true),
+        new ChangePlan('p-cheap', false, 'prop25'),
+        new SendUsage(0, ['1'], 0, 'none'),
+        new WrongKeyRun(31, 1, false),
+        new Cancel(true),
+      ]);
     });
   });
 
