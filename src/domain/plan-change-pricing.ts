@@ -2,19 +2,25 @@ import type { Plan } from '../db/entities/plan.js';
 import type { SubscriptionDiscount } from '../db/entities/subscription.js';
 import { cycleBoundary } from './billing-calendar.js';
 import { discountCovers, discountCoversNewPeriod, lineDiscounts } from './discount.js';
-import { isPositive, multiplyAndRound, subtract, ZERO, type Money } from './money.js';
+import { add, isPositive, multiplyAndRound, subtract, ZERO, type Money } from './money.js';
 import { taxBaseCovering, taxInvoice } from './tax.js';
-import { unusedShare } from './unused-share.js';
+import { proratedPrice } from './unused-share.js';
 
 export interface PlanChangeTerms {
   /** The unused share of what was paid for the current period (never of a list price). */
   credit: Money;
-  /** What the new plan costs from the change to `periodEnd`, as money: after its discount, PPN included. */
+  /**
+   * What the new plan costs from the change to `periodEnd`, as money: after its discount, PPN
+   * included, as the change's invoice states it (on an exclusive plan where no DPP gives the
+   * exact amount, the one unit more that the invoice asks: see `net`).
+   */
   charge: Money;
   /**
-   * What the change's invoice asks now (positive), or what goes to the wallet (negative):
-   * charge − credit, except on an exclusive plan where no DPP gives that amount exactly, where
-   * the invoice asks one unit more and the switch gives that unit back to the wallet.
+   * What the change's invoice asks now (positive), or what goes to the wallet (negative): always
+   * charge − credit. NOTE: on an exclusive plan no DPP may give what is owed exactly (a DPP step
+   * of one unit moves the total by one or two); the invoice then asks one unit more, and that
+   * unit is part of what the period costs: it pays for the period with the rest, and is never
+   * credited back (a remainder of rounding is no supply given back, so never a credit note).
    */
   net: Money;
   /** The period the subscription is in after the change. */
@@ -97,11 +103,10 @@ export function priceChange(input: {
       creditLine = subtract(discounted, taxBase);
       net = taxInvoice(taxBase, 'exclusive', currency, true).total;
     }
-    return { credit, charge, net, chargeLine, chargeUnit, chargeQuantity, chargeDiscount, creditLine, discount };
+    return { credit, charge: add(credit, net), net, chargeLine, chargeUnit, chargeQuantity, chargeDiscount, creditLine, discount };
   };
   if (periodStart && periodEnd && periodEnd.getTime() > at.getTime() && sameInterval(oldPlan, newPlan)) {
-    const price = multiplyAndRound(newPlan.price, quantity, 1, currency);
-    return { ...priced(unusedShare(price, periodStart, periodEnd, at, currency), 1, false), periodStart, periodEnd, resetsPeriod: false };
+    return { ...priced(proratedPrice(newPlan.price, quantity, periodStart, periodEnd, at, currency), 1, false), periodStart, periodEnd, resetsPeriod: false };
   }
   const end = cycleBoundary(at, newPlan.interval, newPlan.intervalUnit, 1);
   return { ...priced(newPlan.price, quantity, true), periodStart: at, periodEnd: end, resetsPeriod: true };

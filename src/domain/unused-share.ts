@@ -12,3 +12,13 @@ export function unusedShare(amount: Money, start: Date, end: Date, at: Date, cur
   if (at.getTime() <= start.getTime()) return money(amount);
   return multiplyAndRound(amount, end.getTime() - at.getTime(), total, currency);
 }
+
+/**
+ * NOTE: what `units` units at `unitPrice` cost for what is left of [start, end) at `at`: units ×
+ * price × the share left, rounded once. Rounding one unit's share and then multiplying would
+ * miss by up to half a unit of money per unit (three seats could cost a rupiah less than three
+ * seats' worth of time). The one proration of a plan change and of a change of units.
+ */
+export function proratedPrice(unitPrice: Money, units: number, start: Date, end: Date, at: Date, currency: string): Money {
+  return unusedShare(multiplyAndRound(unitPrice, units, 1, currency), start, end, at, currency);
+}

@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { Plan } from '../../src/db/entities/plan.js';
 import type { SubscriptionDiscount } from '../../src/db/entities/subscription.js';
 import { isPositive, subtract } from '../../src/domain/money.js';
-import type { TaxBehavior } from '../../src/domain/tax.js';
+import { taxInvoice, type TaxBehavior } from '../../src/domain/tax.js';
 import { priceInvoice } from '../../src/services/invoices/create-invoice.js';
 import { priceChange } from '../../src/domain/plan-change-pricing.js';
-import { unusedShare } from '../../src/domain/unused-share.js';
+import { proratedPrice, unusedShare } from '../../src/domain/unused-share.js';
 
 const plan = (price: string, months = 1): Plan => Object.assign(new Plan(), { price, currency: 'IDR', interval: months, intervalUnit: 'month' });
 const START = new Date('2026-01-31T00:00:00Z');
@@ -24,6 +24,43 @@ describe('unusedShare', () => {
   it('is all of it before the span starts and nothing once it ended', () => {
     expect(unusedShare('50000.00', START, END, new Date('2026-01-01T00:00:00Z'), 'IDR')).toBe('50000.00');
     expect(unusedShare('50000.00', START, END, END, 'IDR')).toBe('0.00');
+  });
+});
+
+describe('proratedPrice', () => {
+  /** round(n × price × left / total), half up, in exact integer arithmetic: the rule written out. */
+  const byHand = (price: bigint, n: bigint, left: bigint, total: bigint): string => {
+    const scaled = n * price * left;
+    const whole = scaled / total;
+    return `${2n * (scaled - whole * total) >= total ? whole + 1n : whole}.00`;
+  };
+
+  it('n units for the rest of a span are round(n × price × share): rounded once, never per unit (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5_000_000 }),
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 1, max: 366 * 24 * 3600 }),
+        fc.integer({ min: 0, max: 1_000_000 }),
+        (price, n, totalSeconds, permille) => {
+          const start = new Date('2026-01-31T17:00:00Z');
+          const end = new Date(start.getTime() + totalSeconds * 1000);
+          const leftMs = Math.floor((totalSeconds * 1000 * permille) / 1_000_000);
+          const at = new Date(end.getTime() - leftMs);
+          const expected = leftMs === 0 ? '0.00' : byHand(BigInt(price), BigInt(n), BigInt(leftMs), BigInt(totalSeconds * 1000));
+          expect(proratedPrice(`${price}.00`, n, start, end, at, 'IDR')).toBe(expected);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('three seats at 10.000 with 11 of 31 days left: 10.645, where three rounded shares of one seat made 10.644', () => {
+    const start = new Date('2026-01-20T00:00:00Z');
+    const end = new Date('2026-02-20T00:00:00Z');
+    const at = new Date('2026-02-09T00:00:00Z');
+    expect(unusedShare('10000.00', start, end, at, 'IDR')).toBe('3548.00');
+    expect(proratedPrice('10000.00', 3, start, end, at, 'IDR')).toBe('10645.00');
   });
 });
 
@@ -115,9 +152,11 @@ describe('priceChange on discounted prices and units', () => {
           const priced = priceInvoice(config, { lines, currency: 'IDR', taxBehavior: behavior, discount: terms.discount });
           expect(priced.tax.total).toBe(terms.net);
           expect(priced.discountAmount).toBe(terms.chargeDiscount);
-          // What is asked is what is owed, or (exclusive, no DPP gives it exactly) one rupiah more.
-          const over = subtract(terms.net, subtract(terms.charge, terms.credit));
-          expect(['0.00', '1.00']).toContain(over);
+          // What is asked is exactly charge − credit: the rounding unit an exclusive plan may
+          // need is part of the charge (it pays for the period), never a credit given back.
+          expect(terms.net).toBe(subtract(terms.charge, terms.credit));
+          const owed = taxInvoice(subtract(terms.chargeLine, terms.chargeDiscount), behavior, 'IDR', true).total;
+          expect(['0.00', '1.00']).toContain(subtract(terms.charge, owed));
         },
       ),
       { numRuns: 400 },

@@ -61,7 +61,8 @@ describe.each(DATABASES)('POST /subscriptions/{id}/change-quantity/ on %s', (kin
 
     const invoice = await em().findOneOrFail(Invoice, res.body.payment.invoice_id, { populate: ['lines'] });
     expect(invoice).toMatchObject({ billingReason: 'subscription_update', status: 'paid', totalAmount: '60000.00', discountAmount: '0.00' });
-    expect(invoice.lines.getItems().map((l) => ({ quantity: l.quantity, unit: l.unitAmount, amount: l.amount }))).toEqual([{ quantity: 3, unit: '20000.00', amount: '60000.00' }]);
+    // One line for the three seats' remaining time, prorated once (3 × 40.000 × 1/2); the units in its words.
+    expect(invoice.lines.getItems().map((l) => ({ quantity: l.quantity, unit: l.unitAmount, amount: l.amount, units: l.subject?.['units'] }))).toEqual([{ quantity: 1, unit: '60000.00', amount: '60000.00', units: 3 }]);
     expect(await notificationTypes(server, user)).toContain('subscription_plan_changed');
 
     // The renewal bills the eight seats: 320.000.

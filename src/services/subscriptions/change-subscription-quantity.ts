@@ -8,7 +8,7 @@ import { DomainError, InvalidStateError, ValidationError } from '../../domain/er
 import { add, compare, isPositive, multiplyAndRound, subtract, type Money } from '../../domain/money.js';
 import { invoiceStates } from '../../domain/states/invoice-states.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
-import { unusedShare } from '../../domain/unused-share.js';
+import { proratedPrice } from '../../domain/unused-share.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 import type { DataContext, ServiceContext } from '../context.js';
 import { issueWalletCreditNotes } from '../credit-notes/issue-credit-note.js';
@@ -93,25 +93,28 @@ export async function previewQuantityChange(ctx: DataContext, user: User, id: st
   const at = ctx.clock.now();
   if (sub.status === 'trialing' || quantity === sub.quantity) return { amountDue: null, credit: null };
   if (quantity > sub.quantity) {
-    const { unitAmount } = seatCharge(sub, at);
-    if (!isPositive(unitAmount)) return { amountDue: null, credit: null };
+    const { amount } = seatCharge(sub, quantity - sub.quantity, at);
+    if (!isPositive(amount)) return { amountDue: null, credit: null };
     const pricing = priceInvoice(ctx.config, {
       currency: sub.plan.currency,
       taxBehavior: sub.plan.taxBehavior,
       discount: discountCovers(sub.discount, sub.plan, at) ? sub.discount : null,
-      lines: [{ description: '', kind: 'proration', unitAmount, quantity: quantity - sub.quantity, discounted: true }],
+      lines: [{ description: '', kind: 'proration', unitAmount: amount, discounted: true }],
     });
     return { amountDue: pricing.tax.total, credit: null };
   }
   return { amountDue: null, credit: givenUpShare(await unusedCredit(ctx, sub, at), sub.quantity - quantity, sub.quantity, sub.plan.currency) };
 }
 
-/** One unit's price for what is left of the running period at `at`. */
-function seatCharge(sub: Subscription, at: Date): { unitAmount: Money; periodStart: Date; periodEnd: Date } {
+/**
+ * What `added` units cost for what is left of the running period at `at`, rounded once
+ * (proratedPrice): the change's invoice states it as one line of that amount, the units in its words.
+ */
+function seatCharge(sub: Subscription, added: number, at: Date): { amount: Money; periodStart: Date; periodEnd: Date } {
   const start = sub.currentPeriodStart;
   const end = sub.currentPeriodEnd;
   if (!start || !end || end.getTime() <= at.getTime()) throw new InvalidStateError('The subscription has no running period to add units to; try again after its renewal.');
-  return { unitAmount: unusedShare(sub.plan.price, start, end, at, sub.plan.currency), periodStart: start, periodEnd: end };
+  return { amount: proratedPrice(sub.plan.price, added, start, end, at, sub.plan.currency), periodStart: start, periodEnd: end };
 }
 
 /** The share of the unused money `unused` (paid for `of` units) that belongs to `givenUp` of them. */
@@ -187,7 +190,7 @@ function notifyChange(ctx: DataContext, sub: Subscription, old: number, extra: R
 async function billAddedUnits(ctx: DataContext, sub: Subscription, wanted: number, at: Date, shown: Money | undefined): Promise<string | null> {
   const plan = sub.plan;
   const added = wanted - sub.quantity;
-  const { unitAmount, periodStart, periodEnd } = seatCharge(sub, at);
+  const { amount, periodStart, periodEnd } = seatCharge(sub, added, at);
   const invoice = await createInvoice(ctx, {
     user: sub.user,
     subscription: sub,
@@ -200,10 +203,9 @@ async function billAddedUnits(ctx: DataContext, sub: Subscription, wanted: numbe
     discount: discountCovers(sub.discount, plan, at) ? sub.discount : null,
     lines: [{
       description: `Remaining time on ${plan.name} for ${added} more unit${added === 1 ? '' : 's'}`,
-      subject: { type: 'remaining_time', plan: plan.name },
+      subject: { type: 'remaining_time', plan: plan.name, units: added },
       kind: 'proration',
-      quantity: added,
-      unitAmount,
+      unitAmount: amount,
       periodStart: at,
       periodEnd,
       discounted: true,
