@@ -77,7 +77,8 @@ export async function switchPlan(ctx: DataContext, sub: Subscription, plan: Plan
     sub.currentPeriodEnd = terms.periodEnd;
     sub.nextBillingDate = terms.periodEnd;
   }
-  notify(ctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, proration: terms.net, credited });
+  // `quantity`: the units the change leaves, dated by this record (MRR counts them from now on).
+  notify(ctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), quantity: sub.quantity, old_plan_name: oldPlan.name, proration: terms.net, credited });
   return credited;
 }
 

@@ -220,7 +220,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
       sub.pendingPlan = null;
       sub.discount = discount;
       takeUnitsOf(sub, plan);
-      notify(tctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: oldPlan.name, proration: null });
+      notify(tctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), quantity: sub.quantity, old_plan_name: oldPlan.name, proration: null });
       return { paymentId: null, toCancel };
     }
 

@@ -177,8 +177,9 @@ export async function changeSubscriptionQuantity(ctx: ServiceContext, user: User
   };
 }
 
+/** `quantity` is the units the change leaves (a scheduled one's `extra` names those it will leave). */
 function notifyChange(ctx: DataContext, sub: Subscription, old: number, extra: Record<string, unknown>): void {
-  notify(ctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), old_plan_name: sub.plan.name, old_quantity: old, ...extra });
+  notify(ctx, sub.user, 'subscription_plan_changed', { ...subscriptionData(sub), quantity: sub.quantity, old_plan_name: sub.plan.name, old_quantity: old, ...extra });
 }
 
 /**
