@@ -4829,9 +4829,12 @@ export interface components {
                 /**
                  * @description True for a month not yet ended (the current month, or a later one): its `mrr` is
                  *     what stands now for the month's end, a projection that may still change. `mrr`
-                 *     is at the month's last instant: each paying subscription at the price it was
-                 *     invoiced at (without PPN: an inclusive price's DPP), normalised to a month (a
-                 *     yearly plan divided by 12); never today's catalogue price for a past month.
+                 *     is at the month's last instant: each paying subscription at what it earns (the
+                 *     price it was invoiced at, less its running discount, × the units in force, from
+                 *     the moment a change of plan or seats took effect), without PPN (an inclusive
+                 *     price's DPP), normalised to a month (a yearly plan divided by 12); never today's
+                 *     catalogue price for a past month. A period whose money was charged back in full
+                 *     or reversed counts nothing.
                  */
                 partial: boolean;
                 mrr: components["schemas"]["Money"];
