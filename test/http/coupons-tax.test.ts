@@ -131,7 +131,8 @@ describe.each(DATABASES)('PPN on discounted prices on %s', (kind) => {
     const invoice = (await server.api('GET', `/invoices/${changed.body.payment.invoice_id}/`, { auth: user })).body;
     // 3 more seats for the half period left: 3 × 20,000 = 60,000, less 10 % = 54,000; PPN 5,940.
     expect(fieldsOf(invoice)).toEqual(taxed('exclusive', '60000.00', '6000.00', '54000.00', '49500.00', '5940.00', '0.00', '59940.00'));
-    expect(invoice.lines).toEqual([expect.objectContaining({ kind: 'proration', quantity: 3, unit_amount: '20000.00', amount: '60000.00', discount_amount: '6000.00' })]);
+    // One line for the three seats, prorated once (3 × 40,000 × 1/2), not three rounded halves.
+    expect(invoice.lines).toEqual([expect.objectContaining({ kind: 'proration', quantity: 1, unit_amount: '60000.00', amount: '60000.00', discount_amount: '6000.00' })]);
     expect(changed.body.payment).toMatchObject({ status: 'settled', gross_amount: '59940.00' });
     consistent(invoice);
   });
