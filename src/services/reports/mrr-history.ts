@@ -79,7 +79,8 @@ export async function mrrMonths(ctx: DataContext, range: ReportRange): Promise<{
 
   const plans = await em.find(Plan, {}, { orderBy: { sortOrder: 'asc', slug: 'asc' } });
   const spans = [...(await fundSpans(em, first, last)), ...(await pastDueSpans(em, first, last))];
-  const takenBack = await takenBackSpans(em, first, last);
+  const takenBack = new Map<string, { start: number; end: number }[]>();
+  for (const span of await takenBackSpans(em, first, last)) takenBack.set(span.subscriptionId, [...(takenBack.get(span.subscriptionId) ?? []), span]);
   const subscriptions = await subscriptionsOf(em, [...new Set(spans.map((s) => s.subscriptionId))]);
   const termsAt = await termsTimeline(em, plans, subscriptions, ctx.config.tax.pkp);
   const firstPaying = await firstPayingByCustomer(em);
@@ -91,7 +92,7 @@ export async function mrrMonths(ctx: DataContext, range: ReportRange): Promise<{
   for (const span of spans) {
     for (let i = 0; i < instants.length; i += 1) {
       if (!covers(span, instants[i])) continue;
-      if (takenBack.some((t) => t.subscriptionId === span.subscriptionId && covers(t, instants[i]))) continue;
+      if (takenBack.get(span.subscriptionId)?.some((t) => covers(t, instants[i]))) continue;
       let set = paying.get(span.subscriptionId);
       if (!set) paying.set(span.subscriptionId, (set = new Set()));
       set.add(i);
