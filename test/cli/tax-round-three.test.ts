@@ -252,4 +252,27 @@ describe.each(DATABASES)('the Coretax export of a month against an independent r
     expect(recorded.code, recorded.stderr).toBe(0);
     expect(recorded.json).toMatchObject({ invoice_number: chargedBefore.number, tax_invoice_number: '04002600000000101' });
   });
+
+  it('the reversed invoice paid again in December: its faktur is due on that payment, in December\'s file and dated then; the charged-back invoices paid again make no second faktur', { timeout: 120_000 }, async () => {
+    clock.set(new Date('2026-12-05T03:00:00.000Z'));
+    for (const label of ['reversed', 'chargedBefore']) {
+      const { user, subscriptionId } = bought[label];
+      const repaid = await server.api('POST', '/payments/charge/', { auth: user, body: { subscription_id: subscriptionId, payment_type: 'qris' } });
+      expect(repaid.status, repaid.text).toBe(201);
+      await simulate(server, repaid.body.payment.order_id, 'settle');
+    }
+    const december = await tax(['export', '--month', '2026-12', '--out', 'december.xml', '--json']);
+    expect(december.code, december.stderr).toBe(0);
+    const reversed = await em().findOneOrFail(Invoice, bought.reversed.invoiceId);
+    expect(december.json).toMatchObject({ invoices: 1, tax_base: '150000.00', tax_amount: '16500.00' });
+    const [faktur] = fakturs(await readFile(join(dir, 'december.xml'), 'utf8'));
+    expect([text(faktur, 'RefDesc'), text(faktur, 'TaxInvoiceDate')]).toEqual([reversed.number, '2026-12-05']);
+    // November's fakturs are unchanged by December's payments; the one whose number is recorded is skipped, as ever.
+    const again = await tax(['export', '--month', '2026-11', '--again', '--out', 'november-third.xml', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    const chargedBefore = await em().findOneOrFail(Invoice, bought.chargedBefore.invoiceId);
+    expect(again.json.skipped).toEqual([{ invoice_number: chargedBefore.number, reason: expect.stringMatching(/already recorded/) }]);
+    const refs = (file: string) => readFile(join(dir, file), 'utf8').then((xml) => fakturs(xml).map((f) => text(f, 'RefDesc')));
+    expect(await refs('november-third.xml')).toEqual((await refs('november-again.xml')).filter((n) => n !== chargedBefore.number));
+  });
 });
