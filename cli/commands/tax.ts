@@ -72,7 +72,7 @@ export function registerTaxCommands(program: Command): void {
 
   tax
     .command('export')
-    .description('write the Coretax import XML for the taxable invoices paid in a month (BILLING_TIMEZONE), at most 1,000 per file, and mark them exported')
+    .description('write the Coretax import XML for the taxable invoices whose payment settled in a month (BILLING_TIMEZONE; charged back since included, reversed not), at most 1,000 per file, and mark them exported')
     .requiredOption('--month <YYYY-MM>', 'the tax period')
     .option('--out <file>', 'the first file (default coretax-YYYY-MM.xml in the current directory); more get -2, -3 … before the extension')
     .option('--again', 'write again invoices an earlier export wrote (never one whose Faktur Pajak number is recorded)')
@@ -85,7 +85,7 @@ export function registerTaxCommands(program: Command): void {
     });
 
   withReason(tax.command('record <invoice-number> <faktur-number>'))
-    .description('store the 17-digit Faktur Pajak number (NSFP) Coretax assigned to a taxed, paid invoice (transaction code 04, status 00; a replacement, status 01, after its original); dots and dashes are ignored')
+    .description('store the 17-digit Faktur Pajak number (NSFP) Coretax assigned to a taxed invoice whose payment was received (transaction code 04, status 00; a replacement, status 01, after its original); dots and dashes are ignored')
     .action(async (invoiceNumber: string, fakturNumber: string, opts: { reason: string }, cmd: Command) => {
       const recorded = await withServices(async (s) => {
         const result = await recordTaxInvoice(s, invoiceNumber, fakturNumber);

@@ -436,7 +436,8 @@ describe.each(DATABASES)('usage billed in arrears (%s)', { timeout: 180_000 }, (
     const exported = await exportCoretax(h.ctx(), { month, out: join(dir, 'coretax.xml'), again: false });
     const xml = await readFile(exported.files[0].path, 'utf8');
     const faktur = xml.slice(xml.indexOf(`<RefDesc>${final.number}</RefDesc>`));
-    expect(faktur).toContain('<Name>Pemakaian API calls: 3</Name>');
+    // Its own line, named with the window it bills.
+    expect(faktur).toMatch(/<Name>Pemakaian API calls: 3, \d{1,2} \S+ \d{4} s\.d\. \d{1,2} \S+ \d{4}<\/Name>/);
     expect(faktur).toContain('<Unit>UM.0033</Unit>');
     expect(faktur).toContain('<TaxBase>13500.00</TaxBase>');
     expect(faktur).toContain('<VAT>1485.00</VAT>');

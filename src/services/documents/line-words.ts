@@ -1,4 +1,5 @@
 import type { LineSubject } from '../../db/entities/invoice.js';
+import { localDate } from '../../domain/billing-calendar.js';
 import { LINES_EN_US } from './labels/line-labels-en-US.js';
 import { LINES_ID_ID } from './labels/line-labels-id-ID.js';
 import type { IntervalWord, LineLabels } from './labels/line-labels.js';
@@ -14,6 +15,8 @@ import { localisation } from './labels/localisation.js';
 
 export interface LineWords {
   line(line: { description: string; subject: LineSubject | null }, currency?: string): string;
+  /** The line's words with the period it covers when they do not already name it (a faktur line). */
+  withPeriod(line: { description: string; subject: LineSubject | null; periodStart: Date | null; periodEnd: Date | null }): string;
 }
 
 const INTERVALS: readonly string[] = ['day', 'week', 'month', 'year'];
@@ -42,6 +45,12 @@ export function lineWordsFor(settings: LocaleSettings): LineWords {
   const words = linesFor(settings.locale);
   const { format } = localisation(settings);
   return {
+    withPeriod(line) {
+      const named = this.line(line);
+      // A renewal's period line already names its days ("Pro (1 Maret 2026 s.d. 1 April 2026)").
+      if (!line.periodStart || !line.periodEnd || line.subject?.type === 'period') return named;
+      return words.during(named, format.day(localDate(line.periodStart, settings.timeZone)), format.day(localDate(line.periodEnd, settings.timeZone)));
+    },
     line({ description, subject }, currency = 'IDR') {
       if (!subject) return description;
       const text = (key: string) => (typeof subject[key] === 'string' ? (subject[key] as string) : null);

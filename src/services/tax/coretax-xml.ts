@@ -1,6 +1,6 @@
 import { create } from 'xmlbuilder2';
 import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
-import { add, type Money } from '../../domain/money.js';
+import type { Money } from '../../domain/money.js';
 import type { TaxProfile } from '../../domain/tax-profile.js';
 
 /*
@@ -46,17 +46,30 @@ export interface CoretaxSeller {
   idtku: string;
 }
 
-/** One faktur: one invoice, one service line. Amounts are two-place decimal strings, never negative. */
+/** One GoodService (faktur-lines.ts makes them): amounts are two-place decimal strings, never negative. */
+export interface FakturLine {
+  name: string;
+  unit: CoretaxUnit;
+  /** Unit price before PPN and before the discount. */
+  price: Money;
+  quantity: number;
+  /** The discount before PPN, for the whole line. */
+  discount: Money;
+  /** DPP: price × quantity − discount. */
+  taxBase: Money;
+  otherTaxBase: Money;
+  vat: Money;
+}
+
+/** One faktur: one invoice, one service line per invoice line that charges. Amounts are two-place decimal strings, never negative. */
 export interface CoretaxFaktur {
   /** YYYY-MM-DD, the payment's date in BILLING_TIMEZONE. */
   date: string;
   /** The invoice number: it comes back in Coretax's own exports. */
   reference: string;
   buyer: TaxProfile;
-  name: string;
-  unit: CoretaxUnit;
-  /** The discount before PPN (faktur-standing.ts, fakturDiscount): Coretax's TotalDiscount. */
-  discount: Money;
+  /** The GoodService lines (faktur-lines.ts): they add up to the DPP, DPP Nilai Lain and PPN below. */
+  lines: FakturLine[];
   /** DPP, after the discount */
   taxBase: Money;
   /** DPP Nilai Lain */
@@ -148,23 +161,24 @@ export function coretaxXml(seller: CoretaxSeller, fakturs: CoretaxFaktur[]): str
     element(invoice, 'BuyerAdress', oneLine(faktur.buyer.address));
     element(invoice, 'BuyerEmail', faktur.buyer.email ?? '');
     element(invoice, 'BuyerIDTKU', buyer.idtku);
-    const line = invoice.ele('ListOfGoodService').ele('GoodService');
-    element(line, 'Opt', CORETAX_CODES.opt);
-    element(line, 'Code', CORETAX_CODES.code);
-    element(line, 'Name', oneLine(faktur.name));
-    element(line, 'Unit', faktur.unit);
-    // Price × Qty − TotalDiscount = TaxBase, as Coretax checks: one line at quantity one whose
-    // price is the DPP before the discount. Odoo fills it the same way per line (Price = unit
-    // price, TotalDiscount = its discount × quantity, TaxBase = the line's subtotal after it).
-    element(line, 'Price', add(faktur.taxBase, faktur.discount));
-    element(line, 'Qty', '1');
-    element(line, 'TotalDiscount', faktur.discount);
-    element(line, 'TaxBase', faktur.taxBase);
-    element(line, 'OtherTaxBase', faktur.otherTaxBase);
-    element(line, 'VATRate', CORETAX_CODES.vatRate);
-    element(line, 'VAT', faktur.vat);
-    element(line, 'STLGRate', CORETAX_CODES.stlgRate);
-    element(line, 'STLG', '0.00');
+    const goods = invoice.ele('ListOfGoodService');
+    for (const item of faktur.lines) {
+      const line = goods.ele('GoodService');
+      element(line, 'Opt', CORETAX_CODES.opt);
+      element(line, 'Code', CORETAX_CODES.code);
+      element(line, 'Name', oneLine(item.name));
+      element(line, 'Unit', item.unit);
+      // Price × Qty − TotalDiscount = TaxBase, as Coretax checks (faktur-lines.ts).
+      element(line, 'Price', item.price);
+      element(line, 'Qty', String(item.quantity));
+      element(line, 'TotalDiscount', item.discount);
+      element(line, 'TaxBase', item.taxBase);
+      element(line, 'OtherTaxBase', item.otherTaxBase);
+      element(line, 'VATRate', CORETAX_CODES.vatRate);
+      element(line, 'VAT', item.vat);
+      element(line, 'STLGRate', CORETAX_CODES.stlgRate);
+      element(line, 'STLG', '0.00');
+    }
   }
   return root.end({ prettyPrint: true });
 }

@@ -1,8 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
-import { isPostgres, takeSqliteWriteLock } from '../../db/dialect.js';
+import { takeSqliteWriteLock } from '../../db/dialect.js';
 import { Invoice, InvoiceLine } from '../../db/entities/invoice.js';
 import { User } from '../../db/entities/user.js';
 import { ValidationError } from '../../domain/errors.js';
@@ -11,9 +10,11 @@ import type { TaxProfile } from '../../domain/tax-profile.js';
 import { sellerIdentityOf } from '../invoices/seller-tax-identity.js';
 import { lineWordsFor } from '../documents/line-words.js';
 import type { DataContext } from '../context.js';
-import { coretaxXml, MAX_FAKTURS_PER_FILE, missingBuyerIdentity, unitOfPeriod, type CoretaxFaktur, type CoretaxSeller } from './coretax-xml.js';
-import { creditNotesOf, fakturDiscount, standingValue } from './faktur-standing.js';
-import { isInMonth, localDate, searchWindow, type TaxMonth } from './tax-month.js';
+import { coretaxXml, MAX_FAKTURS_PER_FILE, missingBuyerIdentity, type CoretaxFaktur, type CoretaxSeller } from './coretax-xml.js';
+import { invoicesDueIn } from './faktur-due.js';
+import { fakturLines } from './faktur-lines.js';
+import { creditNotesOf, standingValue } from './faktur-standing.js';
+import { localDate, type TaxMonth } from './tax-month.js';
 
 export interface ExportCoretaxInput {
   month: TaxMonth;
@@ -47,15 +48,17 @@ export interface CoretaxExport {
 const BATCH = 1000;
 
 /**
- * Writes the Coretax import files (TaxInvoiceBulk XML, docs/tax.md) for the taxable invoices paid
- * in `month` in BILLING_TIMEZONE, one faktur per invoice dated by its payment, at most 1,000 per
- * file (and one seller NPWP per file), and marks each invoice exported. The faktur holds the value
- * standing at its first export (credits before it are taken off; an invoice credited in full is
- * not exported) and names the seller the invoice was made with. An invoice issued before its
- * buyer saved a tax profile takes the profile standing now, which is kept on it. An invoice is
- * written once unless `again`; one whose Faktur Pajak number is recorded, or whose buyer is still
- * unknown, is skipped with the reason. The files are written inside the transaction that marks
- * the invoices: a file that cannot be written marks none.
+ * Writes the Coretax import files (TaxInvoiceBulk XML, docs/tax.md) for the taxable invoices whose
+ * faktur fell due in `month` in BILLING_TIMEZONE (faktur-due.ts: when their money was received,
+ * whatever happened to it since), one faktur per invoice dated that day, one line per invoice
+ * line that charges (faktur-lines.ts), at most 1,000 per file (and one seller NPWP per file), and
+ * marks each invoice exported. The faktur holds the value standing at its first export (credits
+ * before it are taken off; an invoice credited in full is not exported) and names the seller the
+ * invoice was made with. An invoice issued before its buyer saved a tax profile takes the profile
+ * standing now, which is kept on it. An invoice is written once unless `again`; one whose Faktur
+ * Pajak number is recorded, or whose buyer is still unknown, is skipped with the reason. The
+ * files are written inside the transaction that marks the invoices: a file that cannot be
+ * written marks none.
  */
 export async function exportCoretax(ctx: DataContext, input: ExportCoretaxInput): Promise<CoretaxExport> {
   const empty: CoretaxExport = { month: input.month.label, pkp: ctx.config.tax.pkp, invoices: 0, taxBase: ZERO, otherTaxBase: ZERO, taxAmount: ZERO, files: [], skipped: [], profilesAttached: [] };
@@ -68,14 +71,15 @@ export async function exportCoretax(ctx: DataContext, input: ExportCoretaxInput)
     // a running server on SQLite it must hold the write lock from the start, or any write of the
     // server's in between fails its mark at once.
     await takeSqliteWriteLock(em, 'invoices');
-    const invoices = (await paidTaxedInvoices(em, input)).filter((i) => isInMonth(i.paidAt!, input.month, timeZone));
-    const lines = await firstChargedLines(em, invoices);
+    const due = await invoicesDueIn(em, input.month, timeZone, input.again);
+    const invoices = due.map((d) => d.invoice);
+    const lines = await linesOf(em, invoices);
     const notes = await creditNotesOf(em, invoices);
     const profiles = await currentProfiles(em, invoices.filter((i) => !i.buyerTaxProfile));
     const fakturs: { invoice: Invoice; seller: CoretaxSeller; faktur: CoretaxFaktur }[] = [];
     const skipped: SkippedInvoice[] = [];
     const profilesAttached: string[] = [];
-    for (const invoice of invoices) {
+    for (const { invoice, dueAt } of due) {
       const buyer = invoice.buyerTaxProfile ?? profiles.get(invoice.user.id) ?? null;
       // The faktur is made at the first export: credits before it are taken off, later ones are corrections.
       const exportedAt = invoice.taxExportedAt;
@@ -91,17 +95,14 @@ export async function exportCoretax(ctx: DataContext, input: ExportCoretaxInput)
         profilesAttached.push(invoice.number);
       }
       const identity = sellerIdentityOf(invoice, ctx.config);
-      const line = lines.get(invoice.id);
       fakturs.push({
         invoice,
         seller: { tin: identity.npwp ?? '', idtku: identity.nitku ?? '' },
         faktur: {
-          date: localDate(invoice.paidAt!, timeZone),
+          date: localDate(dueAt, timeZone),
           reference: invoice.number,
           buyer: buyer!,
-          name: line ? words.line(line) : `Invoice ${invoice.number}`,
-          unit: unitOfPeriod(line?.kind ?? '', line?.periodStart ?? null, line?.periodEnd ?? null),
-          discount: fakturDiscount(invoice),
+          lines: fakturLines(invoice, lines.get(invoice.id) ?? [], value, words),
           taxBase: value.taxBase,
           otherTaxBase: value.otherTaxBase,
           vat: value.taxAmount,
@@ -148,39 +149,13 @@ async function currentProfiles(em: EntityManager, invoices: Invoice[]): Promise<
   return new Map(users.filter((u) => u.taxProfile).map((u) => [u.id, u.taxProfile!]));
 }
 
-/**
- * Paid taxable invoices (a DPP above zero, whatever their PPN rounds to) whose payment falls near
- * the month (searchWindow), oldest payment first; locked on PostgreSQL against a second export at once.
- */
-async function paidTaxedInvoices(em: EntityManager, input: ExportCoretaxInput): Promise<Invoice[]> {
-  const { from, to } = searchWindow(input.month);
-  const where = {
-    status: 'paid' as const,
-    taxBehavior: { $ne: 'none' as const },
-    taxBase: { $gt: ZERO },
-    paidAt: { $gte: from, $lt: to },
-    ...(input.again ? {} : { taxExportedAt: null }),
-  };
-  return em.find(Invoice, where, {
-    orderBy: [{ paidAt: 'asc' }, { number: 'asc' }],
-    ...(isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}),
-  });
-}
-
-/**
- * The line that names each invoice's service: its first line that charges (a plan change's
- * invoice starts with the credit for the old plan's unused time), else its first line.
- */
-async function firstChargedLines(em: EntityManager, invoices: Invoice[]): Promise<Map<string, InvoiceLine>> {
-  const found = new Map<string, InvoiceLine>();
+/** Each invoice's lines, by invoice id, read this many invoices at a time. */
+async function linesOf(em: EntityManager, invoices: Invoice[]): Promise<Map<string, InvoiceLine[]>> {
+  const found = new Map<string, InvoiceLine[]>();
   for (let start = 0; start < invoices.length; start += BATCH) {
     const ids = invoices.slice(start, start + BATCH).map((i) => i.id);
     const lines = await em.find(InvoiceLine, { invoice: { $in: ids } }, { orderBy: [{ position: 'asc' }] });
-    for (const line of lines) {
-      const id = line.invoice.id;
-      const held = found.get(id);
-      if (!held || (!isPositive(held.amount) && isPositive(line.amount))) found.set(id, line);
-    }
+    for (const line of lines) found.set(line.invoice.id, [...(found.get(line.invoice.id) ?? []), line]);
   }
   return found;
 }

@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { CreditNote } from '../../db/entities/credit-note.js';
 import type { Invoice } from '../../db/entities/invoice.js';
-import { add, compare, isZero, subtract, ZERO, type Money } from '../../domain/money.js';
-import { fakturValueOf, taxInvoice, type FakturValue } from '../../domain/tax.js';
+import { add, subtract, ZERO, type Money } from '../../domain/money.js';
+import { fakturValueOf, type FakturValue } from '../../domain/tax.js';
 import { creditsTax } from '../credit-notes/issue-credit-note.js';
 
 /*
@@ -31,20 +31,4 @@ export function standingTaxBase(invoice: Pick<Invoice, 'taxBase'>, notes: Pick<C
 /** The faktur value of an invoice after `notes`. */
 export function standingValue(invoice: Pick<Invoice, 'taxBase' | 'currency'>, notes: Pick<CreditNote, 'reason' | 'taxBase'>[]): FakturValue {
   return fakturValueOf(standingTaxBase(invoice, notes), invoice.currency);
-}
-
-/**
- * The discount a faktur states (Coretax's TotalDiscount), in the faktur's own terms: before PPN.
- * An exclusive invoice's discount is already so (its DPP is the price less the discount). An
- * inclusive price holds its PPN, and so does its discount: the faktur states the DPP the price
- * had before the discount less the DPP after it, so that Price − TotalDiscount = TaxBase holds
- * with every figure before PPN (a Rp 50,000 discount off an inclusive Rp 300,000 price is
- * 270,270 − 225,225 = 45,045).
- */
-export function fakturDiscount(invoice: Pick<Invoice, 'taxBehavior' | 'subtotal' | 'discountAmount' | 'taxBase' | 'currency'>): Money {
-  if (isZero(invoice.discountAmount)) return ZERO;
-  if (invoice.taxBehavior !== 'inclusive') return invoice.discountAmount;
-  const before = taxInvoice(invoice.subtotal, 'inclusive', invoice.currency, true).taxBase;
-  const off = subtract(before, invoice.taxBase);
-  return compare(off, ZERO) > 0 ? off : ZERO;
 }

@@ -41,7 +41,8 @@ export interface TaxCorrection {
  * What happened in `month` (BILLING_TIMEZONE) to fakturs already exported, oldest first, each with
  * what to do in Coretax, which takes corrections in its own screens, never by import (docs/tax.md,
  * "tax corrections"): credit notes that take DPP off; chargebacks, reversals and write-offs,
- * where PPN stands, each dated by the instant the service applied it (charged_back_at,
+ * where PPN stands (a chargeback before the export too, once the faktur is exported: its
+ * faktur is due on the money received and holds its full value), each dated by the instant the service applied it (charged_back_at,
  * reversed_at, uncollectible_at: updated_at would move with any later change of the row). A faktur never exported needs no correction: its export holds the value after its
  * credits; one credited in full before it is listed as never to be exported.
  */
@@ -59,7 +60,7 @@ export async function listTaxCorrections(ctx: DataContext, month: TaxMonth): Pro
   const exportedInvoice = { ...taxable, taxExportedAt: { $ne: null } };
   const chargedBack = (
     await ctx.em.find(Payment, { status: 'charged_back', chargedBackAt: { $gte: from, $lt: to }, invoice: exportedInvoice }, { populate: ['invoice'] })
-  ).filter((p) => inMonth(p.chargedBackAt!) && exportedBy(p.invoice!, p.chargedBackAt!));
+  ).filter((p) => inMonth(p.chargedBackAt!));
   const reversed = (
     await ctx.em.find(Payment, { status: 'reversed', reversedAt: { $gte: from, $lt: to }, invoice: exportedInvoice }, { populate: ['invoice'] })
   ).filter((p) => inMonth(p.reversedAt!) && exportedBy(p.invoice!, p.reversedAt!));
@@ -82,13 +83,17 @@ export async function listTaxCorrections(ctx: DataContext, month: TaxMonth): Pro
     const takesDpp = creditsTax(note.reason) && isPositive(note.taxBase);
     const after = takesDpp ? standingValue(invoice, ofInvoice.slice(0, index + 1)) : before;
     const fields = { creditNoteNumber: note.number, amount: note.amount, before, after };
+    // A chargeback takes no PPN off whenever it came: once the faktur is exported, PPN stands.
+    if (note.reason === 'chargeback' && !takesDpp) {
+      if (invoice.taxExportedAt !== null) row('chargeback', invoice, note.issuedAt, { ...fields, taxAmount: '0.00', taxAction: 'none' });
+      continue;
+    }
     if (!exportedBy(invoice, note.issuedAt)) {
       // Never exported: the export will hold the value after this note, unless nothing is left.
       if (takesDpp && !isPositive(after.taxBase)) row('not_exported', invoice, note.issuedAt, { ...fields, taxAmount: '0.00', taxAction: 'none', after: before });
       continue;
     }
     if (takesDpp) row('credit_note', invoice, note.issuedAt, { ...fields, taxAmount: note.taxAmount, taxAction: note.taxAction });
-    else if (note.reason === 'chargeback') row('chargeback', invoice, note.issuedAt, { ...fields, taxAmount: '0.00', taxAction: 'none' });
   }
   // NOTE: a full chargeback is dated by the payment's first chargeback: when a partial one came
   // first, that is the partial one's instant (docs/tax.md, "tax corrections").

@@ -5,6 +5,7 @@ import { DomainError, InvalidStateError, NotFoundError, ValidationError } from '
 import { isPositive } from '../../domain/money.js';
 import type { DataContext } from '../context.js';
 import { CORETAX_CODES } from './coretax-xml.js';
+import { isFakturDue } from './faktur-due.js';
 
 export interface RecordedTaxInvoice {
   invoiceNumber: string;
@@ -64,8 +65,9 @@ export async function recordTaxInvoice(ctx: DataContext, invoiceNumber: string, 
     const invoice = await em.findOne(Invoice, { number }, isPostgres(em) ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
     if (!invoice) throw new NotFoundError(`Invoice ${number}`);
     if (invoice.taxBehavior === 'none' || !isPositive(invoice.taxBase)) throw new InvalidStateError(`Invoice ${number} carries no PPN: it has no Faktur Pajak.`);
-    if (invoice.status !== 'paid' && !invoice.taxExportedAt) {
-      throw new InvalidStateError(`Invoice ${number} is ${invoice.status}: a Faktur Pajak is recorded only on a paid invoice.`);
+    // A faktur is due once money was received for the invoice, whatever happened to it since (a chargeback).
+    if (!invoice.taxExportedAt && !(await isFakturDue(em, invoice))) {
+      throw new InvalidStateError(`Invoice ${number} is ${invoice.status} and no payment of it was received: a Faktur Pajak is recorded only once its money was.`);
     }
     const held = invoice.taxInvoiceNumber;
     if (held === nsfp) return { invoiceNumber: number, taxInvoiceNumber: nsfp, alreadyRecorded: true, replaced: null };

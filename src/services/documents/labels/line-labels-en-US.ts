@@ -8,6 +8,7 @@ export const LINES_EN_US: LineLabels = {
   remainingTime: (plan) => `Remaining time on ${plan}`,
   usage: (metric, units) => `Usage of ${metric}: ${units}`,
   newPeriod: (plan) => `${plan} (new period)`,
+  during: (words, start, end) => `${words}, ${start} to ${end}`,
   refund: (refund, order, invoice) => `Refund ${refund} of payment ${order} (invoice ${invoice})`,
   unusableSettlement: (order, invoice, why) => `Payment ${order} could not be used${why ? ` (${why})` : ''} (invoice ${invoice}): credited to the wallet`,
   periodPassed: (order, invoice, start, end) => `Payment ${order} arrived after its period ${start} to ${end} had ended (invoice ${invoice}): credited to the wallet`,

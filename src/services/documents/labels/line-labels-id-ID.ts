@@ -10,6 +10,7 @@ export const LINES_ID_ID: LineLabels = {
   remainingTime: (plan) => `Sisa waktu pada ${plan}`,
   usage: (metric, units) => `Pemakaian ${metric}: ${units}`,
   newPeriod: (plan) => `${plan} (periode baru)`,
+  during: (words, start, end) => `${words}, ${start} s.d. ${end}`,
   refund: (refund, order, invoice) => `Pengembalian dana ${refund} atas pembayaran ${order} (tagihan ${invoice})`,
   unusableSettlement: (order, invoice, why) => `Pembayaran ${order} tidak dapat digunakan${why ? ` (${why})` : ''} (tagihan ${invoice}): dikreditkan ke dompet`,
   periodPassed: (order, invoice, start, end) => `Pembayaran ${order} diterima setelah periode ${start} s.d. ${end} berakhir (tagihan ${invoice}): dikreditkan ke dompet`,

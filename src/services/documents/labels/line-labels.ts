@@ -29,6 +29,8 @@ export interface LineLabels {
   periodPassed: (order: string, invoice: string, start: string, end: string) => string;
   /** A usage charge billed in arrears: the metric's name and the units counted, formatted ("12,500"). */
   usage: (metric: string, units: string) => string;
+  /** A line's words with the period it covers, the days formatted (a faktur line names both). */
+  during: (words: string, start: string, end: string) => string;
   /** Why a settlement could not be used, by its code (an unknown code is shown as it is). */
   unusableWhy: Record<string, string>;
 }
