@@ -7887,7 +7887,7 @@ export interface operations {
                      *       "type": "https://billing.example/problems/subscription-exists",
                      *       "title": "Subscription exists",
                      *       "status": 409,
-                     *       "detail": "The customer already has an active subscription (9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a); change its plan in the portal instead.",
+                     *       "detail": "The customer already has a subscription that is active (9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a); change its plan in the portal instead.",
                      *       "code": "subscription_exists",
                      *       "subscription_id": "9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a",
                      *       "portal_url": "https://billing.example.com/portal/q0bZtY2a9nM4kR7sXw1eLc5uPj8dHf3gVi6oTy0BzQA/",
