@@ -113,5 +113,13 @@ describe.each(DATABASES)('undoing a cancel at the period end (%s)', { timeout: 1
     const events = await dbOf(stage.server).find(AuditEvent, { targetId: stage.user.id, action: 'on_behalf.undoCancelSubscription' });
     expect(events).toHaveLength(1);
     expect(events[0]!.changes.resource).toEqual([null, sub.id]);
+
+    // Staff on their own route: the same rule, one audit event with the reason; a no-op records nothing.
+    await post(sub.id, 'cancel', {});
+    const staff = (reason: string) => stage.server.api('POST', `/admin/subscriptions/${sub.id}/undo-cancel/`, { headers: { authorization: `Bearer ${key}` }, body: { reason } });
+    expect((await staff('Ticket 9: stays after all')).body).toMatchObject({ status: 'active', cancel_at_period_end: false, user: { id: stage.user.id } });
+    expect((await staff('again')).status).toBe(200);
+    const audited = await dbOf(stage.server).find(AuditEvent, { targetId: sub.id, action: 'subscription.undo_cancel' });
+    expect(audited.map((e) => [e.reason, e.changes.cancel_at_period_end])).toEqual([['Ticket 9: stays after all', [true, false]]]);
   });
 });

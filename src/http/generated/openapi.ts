@@ -1310,6 +1310,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/subscriptions/{id}/undo-cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take back a subscription's cancel at the period end, for its user
+         * @description Staff only, write scope. The rules of the user's own `POST /subscriptions/{id}/undo-cancel/`:
+         *     until the period ends the subscription is kept and renews as usual; after it, `409`.
+         *     Recorded in the audit trail with the `reason` when it changed something (a subscription
+         *     not set to cancel answers `200` as it is, and records nothing).
+         */
+        post: operations["adminUndoCancelSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/subscriptions/{id}/resume/": {
         parameters: {
             query?: never;
@@ -8222,6 +8245,49 @@ export interface operations {
         };
     };
     adminPauseSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription after the action. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSubscription"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminUndoCancelSubscription: {
         parameters: {
             query?: never;
             header?: {
