@@ -88,6 +88,19 @@ export class UsageEventRefusedError extends DomainError {
   }
 }
 
+/**
+ * The customer already has a live subscription a new one cannot replace. `links` are members the
+ * answer carries so the client can send them on (the subscription, a link to its portal).
+ */
+export class SubscriptionExistsError extends DomainError {
+  constructor(
+    message: string,
+    readonly links: Record<string, string> = {},
+  ) {
+    super('subscription_exists', message);
+  }
+}
+
 /** Raised when a state machine forbids the move. */
 export class InvalidStateError extends DomainError {
   constructor(message: string) {

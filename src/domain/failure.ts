@@ -1,4 +1,4 @@
-import { DatabaseUnavailableError, DomainError, PromotionCodeInvalidError, type ErrorCode, type FieldError } from './errors.js';
+import { DatabaseUnavailableError, DomainError, PromotionCodeInvalidError, SubscriptionExistsError, type ErrorCode, type FieldError } from './errors.js';
 
 /*
  * The one classification of failures: anything thrown becomes one error code, and that code
@@ -17,6 +17,8 @@ export interface Failure {
   operatorDetail: string | null;
   /** For `promotion_code_invalid`: why the code cannot be redeemed. */
   reason?: string;
+  /** For `subscription_exists`: where the client can send the customer instead (its problem's members). */
+  links?: Record<string, string>;
 }
 
 /** Recognises the errors of one layer (database, gateway); null for anything else. */
@@ -30,6 +32,7 @@ export function classifyFailure(err: unknown, recognisers: readonly FailureRecog
     return { code: err.code, message: UNAVAILABLE_MESSAGE, errors: [], operatorDetail: err.hint ? `${err.message}; ${err.hint}` : err.message };
   }
   if (err instanceof PromotionCodeInvalidError) return { code: err.code, message: err.message, errors: err.errors, operatorDetail: null, reason: err.reason };
+  if (err instanceof SubscriptionExistsError) return { code: err.code, message: err.message, errors: [], operatorDetail: null, links: err.links };
   if (err instanceof DomainError) return { code: err.code, message: err.message, errors: err.errors, operatorDetail: null };
   for (const recognise of recognisers) {
     const failure = recognise(err);

@@ -44,9 +44,13 @@ export interface Problem {
   code: ErrorCode;
   reason?: string;
   errors?: FieldError[];
+  /** `subscription_exists` from a checkout: the live subscription, and a portal link to go to instead. */
+  subscription_id?: string;
+  portal_url?: string;
+  portal_expires_at?: string;
 }
 
-export function problem(code: ErrorCode, detail: string, errors?: FieldError[], reason?: string): Problem {
+export function problem(code: ErrorCode, detail: string, errors?: FieldError[], reason?: string, links: Record<string, string> = {}): Problem {
   const [status, title] = STATUS[code];
   return {
     type: `https://billing.example/problems/${code.replace(/_/g, '-')}`,
@@ -54,6 +58,7 @@ export function problem(code: ErrorCode, detail: string, errors?: FieldError[], 
     status,
     detail,
     code,
+    ...links,
     ...(reason ? { reason } : {}),
     ...(errors && errors.length > 0 ? { errors } : {}),
   };
@@ -72,7 +77,7 @@ export function toProblem(err: unknown): Problem | null {
 
 /** The client's view of a classified failure (no operator detail). */
 export function problemOf(failure: Failure): Problem {
-  return problem(failure.code, failure.message, failure.errors, failure.reason);
+  return problem(failure.code, failure.message, failure.errors, failure.reason, failure.links);
 }
 
 export function sendProblem(ctx: Context, p: Problem): void {

@@ -77,23 +77,39 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted customer portal in Ch
     }
   });
 
-  it.each<[Lang, RegExp, string]>([
-    ['en', /^You keep access until .+; then the subscription ends with no new bill\.$/, 'Your subscription will end.'],
-    ['id', /^Akses tetap berjalan sampai .+, lalu langganan berhenti tanpa tagihan baru\.$/, 'Langganan akan berhenti.'],
-  ])('cancels at the period end on a 360 px phone (%s), with the consequence spelled out first', async (lang, means, done) => {
+  const stored = (id: string) => dbOf(server).findOneOrFail(Subscription, id, { refresh: true });
+
+  it.each<[Lang, RegExp, string, string]>([
+    ['en', /^You keep access until .+; then the subscription ends with no new bill\.$/, 'Your subscription will end.', 'Your subscription continues and renews as before.'],
+    ['id', /^Akses tetap berjalan sampai .+, lalu langganan berhenti tanpa tagihan baru\.$/, 'Langganan akan berhenti.', 'Langganan Anda berlanjut dan diperpanjang seperti biasa.'],
+  ])('cancels at the period end on a 360 px phone (%s) after confirming, with the consequence spelled out first, then takes it back', async (lang, means, done, kept) => {
     const { user, subscriptionId } = await subscriber();
     const { context, page } = await browse(lang, PHONE);
     try {
       await openPortal(page, user);
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
       expect(await page.locator('#cancel-end-means').textContent()).toMatch(means);
+      // The button only asks; "no" leads back with nothing changed.
       await page.click('#cancel-end');
+      await page.waitForSelector('#confirm-cancel');
+      expect((await stored(subscriptionId)).cancelAtPeriodEnd).toBe(false);
+      await expectAccessible(page);
+      await page.click('#keep-subscription');
+      await page.waitForSelector('#sub-title');
+      expect(await page.locator('#confirm-cancel').count()).toBe(0);
+      await page.click('#cancel-end');
+      await page.click('#confirm-cancel-end');
       await page.waitForSelector('#ends-at');
       expect(await page.locator('.done-note').textContent()).toBe(done);
-      const sub = await dbOf(server).findOneOrFail(Subscription, subscriptionId, { refresh: true });
-      expect(sub.cancelAtPeriodEnd).toBe(true);
-      expect(sub.status).toBe('active');
+      expect(await stored(subscriptionId)).toMatchObject({ status: 'active', cancelAtPeriodEnd: true });
       await expectAccessible(page);
+      // Changing one's mind before the period ends: the subscription renews as before.
+      await page.click('#undo-cancel');
+      await page.waitForSelector('#next-billing');
+      expect(await page.locator('.done-note').textContent()).toBe(kept);
+      expect(await page.locator('#ends-at').count()).toBe(0);
+      expect(await page.locator('#undo-cancel').count()).toBe(0);
+      expect(await stored(subscriptionId)).toMatchObject({ status: 'active', cancelAtPeriodEnd: false });
     } finally {
       await context.close();
     }
@@ -118,11 +134,12 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted customer portal in Ch
       const foreign = await context.request.get(new URL(href!.replace(/invoices\/[^/]+\/pdf$/, `invoices/${otherInvoice}/pdf`), server.url).toString());
       expect(foreign.status()).toBe(404);
 
-      // A genuine form of this page, with the other customer's subscription put in.
+      // A genuine form of this page, confirmed, with the other customer's subscription put in.
       const refused = await page.evaluate(async ({ otherSub }) => {
         const form = document.querySelector<HTMLFormElement>('form input[name="when"][value="now"]')!.form!;
         const body = new URLSearchParams(new FormData(form) as unknown as Record<string, string>);
         body.set('subscription_id', otherSub);
+        body.set('confirm', 'yes');
         const res = await fetch(form.action, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
         return res.status;
       }, { otherSub: other.subscriptionId });
@@ -211,12 +228,37 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted customer portal in Ch
     }
   });
 
+  it.each<Lang>(['id', 'en'])('without JavaScript (%s): the cancel asks, the confirmation cancels at the period end, "continue" takes it back', async (lang) => {
+    const { user, subscriptionId } = await subscriber();
+    const context = await suite.browser().newContext({ javaScriptEnabled: false, locale: lang === 'en' ? 'en-US' : 'id-ID', extraHTTPHeaders: { 'Accept-Language': lang } });
+    try {
+      const page = await context.newPage();
+      await openPortal(page, user);
+      await page.click('#cancel-end');
+      await page.waitForSelector('#confirm-cancel-end');
+      expect((await stored(subscriptionId)).cancelAtPeriodEnd).toBe(false);
+      await page.click('#confirm-cancel-end');
+      await page.waitForSelector('#undo-cancel');
+      expect((await stored(subscriptionId)).cancelAtPeriodEnd).toBe(true);
+      await page.click('#undo-cancel');
+      await page.waitForSelector('#next-billing');
+      expect((await stored(subscriptionId)).cancelAtPeriodEnd).toBe(false);
+    } finally {
+      await context.close();
+    }
+  });
+
   it.each(SCREENS)('cancels now (%s)', async (lang, viewport) => {
     const { user, subscriptionId } = await subscriber();
     const { context, page } = await browse(lang, viewport);
     try {
       await openPortal(page, user);
-      await page.click('#cancel-now');
+      // A double tap only asks, twice.
+      await page.dblclick('#cancel-now');
+      await page.waitForSelector('#confirm-cancel-now');
+      expect((await stored(subscriptionId)).status).toBe('active');
+      await fitsWidth(page, viewport.width);
+      await page.click('#confirm-cancel-now');
       await page.waitForSelector('.done-note');
       expect(await page.locator('.done-note').textContent()).toBe(lang === 'id' ? 'Langganan sudah berhenti.' : 'Your subscription has ended.');
       expect(await page.locator('#sub-status').textContent()).toBe(words[lang].canceled);

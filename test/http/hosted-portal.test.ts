@@ -252,7 +252,7 @@ describe.each(DATABASES)('the customer portal\'s money rules (%s)', (kind) => {
       const portal = await openPortal(user);
       const preview = await portal.get('change=pro-monthly');
       await portal.post('change-plan', { plan_id: 'pro-monthly', quote: field(preview.text, 'quote')! });
-      expect((await portal.post('cancel', { when: 'period_end' })).status).toBe(303);
+      expect((await portal.post('cancel', { when: 'period_end', confirm: 'yes' })).status).toBe(303);
       const page = await portal.get('done=cancel');
       const endsAt = /id="ends-at">([^<]+)</.exec(page.text)![1]!;
       expect(endsAt).toContain('Perubahan ke Pro masih menunggu pembayaran');
@@ -264,9 +264,53 @@ describe.each(DATABASES)('the customer portal\'s money rules (%s)', (kind) => {
     const { user, subscriptionId } = await subscriber();
     await openInvoice(server, subscriptionId, '20000.00');
     const portal = await openPortal(user, 'en');
-    expect((await portal.post('cancel', { when: 'period_end' })).status).toBe(303);
+    expect((await portal.post('cancel', { when: 'period_end', confirm: 'yes' })).status).toBe(303);
     const endsAt = /id="ends-at">([^<]+)</.exec((await portal.get('done=cancel')).text)![1]!;
     expect(endsAt).toMatch(/^The subscription ends on .+\. The open bill of Rp\u00a020\.000 can still be paid until then; if it is unpaid, it is canceled when the subscription ends\. After that there are no more bills\.$/);
+  });
+
+  describe('leaving', () => {
+    const stored = (id: string) => dbOf(server).findOneOrFail(Subscription, id, { refresh: true });
+
+    it('a cancel button only asks: the form sent again asks again; only the confirmation cancels; "continue" takes it back', async () => {
+      const { user, subscriptionId } = await subscriber();
+      const portal = await openPortal(user);
+      for (let tap = 0; tap < 2; tap++) {
+        const asked = await portal.post('cancel', { when: 'period_end' });
+        expect(asked.status).toBe(200);
+        expect(asked.text).toContain('id="confirm-cancel-end"');
+        expect(asked.text).toContain('Sampai tanggal itu Anda masih bisa berubah pikiran di sini.');
+        expect(await stored(subscriptionId)).toMatchObject({ status: 'active', cancelAtPeriodEnd: false });
+      }
+      expect((await portal.post('cancel', { when: 'period_end', confirm: 'yes' })).status).toBe(303);
+      expect((await stored(subscriptionId)).cancelAtPeriodEnd).toBe(true);
+      expect((await portal.get('done=cancel')).text).toContain('id="undo-cancel"');
+      expect((await portal.post('undo-cancel', {})).status).toBe(303);
+      expect(await stored(subscriptionId)).toMatchObject({ status: 'active', cancelAtPeriodEnd: false, cancelReason: null });
+      const kept = await portal.get('done=undo-cancel');
+      expect(kept.text).toContain('Langganan Anda berlanjut dan diperpanjang seperti biasa.');
+      expect(kept.text).not.toContain('id="undo-cancel"');
+
+      const now = await portal.post('cancel', { when: 'now' });
+      expect(now.text).toContain('id="confirm-cancel-now"');
+      expect((await stored(subscriptionId)).status).toBe('active');
+      expect((await portal.post('cancel', { when: 'now', confirm: 'yes' })).status).toBe(303);
+      expect((await stored(subscriptionId)).status).toBe('canceled');
+    });
+
+    it('"continue" is gone once the period has ended, and a late form is refused with the cancel standing', async () => {
+      const { user, subscriptionId } = await subscriber();
+      const portal = await openPortal(user, 'en');
+      await portal.post('cancel', { when: 'period_end', confirm: 'yes' });
+      expect((await portal.get()).text).toContain('id="undo-cancel"');
+      clock.set((await stored(subscriptionId)).nextBillingDate!);
+      // A month later: a new link (the first one has run out).
+      const later = await openPortal(user, 'en');
+      expect((await later.get()).text).not.toContain('id="undo-cancel"');
+      const late = await later.post('undo-cancel', {});
+      expect(late.status).toBe(400);
+      expect((await stored(subscriptionId)).cancelAtPeriodEnd).toBe(true);
+    });
   });
 
   it('a trial\'s plan change confirms its quote too (nothing is charged, the trial runs on)', async () => {

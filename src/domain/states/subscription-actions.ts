@@ -9,6 +9,9 @@ import { InvalidStateError } from '../errors.js';
 const ACTIONS = {
   // NOTE: `immediate: false` only makes sense while a period is running: it sets cancel_at_period_end.
   cancel_at_period_end: ['active', 'trialing'],
+  // A cancel set for the period end can be taken back in any live status that may carry it (a
+  // subscription paused or gone past due after the cancel was set still has its period).
+  undo_cancel: ['active', 'trialing', 'paused', 'past_due'],
   change_plan: ['active', 'trialing'],
   // A live subscription with an open invoice may be charged again; a canceled or expired one may not.
   charge: ['pending', 'trialing', 'active', 'paused', 'past_due'],

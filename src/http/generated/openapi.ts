@@ -362,11 +362,42 @@ export interface paths {
          *       `canceled` now and access ends.
          *     - `immediate: false` (default) on `active` or `trialing`: the status is unchanged,
          *       `cancel_at_period_end` becomes `true`, and the subscription becomes `canceled` at the
-         *       end of the period.
+         *       end of the period. Until then `POST /subscriptions/{id}/undo-cancel/` takes it back.
          *
          *     Any other state answers `409` `invalid_state`.
          */
         post: operations["cancelSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/undo-cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keep a subscription that was set to cancel at the period end
+         * @description Takes back a cancel at the end of the period (`cancel_at_period_end: true`) while that
+         *     period is still running: `cancel_at_period_end` becomes `false`, `cancel_reason` is
+         *     cleared, and the subscription renews at `next_billing_date` as if it had never been
+         *     canceled. Nothing is charged now. Takes no body.
+         *
+         *     - A live subscription that is not set to cancel (`active`, `trialing`, `paused` or
+         *       `past_due` with `cancel_at_period_end: false`, including one whose cancel was already
+         *       undone) answers `200` with the subscription unchanged, so a retried request is safe.
+         *     - Once the period has ended (`next_billing_date` has passed) the cancel has taken
+         *       effect, whether or not the billing run has marked it `canceled` yet: `409`
+         *       `invalid_state`. So do a `canceled` or `expired` subscription (subscribe again) and a
+         *       `pending` one (it has no period to keep).
+         */
+        post: operations["undoCancelSubscription"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1096,6 +1127,15 @@ export interface paths {
          *     both when they agree; a read key answers `403` `insufficient_scope`. Nothing is charged until the
          *     customer chooses on the page, and the page applies the same rules as
          *     `POST /subscriptions/` and `POST /topups/`.
+         *
+         *     A plan checkout for a customer who already has a live subscription answers `409`
+         *     `subscription_exists` at once, rather than a link to a page that could only refuse: the
+         *     problem names the subscription (`subscription_id`) and carries a fresh link to the
+         *     customer's portal (`portal_url`, `portal_expires_at`, as `POST /portal-sessions/` makes
+         *     one, leading back to `cancel_url`), where they can change plan instead. Live means
+         *     `trialing`, `active`, `paused` or `past_due` after a payment; a `pending` subscription,
+         *     or a `past_due` one never paid, is replaced by the checkout's subscription as
+         *     `POST /subscriptions/` replaces it, so its link is made. A top-up checkout is never refused for this.
          */
         post: operations["createCheckoutSession"];
         delete?: never;
@@ -1264,6 +1304,29 @@ export interface paths {
          * @description Staff only, write scope. The rules of the user's own pause. Recorded in the audit trail.
          */
         post: operations["adminPauseSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/subscriptions/{id}/undo-cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take back a subscription's cancel at the period end, for its user
+         * @description Staff only, write scope. The rules of the user's own `POST /subscriptions/{id}/undo-cancel/`:
+         *     until the period ends the subscription is kept and renews as usual; after it, `409`.
+         *     Recorded in the audit trail with the `reason` when it changed something (a subscription
+         *     not set to cancel answers `200` as it is, and records nothing).
+         */
+        post: operations["adminUndoCancelSubscription"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2127,6 +2190,22 @@ export interface components {
              * @enum {string}
              */
             reason?: "unknown" | "inactive" | "expired" | "exhausted" | "first_time_only" | "below_minimum" | "not_for_plan";
+            /**
+             * Format: uuid
+             * @description For `subscription_exists` from `POST /checkout-sessions/`, the customer's live subscription.
+             */
+            subscription_id?: string;
+            /**
+             * Format: uri
+             * @description For `subscription_exists` from `POST /checkout-sessions/`, a new link to the
+             *     customer's portal (as `POST /portal-sessions/` makes one) to send them to instead.
+             */
+            portal_url?: string;
+            /**
+             * Format: date-time
+             * @description When `portal_url` must have been opened by.
+             */
+            portal_expires_at?: string;
             /** @description For `validation_error`, one entry per invalid field. */
             errors?: components["schemas"]["FieldError"][];
         };
@@ -6242,6 +6321,117 @@ export interface operations {
             503: components["responses"]["GatewayUnavailable"];
         };
     };
+    undoCancelSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description With an API key (`customerApiKey`): the customer the request acts for, by user id,
+                 *     username or `ext:` followed by the external id. Required with a key (else `400`
+                 *     `validation_error` naming `Billing-Customer`); an unknown customer answers `404`.
+                 *     Not allowed with the customer's own credentials (HTTP Basic, session): `400`.
+                 */
+                "Billing-Customer"?: components["parameters"]["BillingCustomer"];
+                /**
+                 * @description A client-chosen key, unique per intended operation. The same key from the same user
+                 *     with the same body within 24 hours replays the first response without doing anything
+                 *     again; the same key with another body answers `422` `idempotency_key_reused`.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription, set to renew. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a",
+                     *       "user_id": "6a1f2c3d-4b5e-4f60-8a71-92b3c4d5e6f7",
+                     *       "plan": {
+                     *         "id": "3f1c9a2e-7b4d-4e8f-9a0b-1c2d3e4f5a6b",
+                     *         "name": "Pro Monthly",
+                     *         "slug": "pro-monthly",
+                     *         "price": "150000.00",
+                     *         "currency": "IDR",
+                     *         "interval": 1,
+                     *         "interval_unit": "month"
+                     *       },
+                     *       "status": "active",
+                     *       "payment_type": "bank_transfer",
+                     *       "current_period_start": "2026-01-15T03:12:45Z",
+                     *       "current_period_end": "2026-02-15T03:12:45Z",
+                     *       "next_billing_date": "2026-02-15T03:12:45Z",
+                     *       "trial_end": null,
+                     *       "cancel_at_period_end": false,
+                     *       "canceled_at": null,
+                     *       "cancel_reason": null,
+                     *       "paused_at": null,
+                     *       "pending_plan": null,
+                     *       "pending_change": null,
+                     *       "cycles_completed": 1,
+                     *       "quantity": 1,
+                     *       "pending_quantity": null,
+                     *       "discount": null,
+                     *       "last_renewal_failure": null,
+                     *       "metadata": {
+                     *         "bank": "bni"
+                     *       },
+                     *       "created_at": "2026-01-15T03:10:00Z",
+                     *       "updated_at": "2026-01-25T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["NotAuthenticated"];
+            403: components["responses"]["PermissionDenied"];
+            404: components["responses"]["NotFound"];
+            /**
+             * @description `invalid_state`: the period the cancel was set for has ended (the subscription has
+             *     ended or is about to be marked so), or the subscription is `canceled`, `expired` or
+             *     `pending`.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/invalid-state",
+                     *       "title": "Invalid state",
+                     *       "status": 409,
+                     *       "detail": "The period this subscription was set to cancel at ended on 2026-02-15T03:12:45.000Z; it can no longer be kept. Subscribe again.",
+                     *       "code": "invalid_state"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     pauseSubscription: {
         parameters: {
             query?: never;
@@ -7709,6 +7899,30 @@ export interface operations {
             401: components["responses"]["NotAuthenticated"];
             403: components["responses"]["PermissionDenied"];
             404: components["responses"]["NotFound"];
+            /**
+             * @description `subscription_exists`: the customer already has a live subscription. The problem
+             *     names it and links to the customer's portal.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://billing.example/problems/subscription-exists",
+                     *       "title": "Subscription exists",
+                     *       "status": 409,
+                     *       "detail": "The customer already has a subscription that is active (9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a); change its plan in the portal instead.",
+                     *       "code": "subscription_exists",
+                     *       "subscription_id": "9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a",
+                     *       "portal_url": "https://billing.example.com/portal/q0bZtY2a9nM4kR7sXw1eLc5uPj8dHf3gVi6oTy0BzQA/",
+                     *       "portal_expires_at": "2026-01-20T09:45:00Z"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["PromotionCodeUnprocessable"];
@@ -8034,6 +8248,49 @@ export interface operations {
         };
     };
     adminPauseSubscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The `csrf_token` returned by `POST /auth/login/`. Required when the request is
+                 *     authenticated by the session cookie (else `403` `csrf_failed`); ignored with HTTP Basic.
+                 */
+                "X-CSRF-Token"?: components["parameters"]["CsrfToken"];
+            };
+            path: {
+                /** @description The resource's UUID in its canonical form (8-4-4-4-12 hexadecimal digits; upper case names the same resource). Any other spelling (`urn:uuid:…`, braces, no hyphens, whitespace) names no resource and answers 404. */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AdminActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The subscription after the action. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSubscription"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["AdminNotAuthenticated"];
+            403: components["responses"]["InsufficientScope"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["InvalidState"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminUndoCancelSubscription: {
         parameters: {
             query?: never;
             header?: {

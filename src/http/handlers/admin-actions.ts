@@ -13,6 +13,7 @@ import { loadSubscription } from '../../services/subscriptions/find-subscription
 import { pauseSubscription } from '../../services/subscriptions/pause-subscription.js';
 import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
 import { syncSubscription } from '../../services/subscriptions/sync-subscription.js';
+import { undoCancelSubscription } from '../../services/subscriptions/undo-cancel-subscription.js';
 import { adjustWallet } from '../../services/wallet/adjust-wallet.js';
 import { staffActor } from '../auth/staff-gate.js';
 import { ownedRecord, ownersOf, serializeAdminNotification, serializeAdminRefund } from '../admin-serializers.js';
@@ -68,6 +69,10 @@ export const adminActionHandlers: OperationHandlers = {
 
   async adminResumeSubscription(req) {
     return actOnSubscription(req, req.path.id, req.body.reason, 'subscription.resume', (owner) => resumeSubscription(req.services, owner, req.path.id));
+  },
+
+  async adminUndoCancelSubscription(req) {
+    return actOnSubscription(req, req.path.id, req.body.reason, 'subscription.undo_cancel', (owner) => undoCancelSubscription(req.services, owner, req.path.id));
   },
 
   async adminSyncSubscription(req) {

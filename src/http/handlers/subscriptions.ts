@@ -6,6 +6,7 @@ import { listSubscriptions } from '../../services/subscriptions/list-subscriptio
 import { pauseSubscription } from '../../services/subscriptions/pause-subscription.js';
 import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
 import { syncSubscription } from '../../services/subscriptions/sync-subscription.js';
+import { undoCancelSubscription } from '../../services/subscriptions/undo-cancel-subscription.js';
 import { requireUser, requireUserId, type OperationHandlers } from '../operations.js';
 import { envelope, pageRequest } from '../pagination.js';
 import { serializePayment, serializeSubscription } from '../serializers.js';
@@ -61,6 +62,10 @@ export const subscriptionHandlers: OperationHandlers = {
   async cancelSubscription(req) {
     const sub = await cancelSubscription(req.services, requireUser(req), req.path.id, { reason: req.body?.reason, immediate: req.body?.immediate });
     return { status: 200, body: serializeSubscription(sub) };
+  },
+
+  async undoCancelSubscription(req) {
+    return { status: 200, body: serializeSubscription(await undoCancelSubscription(req.services, requireUser(req), req.path.id)) };
   },
 
   async pauseSubscription(req) {

@@ -11,7 +11,6 @@ import { creditNotePdf } from '../../services/documents/credit-note-pdf.js';
 import { invoicePdf, type PdfFile } from '../../services/documents/invoice-pdf.js';
 import { createCheckoutSession } from '../../services/hosted/hosted-sessions.js';
 import { portalOverview, type PortalOverview } from '../../services/hosted/portal.js';
-import { cancelSubscription } from '../../services/subscriptions/cancel-subscription.js';
 import { chargeSubscription } from '../../services/subscriptions/charge-subscription.js';
 import { changeSubscriptionPlan, PlanChangeQuoteRefused, previewPlanChange, withdrawPlanChange } from '../../services/subscriptions/change-subscription-plan.js';
 import { changeSubscriptionQuantity, previewQuantityChange, QuantityChangeMoved } from '../../services/subscriptions/change-subscription-quantity.js';
@@ -21,11 +20,12 @@ import { pauseSubscription } from '../../services/subscriptions/pause-subscripti
 import { resumeSubscription } from '../../services/subscriptions/resume-subscription.js';
 import { hostedOrigin } from '../handlers/hosted.js';
 import { formFieldErrors, typedAmountText } from './field-errors.js';
+import { cancelFromPortal, confirmCancelView, undoCancelView, type CancelWhen } from './portal-cancel.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
 import { readQuote, signQuote } from './plan-change-quote.js';
 
 /** What the portal's forms may ask; each runs the same use case as the API, as the link's user. */
-const ACTIONS = ['change-plan', 'withdraw-change', 'change-quantity', 'cancel', 'pause', 'resume', 'pay', 'topup'] as const;
+const ACTIONS = ['change-plan', 'withdraw-change', 'change-quantity', 'cancel', 'undo-cancel', 'pause', 'resume', 'pay', 'topup'] as const;
 type PortalAction = (typeof ACTIONS)[number];
 
 /** What a render shows beside the portal itself. */
@@ -41,6 +41,8 @@ interface RenderOptions {
   previewPlan?: string | null;
   /** A number of units to preview a change to (else `?quantity=`). */
   previewQuantity?: string | null;
+  /** A cancel button was pressed: ask to confirm it (portal-cancel.ts). */
+  confirmCancel?: CancelWhen | null;
 }
 
 function every(page: PageRequest, plan: Plan): string {
@@ -104,6 +106,7 @@ function subscriptionView(page: PageRequest, overview: PortalOverview) {
     change,
     canChange: subscriptionActions.can(sub, 'change_plan'),
     canCancelAtEnd: subscriptionActions.can(sub, 'cancel_at_period_end') && !sub.cancelAtPeriodEnd,
+    undoCancel: undoCancelView(page, sub),
     canPause: subscriptionStates.can(sub, 'pause'),
     canResume: subscriptionStates.can(sub, 'resume'),
     canPay: subscriptionActions.can(sub, 'charge') && !pending && openInvoice !== null,
@@ -234,6 +237,7 @@ function doneNotice(page: PageRequest, done: string | null | undefined, overview
     'change-plan': t('portal.done.change_plan'),
     'withdraw': t('portal.done.withdraw', { plan: overview.subscription?.plan.name ?? '' }),
     cancel: t('portal.done.cancel'),
+    'undo-cancel': t('portal.done.undo_cancel'),
     'cancel-now': t('portal.done.cancel_now'),
     pause: t('portal.done.pause'),
     resume: t('portal.done.resume'),
@@ -288,13 +292,15 @@ async function renderPortal(page: PageRequest, opts: RenderOptions = {}): Promis
       fieldErrors: opts.fieldErrors ?? {},
       values: opts.values ?? {},
       sub,
+      confirmCancel: opts.confirmCancel && overview.subscription && sub?.live ? confirmCancelView(page, overview.subscription, opts.confirmCancel) : null,
       preview,
       quantityPreview,
       csrf: page.csrf,
       pagePath: page.path,
+      keepHref: withLang(page, page.path),
       langParam: page.ctx.query.lang === 'en' || page.ctx.query.lang === 'id' ? page.lang : null,
       actions: {
-        changePlan: action('change-plan'), withdrawChange: action('withdraw-change'), changeQuantity: action('change-quantity'), cancel: action('cancel'), pause: action('pause'),
+        changePlan: action('change-plan'), withdrawChange: action('withdraw-change'), changeQuantity: action('change-quantity'), cancel: action('cancel'), undoCancel: action('undo-cancel'), pause: action('pause'),
         resume: action('resume'), pay: action('pay'), topup: action('topup'),
       },
       pending: pending && {
@@ -435,10 +441,10 @@ export async function portalAction(ctx: Context, deps: PageDeps, token: string, 
       await withdrawPlanChange(services, user, subscriptionId);
       done = 'withdraw';
     }
-    if (action === 'cancel') {
-      const now = form.when === 'now';
-      await cancelSubscription(services, user, subscriptionId, { immediate: now, reason: 'Canceled by the customer in the portal' });
-      done = now ? 'cancel-now' : 'cancel';
+    if (action === 'cancel' || action === 'undo-cancel') {
+      const outcome = await cancelFromPortal(page, action, form, subscriptionId);
+      if ('confirm' in outcome) return renderPortal(page, { confirmCancel: outcome.confirm });
+      done = outcome.done;
     }
     if (action === 'pause') await pauseSubscription(services, user, subscriptionId);
     if (action === 'resume') await resumeSubscription(services, user, subscriptionId);

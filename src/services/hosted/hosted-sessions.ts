@@ -2,12 +2,12 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { HostedSession, type HostedSessionKind } from '../../db/entities/hosted-session.js';
 import type { PaymentType } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
-import { ValidationError, type FieldError } from '../../domain/errors.js';
+import { SubscriptionExistsError, ValidationError, type FieldError } from '../../domain/errors.js';
 import type { DataContext } from '../context.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
 import { checkTopupAmount } from '../topups/create-topup.js';
 import { checkPromotionCode } from '../coupons/redeem.js';
-import { quantityFor } from '../subscriptions/create-subscription.js';
+import { quantityFor, subscriptionInTheWay } from '../subscriptions/create-subscription.js';
 
 /** A portal link must be claimed (its landing page's button) within this many minutes of being made. */
 export const PORTAL_CLAIM_MINUTES = 15;
@@ -99,6 +99,7 @@ export async function createCheckoutSession(ctx: DataContext, user: User, input:
   if (input.planId === undefined && input.promotionCode !== undefined) errors.push({ field: 'promotion_code', message: 'applies to a plan only (with plan_id)' });
   if (errors.length > 0) throw new ValidationError(errors);
   const plan = input.planId === undefined ? null : await findSubscribablePlan(ctx, input.planId);
+  if (plan) await refuseIfSubscribed(ctx, user, cancelUrl, origin);
   const quantity = plan ? quantityFor(plan, input.quantity) : 1;
   // NOTE: checked now so the shop hears at once of a code that cannot be redeemed; it is counted
   // only when the customer pays (createSubscription), where its limits are enforced again.
@@ -109,6 +110,23 @@ export async function createCheckoutSession(ctx: DataContext, user: User, input:
   const link = makeLink(ctx, { kind: 'checkout', user, plan, topupAmount, paymentType: input.paymentType ?? null, quantity, promotionCode, successUrl, cancelUrl }, origin);
   await ctx.em.flush();
   return link;
+}
+
+/**
+ * A plan's checkout for a customer who already has a live subscription could only refuse them on
+ * its page (the page subscribes as POST /subscriptions/ does): refused when it is asked for,
+ * with the subscription and a new portal link (back to the shop's cancel_url) where they can
+ * change plan instead (docs/hosted.md, 'A customer who already subscribes').
+ */
+async function refuseIfSubscribed(ctx: DataContext, user: User, backUrl: string, origin: string): Promise<void> {
+  const live = await subscriptionInTheWay(ctx, user);
+  if (!live) return;
+  const portal = await createPortalSession(ctx, user, backUrl, origin);
+  throw new SubscriptionExistsError(`The customer already has a subscription that is ${live.status.replace(/_/g, ' ')} (${live.id}); change its plan in the portal instead.`, {
+    subscription_id: live.id,
+    portal_url: portal.url,
+    portal_expires_at: portal.session.expiresAt.toISOString(),
+  });
 }
 
 /** A portal link for `user`, its links back leading to `returnUrl`. */

@@ -125,9 +125,7 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
       const live = await em.findOne(Subscription, { liveUserId: owner.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (live) {
         await em.populate(live, ['plan', 'user']);
-        if (!(await wasNeverPaid(tctx, live))) {
-          throw new DomainError('subscription_exists', `You already have a ${live.status.replace(/_/g, ' ')} subscription (${live.id}); cancel it or change its plan.`);
-        }
+        if (!(await wasNeverPaid(tctx, live))) throw liveSubscriptionExists(live);
         toCancel.push(...(await endSubscriptionNow(tctx, live, 'replaced')));
         // The replaced subscription must leave the unique live slot before the new one takes it.
         await em.flush();
@@ -225,11 +223,24 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
  * on the card; the transaction checks again under its lock.
  */
 async function refuseIfLiveSubscription(ctx: ServiceContext, user: User): Promise<void> {
+  const live = await subscriptionInTheWay(ctx, user);
+  if (live) throw liveSubscriptionExists(live);
+}
+
+/**
+ * The user's live subscription that a new one may not replace: any live one but a never-paid one
+ * (`pending`, or `past_due` with nothing settled), which a new subscribe cancels and replaces.
+ * Read outside any transaction: a check made before anything is written (a card's hold, a
+ * checkout link); createSubscription checks again under its lock.
+ */
+export async function subscriptionInTheWay(ctx: Pick<DataContext, 'em'>, user: User): Promise<Subscription | null> {
   const em = ctx.em.fork();
   const live = await em.findOne(Subscription, { liveUserId: user.id });
-  if (live && !(await wasNeverPaid({ em }, live))) {
-    throw new DomainError('subscription_exists', `You already have a ${live.status.replace(/_/g, ' ')} subscription (${live.id}); cancel it or change its plan.`);
-  }
+  return live && !(await wasNeverPaid({ em }, live)) ? live : null;
+}
+
+function liveSubscriptionExists(live: Subscription): DomainError {
+  return new DomainError('subscription_exists', `You already have a ${live.status.replace(/_/g, ' ')} subscription (${live.id}); cancel it or change its plan.`);
 }
 
 /** The gateway refused the first payment: nothing stays live or payable (the voided invoice keeps its number). */
