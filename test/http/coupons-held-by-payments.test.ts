@@ -54,6 +54,10 @@ describe.each(DATABASES)('promotion codes held by payments (%s)', (kind) => {
 
   /** A hosted checkout with the code applied, as customer A opens it and picks a virtual account. */
   async function checkoutByVirtualAccount(user: TestUser, code: PromotionCode): Promise<string> {
+    return (await openCheckoutByVirtualAccount(user, code)).orderId;
+  }
+
+  async function openCheckoutByVirtualAccount(user: TestUser, code: PromotionCode) {
     const made = await server.api('POST', '/checkout-sessions/', { auth: user, body: { plan_id: 'pro-monthly', promotion_code: code.code, success_url: `${SHOP}/thanks`, cancel_url: `${SHOP}/shop` } });
     expect(made.status, made.text).toBe(201);
     const path = new URL(made.body.url).pathname;
@@ -63,11 +67,12 @@ describe.each(DATABASES)('promotion codes held by payments (%s)', (kind) => {
     for (const m of page.text.matchAll(/<input type="hidden" name="([^"]+)"(?: id="[^"]*")? value="([^"]*)"/g)) fields[m[1]!] = m[2]!;
     const promo = /name="promotion_code" id="promotion-code"[^>]*value="([^"]*)"/.exec(page.text);
     if (promo) fields.promotion_code = promo[1]!;
-    const chosen = await server.request('POST', path, { headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, rawBody: new URLSearchParams(fields).toString() });
+    const post = (form: Record<string, string>) => server.request('POST', path, { headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, rawBody: new URLSearchParams(form).toString() });
+    const chosen = await post(fields);
     expect(chosen.status, chosen.text.slice(0, 500)).toBe(303);
     const payment = await em().findOneOrFail(Payment, { user: user.id }, { orderBy: { createdAt: 'desc' } });
     expect(payment.grossAmount).toBe('112500.00');
-    return payment.orderId;
+    return { orderId: payment.orderId, csrf: fields.csrf_token!, post };
   }
 
   it('a hosted checkout\'s virtual account expires at the gateway unpaid: the one-use code is given back and customer B uses it', async () => {
@@ -84,6 +89,20 @@ describe.each(DATABASES)('promotion codes held by payments (%s)', (kind) => {
     expect(await counts(code)).toEqual(held(1));
     // B pays: the code is spent by money and stays counted.
     await simulate(server, orderB, 'settle');
+    expect(await counts(code)).toEqual(held(1));
+  });
+
+  it('another method chosen on the waiting page: the old order is canceled, the new one holds the one-use code, still counted once', async () => {
+    const code = await oneUse();
+    const a = await server.createUser();
+    const waiting = await openCheckoutByVirtualAccount(a, code);
+    const switched = await waiting.post({ csrf_token: waiting.csrf, payment_type: 'qris', replaces: waiting.orderId });
+    expect(switched.status, switched.text.slice(0, 500)).toBe(303);
+    const payments = await em().find(Payment, { user: a.id }, { orderBy: { createdAt: 'asc' } });
+    expect(payments.map((p) => [p.status, p.paymentType, p.grossAmount])).toEqual([['canceled', 'bank_transfer', '112500.00'], ['pending', 'qris', '112500.00']]);
+    expect(await counts(code)).toEqual(held(1));
+    await refusedExhausted(await server.createUser(), code);
+    await simulate(server, payments[1]!.orderId, 'settle');
     expect(await counts(code)).toEqual(held(1));
   });
 
