@@ -156,6 +156,18 @@ describe.each(DATABASES)('promotion codes held by payments (%s)', (kind) => {
     expect(await counts(code)).toEqual(held(0));
   });
 
+  it('a first charge the gateway never took (connection refused) gives the code back at once', async () => {
+    const code = await oneUse();
+    expect((await server.request('POST', '/_simulator/faults', { body: { mode: 'refuse', when: 'before', operations: ['charge'], count: 1 } })).status).toBe(200);
+    const user = await server.createUser();
+    const res = await subscribe(server, user, { plan_id: 'pro-monthly', payment_type: 'bank_transfer', promotion_code: code.code });
+    expect(res.status, res.text).toBeGreaterThanOrEqual(500);
+    expect((await em().findOneOrFail(Payment, { user: user.id })).status).toBe('failed');
+    expect(await counts(code)).toEqual(held(0));
+    await subscribeWith(await server.createUser(), code);
+    expect(await counts(code)).toEqual(held(1));
+  });
+
   it('a paid one never gives it back: not by a late expiry, nor by canceling the subscription', async () => {
     const code = await oneUse();
     const user = await server.createUser();
