@@ -106,6 +106,17 @@
   // Back to this page from the browser's history: the button works again.
   window.addEventListener('pageshow', function (event) { if (event.persisted) release(); });
 
+  // Units or a code typed without Apply: the server prices them and shows the new total before
+  // anything is charged, so the card is not sent to the gateway's script for this submit.
+  var priced = function (name) { var el = form.querySelector('input[name="' + name + '"]'); return el ? el.value : null; };
+  var termsChanged = function () {
+    var quantity = document.getElementById('quantity');
+    var code = document.getElementById('promotion-code');
+    if (priced('priced_quantity') === null) return false;
+    return (quantity !== null && quantity.value.trim() !== priced('priced_quantity')) ||
+      (code !== null && code.value.trim().toUpperCase() !== priced('priced_promotion_code').toUpperCase());
+  };
+
   form.addEventListener('submit', function (event) {
     // Apply (units, a promotion code) prices the checkout again: nothing to tokenise or hold.
     if (event.submitter && event.submitter.name === 'apply') return;
@@ -115,7 +126,7 @@
     }
     var chosen = form.querySelector('input[name="payment_type"]:checked');
     var token = document.getElementById('card-token');
-    if (!chosen || chosen.value !== 'credit_card' || token.value) {
+    if (!chosen || chosen.value !== 'credit_card' || token.value || termsChanged()) {
       hold();
       return;
     }

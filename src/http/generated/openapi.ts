@@ -657,7 +657,11 @@ export interface paths {
          *     card, which becomes the subscription's saved card once the gateway confirms it. Earlier
          *     pending payments of that invoice are cancelled at the gateway. No open invoice answers
          *     `409` `nothing_due`; a subscription that cannot be charged (a card subscription with no
-         *     saved card and no `token`) answers `409` `invalid_state`.
+         *     saved card and no `token`) answers `409` `invalid_state`. A subscription's first invoice
+         *     priced with a promotion code whose earlier order expired or was canceled unpaid gave
+         *     the code back then; paying it again counts the code again, and answers `422`
+         *     `promotion_code_invalid` (`exhausted`) when its last use has been taken since (subscribe
+         *     again, without the code or with another).
          */
         post: operations["chargeSubscription"];
         delete?: never;
@@ -6993,7 +6997,7 @@ export interface operations {
             409: components["responses"]["InvalidState"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
+            422: components["responses"]["PromotionCodeUnprocessable"];
             429: components["responses"]["RateLimited"];
             501: components["responses"]["NotImplemented"];
             502: components["responses"]["GatewayError"];

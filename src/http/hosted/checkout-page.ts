@@ -4,7 +4,6 @@ import { BANKS, GATEWAY_PAYMENT_TYPES, type Bank, type GatewayPaymentType } from
 import {
   checkoutChoose,
   checkoutProgress,
-  checkoutTerms,
   followCheckout,
   keepCheckoutTerms,
   trialOffer,
@@ -14,10 +13,11 @@ import {
   type CheckoutTerms,
   type TrialOffer,
 } from '../../services/hosted/checkout.js';
-import { PromotionCodeInvalidError, ValidationError } from '../../domain/errors.js';
+import { PromotionCodeInvalidError } from '../../domain/errors.js';
 import { isPositive } from '../../domain/money.js';
 import { MAX_QUANTITY } from '../../services/subscriptions/create-subscription.js';
-import { formFieldErrors, promotionCodeText } from './field-errors.js';
+import { promotionCodeText } from './field-errors.js';
+import { pricedAsSubmitted, pricedFields, pricedTerms, termsRefusal, typedTerms, type TypedTerms } from './checkout-terms.js';
 import { firstPeriodAmount } from '../../services/subscriptions/authorize-trial-card.js';
 import { classifyFailure } from '../../services/common/classify-failure.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
@@ -98,62 +98,6 @@ function itemSummary(page: PageRequest, offer: TrialOffer | null, priced: Checko
   };
 }
 
-/**
- * The units and promotion code the page prices: those just typed when they can be bought, else
- * the checkout's own (a refused code is shown in its field, never priced).
- */
-async function pricedTerms(page: PageRequest, typed: TypedTerms | null): Promise<CheckoutPricing | null> {
-  if (!page.session.plan) return null;
-  if (typed) {
-    try {
-      return await checkoutTerms(page.services, page.session, typed);
-    } catch (err) {
-      if (!(err instanceof PromotionCodeInvalidError) && !(err instanceof ValidationError)) throw err;
-      try {
-        return await checkoutTerms(page.services, page.session, { quantity: typed.quantity, promotionCode: null });
-      } catch (again) {
-        if (!(again instanceof ValidationError)) throw again;
-      }
-    }
-  }
-  try {
-    return await checkoutTerms(page.services, page.session, {});
-  } catch (err) {
-    // The checkout's own code can no longer be redeemed (used up since), or its plan is no longer
-    // priced per unit: priced without what no longer holds; pressing pay says why next to the field.
-    if (err instanceof PromotionCodeInvalidError) return checkoutTerms(page.services, page.session, { promotionCode: null }).catch(() => checkoutTerms(page.services, page.session, { quantity: 1, promotionCode: null }));
-    if (err instanceof ValidationError) return checkoutTerms(page.services, page.session, { quantity: 1, promotionCode: null });
-    throw err;
-  }
-}
-
-/** The terms a form gives: `quantity` as a number when typed (NaN when not one), the code as typed ('' for none). */
-interface TypedTerms {
-  quantity?: number;
-  promotionCode?: string | null;
-}
-
-function typedTerms(page: PageRequest, form: Record<string, string>): TypedTerms | null {
-  if (!page.session.plan) return null;
-  const terms: TypedTerms = {};
-  if (form.quantity !== undefined) terms.quantity = /^\s*\d{1,6}\s*$/.test(form.quantity) ? Number(form.quantity) : Number.NaN;
-  if (form.promotion_code !== undefined) terms.promotionCode = form.promotion_code.slice(0, 64);
-  return terms;
-}
-
-/** The field errors of terms that cannot be bought, in the page's language; null when they can. */
-async function termsRefusal(page: PageRequest, typed: TypedTerms): Promise<{ errors: Record<string, string>; priced: null } | { errors: null; priced: CheckoutPricing }> {
-  try {
-    return { errors: null, priced: await checkoutTerms(page.services, page.session, typed) };
-  } catch (err) {
-    if (err instanceof PromotionCodeInvalidError) return { errors: { promotion_code: promotionCodeText(page.t, err.reason) }, priced: null };
-    if (err instanceof ValidationError) {
-      return { errors: formFieldErrors(page.t, err.errors, { quantity: 'quantity', promotion_code: 'promotion_code' }) ?? { quantity: page.t('field.invalid') }, priced: null };
-    }
-    throw err;
-  }
-}
-
 /** The gateway's card script: Midtrans's own in production, the simulator's under development. */
 function cardScript(deps: PageDeps): { src: string; clientKey: string; environment: string } | null {
   const { gateway, hosted } = deps.config;
@@ -180,6 +124,8 @@ interface RenderOptions {
   typed?: TypedTerms | null;
   /** Raw text of the fields, kept as typed after a refusal. */
   values?: { quantity?: string; promotion_code?: string };
+  /** The method (and bank) the customer had chosen, kept chosen when the page is shown again. */
+  chosen?: { paymentType: string; bank?: string };
 }
 
 /** A charge waiting for the customer may be replaced by another method (its order canceled first). */
@@ -205,12 +151,15 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
       unitPrice: format.money(session.plan.price, session.plan.currency),
       applied: priced?.promotionCode && !opts.fieldErrors?.promotion_code ? t('checkout.promo_applied', { code: priced.promotionCode }) : null,
       max: MAX_QUANTITY,
+      // What this form is priced for: a submit that asks for anything else is priced again first.
+      priced: priced ? pricedFields(priced, offer) : null,
     }
     : null;
   const card = cardScript(page.deps);
   const cardError = opts.cardError ?? (progress.failure === 'card_declined' ? t('card.declined') : null);
   const offered = offeredTypes(page, card !== null);
-  const preferred = cardError && offered.includes('credit_card') ? 'credit_card' : offered[0];
+  const kept = offered.find((type) => type === opts.chosen?.paymentType);
+  const preferred = cardError && offered.includes('credit_card') ? 'credit_card' : kept ?? offered[0];
   const methods = offered.map((value, _i, all) => ({ value, label: t(`method.${value}`), checked: all.length === 1 || value === preferred }));
   // Waiting for a trial card's 3-D Secure without its page (a reload): the card can be given again.
   const cardCheck = progress.state === 'card_check';
@@ -246,6 +195,7 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
       trialStarted,
       methods,
       banks: BANKS,
+      bank: opts.chosen?.bank ?? null,
       csrf: page.csrf,
       formAction: withLang(page, page.path),
       statusUrl: withLang(page, `${page.path}status`),
@@ -303,10 +253,18 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
   // code it counted may be used up, and this submit is sent back to the page (already_chosen).
   const before = await current();
   const open = before.state === 'choose' || before.state === 'failed' || before.state === 'card_check';
+  const chosen = { paymentType, bank };
   if (typed && !form.replaces && open) {
     const checked = await termsRefusal(page, typed);
-    if (checked.errors) return renderCheckout(page, before, { fieldErrors: checked.errors, typed, values, status: 422 });
+    if (checked.errors) return renderCheckout(page, before, { fieldErrors: checked.errors, typed, values, status: 422, chosen });
     terms = { quantity: checked.priced.quantity, promotionCode: checked.priced.promotionCode };
+    // Typed and never priced (Apply not pressed), or priced at another amount: shown, not charged.
+    const offer = await trialOffer(page.services, page.session.user, page.session.plan!);
+    if (!pricedAsSubmitted(page, form, checked.priced, offer)) {
+      await keepCheckoutTerms(page.services, page.session, terms);
+      const total = page.format.money(checked.priced.pricing.tax.total, page.session.plan!.currency);
+      return renderCheckout(page, before, { notice: page.t('checkout.repriced', { amount: total }), status: 409, chosen });
+    }
   }
   let result: ChoiceResult;
   try {

@@ -103,20 +103,49 @@ export async function redeemPromotionCode(ctx: DataContext, input: RedeemInput &
 
 /**
  * Gives back a redemption whose purchase never happened (a plan change dropped before it was
- * paid): the code and its coupon count one fewer and the record goes, so a code with a limit
- * is not used up by a change that did not take place. A redemption already given back is left.
+ * paid, a first payment that expired or was canceled unpaid): the code and its coupon count one
+ * fewer and the record goes, so a code with a limit is not used up by a purchase nobody paid.
+ * NOTE: the record's delete is conditional and only the one that deletes it counts down, so a
+ * redemption is given back once however often (and however concurrently) it is asked. Whether it
+ * was given back now.
  */
-export async function undoRedemption(ctx: DataContext, redemptionId: string): Promise<void> {
+export async function undoRedemption(ctx: DataContext, redemptionId: string): Promise<boolean> {
   const redemption = await ctx.em.findOne(CouponRedemption, redemptionId);
-  if (!redemption) return;
+  if (!redemption) return false;
+  // A redemption made in this same transaction is written first, so that the delete finds it.
+  await ctx.em.flush();
+  const deleted = (await ctx.em.execute('delete from coupon_redemptions where id = ?', [redemptionId], 'run')) as unknown as { affectedRows?: number };
+  if ((deleted.affectedRows ?? 0) !== 1) return false;
+  // Gone from the table: the unit of work must not write it back.
+  ctx.em.getUnitOfWork().unsetIdentity(redemption);
   if (redemption.promotionCode) await countRedemption(ctx, 'promotion_codes', redemption.promotionCode.id, 'down');
   await countRedemption(ctx, 'coupons', redemption.coupon.id, 'down');
-  ctx.em.remove(redemption);
+  return true;
 }
 
-/** NOTE: a count goes up only below the limit of an active code or coupon, and down only above zero. */
+/**
+ * Counts again a code whose redemption was given back, for a subscription whose first invoice a
+ * payment holds again: `pays_again` (a new payment of the invoice: the code's limit decides, not
+ * its expiry or activity, which held when the customer redeemed it; PromotionCodeInvalidError when
+ * it has been used up since) or `paid` (money arrived for the discounted invoice: it was spent,
+ * and is counted even past the limit).
+ */
+export async function redeemAgain(ctx: DataContext, input: { code: string; user: Pick<User, 'id'>; subscription: Subscription; at: Date; why: 'pays_again' | 'paid' }): Promise<void> {
+  const promo = await ctx.em.findOne(PromotionCode, { codeKey: promotionCodeKey(input.code) }, { populate: ['coupon'] });
+  if (!promo) return;
+  for (const [table, id] of [['promotion_codes', promo.id], ['coupons', promo.coupon.id]] as const) {
+    if ((await countRedemption(ctx, table, id, input.why)) !== 1) {
+      throw new PromotionCodeInvalidError('exhausted', `The promotion code ${promo.code} has been used as many times as it may be since this payment's earlier order lapsed.`);
+    }
+  }
+  ctx.em.create(CouponRedemption, { id: randomUUID(), coupon: promo.coupon, promotionCode: promo, user: input.user.id, subscription: input.subscription, createdAt: input.at } as unknown as CouponRedemption);
+}
+
+/** NOTE: a count goes up only below the limit (of an active code or coupon, for a new redemption), and down only above zero. */
 const COUNT_SQL = {
   up: 'set times_redeemed = times_redeemed + 1 where id = ? and active = ? and (max_redemptions is null or times_redeemed < max_redemptions)',
+  pays_again: 'set times_redeemed = times_redeemed + 1 where id = ? and (max_redemptions is null or times_redeemed < max_redemptions)',
+  paid: 'set times_redeemed = times_redeemed + 1 where id = ?',
   down: 'set times_redeemed = times_redeemed - 1 where id = ? and times_redeemed > 0',
 } as const;
 

@@ -16,6 +16,7 @@ import { isChargeback, isFailure, isSuccess, UnknownOrderError, type GatewayEven
 import { isReversal, reversePayment } from './reverse-payment.js';
 import { refundsBeforeDispute } from './natural-order.js';
 import { saveCardFromVerifiedEvent } from './saved-card.js';
+import { holdRedemptionAgain, releaseUnheldRedemption } from '../coupons/redemption-hold.js';
 
 const FAILURE_EVENTS: Record<string, PaymentEvent> = { deny: 'fail', failure: 'fail', cancel: 'cancel', expire: 'expire' };
 
@@ -86,6 +87,7 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
     if (paymentStates.applyIfAllowed(payment, move, at)) {
       changes.push(`payment ${payment.status}`);
       changes.push(...(await onPaymentFailed(ctx, payment, at, failsLater ? event : null)));
+      if (payment.subscription) changes.push(...(await releaseUnheldRedemption(ctx, payment.subscription)));
     }
   } else if (event.transactionStatus === 'refund' || event.transactionStatus === 'partial_refund') {
     // NOTE: a refund, too, gives back money that arrived: a payment still pending here (its
@@ -111,6 +113,10 @@ async function settle(ctx: DataContext, payment: Payment, event: GatewayEvent, a
   if (!paymentStates.applyIfAllowed(payment, 'settle', at)) return changes;
   changes.push(`payment settled`);
   changes.push(...(await onPaymentSettled(ctx, payment, at)));
+  // Money arrived for a first invoice whose code was given back when an earlier order lapsed.
+  if (payment.subscription && payment.invoice?.billingReason === 'subscription_create' && payment.invoice.status === 'paid') {
+    changes.push(...(await holdRedemptionAgain(ctx, payment.subscription, 'paid')));
+  }
   // NOTE: a refund notification can overtake the settlement's; refunds already recorded count now.
   if (isPositive(payment.refundedAmount)) {
     paymentStates.apply(payment, refundEvent(payment, payment.refundedAmount), at);

@@ -7,6 +7,7 @@ import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { applyChargeAnswer } from './gateway-answers.js';
+import { releaseUnheldRedemption } from '../coupons/redemption-hold.js';
 
 export interface SubmitPaymentOptions {
   bank?: Bank;
@@ -70,6 +71,7 @@ export async function submitPayment(ctx: ServiceContext, paymentId: string, opts
       if (paymentStates.applyIfAllowed(locked, 'fail', ctx.clock.now())) {
         locked.failureReason = merchantSideFailure(err);
         await opts.onRejected?.({ ...ctx, em }, locked);
+        if (locked.subscription) await releaseUnheldRedemption({ ...ctx, em }, locked.subscription);
       }
     });
     throw err;

@@ -11,6 +11,7 @@ import { subscriptionData } from '../notifications/payloads.js';
 import type { InvoiceLineInput } from '../invoices/create-invoice.js';
 import { cancelInvoicePayments } from '../payments/cancel-invoice-payments.js';
 import { forgetPendingChange } from './pending-change.js';
+import { releaseUnheldRedemption } from '../coupons/redemption-hold.js';
 import { billsUsageOnly, issueUsageInvoice } from './usage-invoice.js';
 
 const PAID_STATUSES = ['settled', 'partially_refunded', 'refunded'] as const;
@@ -37,6 +38,8 @@ export async function endSubscriptionNow(ctx: DataContext, sub: Subscription, re
   sub.nextBillingDate = null;
   await forgetPendingChange(ctx, sub);
   const cancelOrderIds = await cancelInvoicePayments(ctx.em, { subscription: sub }, at);
+  // A never-paid subscription's first payment, withdrawn unpaid, gives its code back.
+  await releaseUnheldRedemption(ctx, sub);
   const billAgain = await voidOpenInvoices(ctx, sub, at);
   notify(ctx, sub.user, 'subscription_canceled', { ...subscriptionData(sub), cancel_reason: reason });
   await issueUsageInvoice(ctx, sub, sub.plan, usageUntil, billAgain);

@@ -17,6 +17,7 @@ import { paymentStates } from '../../domain/states/payment-states.js';
 import { openPayment } from '../gateway-events/open-payment.js';
 import { submitPayment } from '../gateway-events/submit-payment.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
+import { holdRedemptionAgain } from '../coupons/redemption-hold.js';
 
 export interface ChargeSubscriptionInput {
   subscriptionId: string;
@@ -70,6 +71,8 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
       amount: invoice.totalAmount,
       currency: invoice.currency,
     });
+    // Paying again a first invoice whose code was given back when its earlier order lapsed.
+    if (invoice.billingReason === 'subscription_create') await holdRedemptionAgain(tctx, sub, 'pays_again');
     return { paymentId: payment.id, toCancel: cancel };
   });
 

@@ -79,6 +79,7 @@ export const en: Messages = {
   'checkout.apply': 'Apply',
   'checkout.discount': 'Discount ({code})',
   'checkout.promo_applied': 'Code {code} applied.',
+  'checkout.repriced': 'For the quantity and promotion code in the form, the total is {amount}, not the amount the button showed. Nothing has been charged: check the total, then press Pay again.',
   'promo.unknown': 'There is no such promotion code. Check the spelling.',
   'promo.inactive': 'This promotion code is no longer active.',
   'promo.expired': 'This promotion code has expired.',

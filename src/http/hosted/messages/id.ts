@@ -81,6 +81,7 @@ export const id = {
   'checkout.apply': 'Terapkan',
   'checkout.discount': 'Diskon ({code})',
   'checkout.promo_applied': 'Kode {code} dipakai.',
+  'checkout.repriced': 'Untuk jumlah unit dan kode promo di formulir, totalnya {amount}, bukan jumlah yang tertera di tombol. Belum ada yang ditagih: periksa totalnya, lalu tekan Bayar lagi.',
   'promo.unknown': 'Kode promo ini tidak ada. Periksa penulisannya.',
   'promo.inactive': 'Kode promo ini sudah tidak berlaku.',
   'promo.expired': 'Kode promo ini sudah kedaluwarsa.',
