@@ -43,6 +43,9 @@ export async function resolveUnknownCharges(ctx: ServiceContext, subscriptionId:
  */
 export async function cancelOrAskGateway(ctx: ServiceContext, orderIds: string[]): Promise<void> {
   for (const orderId of orderIds) {
+    // Marked ours before it is asked: the gateway's `cancel` notification can be heard before
+    // the caller records the withdrawal, and must read as our own cancel, not a failure.
+    await ctx.em.fork().nativeUpdate(Payment, { orderId, cancelRequestedAt: null }, { cancelRequestedAt: ctx.clock.now() });
     let answer;
     try {
       answer = await ctx.gateway.cancel(orderId);
