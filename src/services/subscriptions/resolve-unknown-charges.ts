@@ -3,6 +3,8 @@ import { GatewayError } from '../../gateway/errors.js';
 import type { GatewayTransaction } from '../../gateway/types.js';
 import type { ServiceContext } from '../context.js';
 import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
+import type { User } from '../../db/entities/user.js';
+import { findOwnSubscription } from './find-subscription.js';
 
 /**
  * NOTE: a charge whose answer was lost (a timeout, a dropped connection, a 5xx) may have moved
@@ -29,6 +31,17 @@ export async function resolveUnknownCharges(ctx: ServiceContext, subscriptionId:
     }
     await applyStatusAnswer(ctx, payment.id, tx);
   }
+}
+
+/**
+ * The same for one of the user's subscriptions (not found for anyone else's): called first by
+ * every operation that charges it (paying again, a plan or seat change), so that a request
+ * retried after a lost answer finds the earlier order's money instead of voiding it and
+ * charging again.
+ */
+export async function resolveOwnUnknownCharges(ctx: ServiceContext, user: User, subscriptionId: string): Promise<void> {
+  await findOwnSubscription(ctx.em.fork(), user, subscriptionId);
+  await resolveUnknownCharges(ctx, subscriptionId);
 }
 
 /**
