@@ -4,7 +4,7 @@ import { Subscription } from '../../src/db/entities/subscription.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
 import { heldNotifications, holdNotifications, releaseNotifications } from '../helpers/simulator.js';
-import { dbOf, notificationTypes } from '../helpers/subscriptions.js';
+import { dbOf, notificationTypes, type TestUser } from '../helpers/subscriptions.js';
 
 /*
  * Changing one's mind is not a failure: a new customer picks ShopeePay or a BCA virtual account
@@ -85,9 +85,28 @@ describe.each(DATABASES)('switching the method of a pending checkout payment (%s
     ['as the gateway sends it (no hold)', 'as_it_comes'],
   ];
 
-  describe.each(firsts)('%s, then QRIS', (_name, first) => {
+  /** The same switch through the API: subscribe, then POST /payments/charge/ with another payment_type. */
+  async function waitingSubscription(first: Record<string, string>) {
+    const user = await server.createUser();
+    const created = await server.api('POST', '/subscriptions/', { auth: user, body: { plan_id: 'pro-monthly', payment_type: first.payment_type, ...(first.bank ? { metadata: { bank: first.bank } } : {}) } });
+    expect(created.status, created.text).toBe(201);
+    const subscriptionId = created.body.subscription.id as string;
+    const post = async (fields: Record<string, string>) => {
+      const charged = await server.api('POST', '/payments/charge/', { auth: user, body: { subscription_id: subscriptionId, payment_type: fields.payment_type } });
+      return { status: charged.status === 201 ? 303 : charged.status };
+    };
+    return { user, orderId: created.body.payment.order_id as string, post };
+  }
+
+  type Start = (first: Record<string, string>) => Promise<{ user: TestUser; orderId: string; post: (fields: Record<string, string>) => Promise<{ status: number }> }>;
+  const ways: [string, Start][] = [
+    ['the hosted checkout', waitingCheckout],
+    ['POST /payments/charge/', waitingSubscription],
+  ];
+
+  describe.each(firsts.flatMap(([name, first]) => ways.map(([way, start]) => [`${name}, then QRIS, by ${way}`, first, start] as const)))('%s', (_name, first, start) => {
     it.each(whens)('the cancel notification heard %s: the subscription stays pending, no failure is told', async (_when, when) => {
-      const { user, orderId, post } = await waitingCheckout(first);
+      const { user, orderId, post } = await start(first);
       let restore = () => {};
       if (when !== 'as_it_comes') await holdNotifications(server, orderId);
       const release = async () => {
