@@ -8,6 +8,7 @@ import { paymentStatusCheck, type PaymentStatusCheck } from '../../src/services/
 import { cliActor } from '../../src/services/audit/actor.js';
 import { refundByStaff } from '../../src/services/refunds/staff-refund.js';
 import { reconcilePayments, type ReconcileItem } from '../../src/services/gateway-events/reconcile-payments.js';
+import { reconcileTrialCards } from '../../src/services/subscriptions/reconcile-trial-cards.js';
 import { findStaffPayment, refundsOfPayment } from '../../src/services/staff-queries/staff-lookups.js';
 import { listStaffPayments } from '../../src/services/staff-queries/staff-lists.js';
 import { describeRecord, registerList, ownedRecord } from '../lookups.js';
@@ -110,6 +111,7 @@ export function registerPaymentCommands(program: Command): void {
     .description(
       'reconcile with the gateway: ask it for every payment and top-up that is not final (pending, or charge outcome unknown), ' +
         'and for those settled within RECONCILE_LOOKBACK_DAYS (a reversal, refund or chargeback whose notification was lost), ' +
+        'and for every trial card pre-authorisation (CARD-…) not yet decided or that may still hold the card (starting or canceling the trial, releasing the hold), ' +
         'and apply what it says through the webhook pipeline (webhook logs with source sync); settled ones that did not change are only counted',
     )
     .option('--since <time>', 'only those created at or after this ISO 8601 time')
@@ -118,14 +120,17 @@ export function registerPaymentCommands(program: Command): void {
     .action(async (opts, cmd: Command) => {
       const input = { since: parseTime(opts.since, '--since'), limit: parseLimit(opts.limit), dryRun: Boolean(opts.dryRun) };
       const progress = startProgress();
-      const all = await withServices((s) =>
-        reconcilePayments(s, input, (item, i, total) =>
-          progress.update(i + 1, total, `${item.orderId}: gateway ${item.gatewayStatus ?? '?'}, ${item.statusBefore} -> ${item.statusAfter} (${item.result})`),
-        ),
-      ).finally(() => progress.finish());
+      const report = (item: ReconcileItem, i: number, total: number) =>
+        progress.update(i + 1, total, `${item.orderId}: gateway ${item.gatewayStatus ?? '?'}, ${item.statusBefore} -> ${item.statusAfter} (${item.result})`);
+      const all = await withServices(async (s) => {
+        const orders = await reconcilePayments(s, input, report);
+        // Then the trial cards' holds, which have no payment of their own, within what is left of --limit.
+        const left = input.limit === undefined ? undefined : Math.max(0, input.limit - orders.length);
+        return [...orders, ...(left === 0 ? [] : await reconcileTrialCards(s, { ...input, limit: left }, report))];
+      }).finally(() => progress.finish());
       // A settled payment the gateway still holds as we recorded it is only counted: a daily run over
-      // months of them would bury the ones that matter.
-      const unchanged = all.filter((i) => i.result === 'unchanged').length;
+      // months of them would bury the ones that matter. A trial card hold already released is left out.
+      const unchanged = all.filter((i) => i.result === 'unchanged' && i.kind !== 'card_check').length;
       const items = all.filter((i) => i.result !== 'unchanged');
       const changed = items.filter((i) => i.changes.length > 0);
       const lookedBack = `${unchanged} settled within the last ${cliConfig().reconcileLookbackDays} days unchanged.`;

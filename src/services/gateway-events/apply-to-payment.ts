@@ -82,6 +82,12 @@ export async function applyToPayment(ctx: DataContext, event: GatewayEvent): Pro
     // late settlement then finds it reversed (natural-order.ts).
     if (paymentStates.can(payment, 'settle')) changes.push(...(await settle(ctx, payment, { ...event, transactionStatus: 'settlement' }, at)));
     changes.push(...(await reversePayment(ctx, payment, event, at)));
+  } else if (isFailure(event) && event.transactionStatus === 'cancel' && payment.cancelRequestedAt) {
+    // NOTE: the cancel we asked for ourselves (another method chosen, the invoice replaced or
+    // ended) is a change of mind, never a failure: heard before we recorded the withdrawal (the
+    // hosted checkout cancels first, then pays another way), it withdraws the payment, and tells
+    // the customer nothing and leaves the subscription as it is.
+    if (paymentStates.applyIfAllowed(payment, 'withdraw', at)) changes.push('payment canceled: the cancel we asked for');
   } else if (isFailure(event)) {
     const move = FAILURE_EVENTS[event.transactionStatus];
     if (paymentStates.applyIfAllowed(payment, move, at)) {

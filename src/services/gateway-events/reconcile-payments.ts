@@ -39,7 +39,8 @@ export type ReconcileResult =
   | 'unchanged';
 
 export interface ReconcileItem {
-  kind: 'payment' | 'topup';
+  /** `card_check`: a trial card's pre-authorisation (its `id` is the subscription's; reconcile-trial-cards.ts). */
+  kind: 'payment' | 'topup' | 'card_check';
   id: string;
   orderId: string;
   statusBefore: string;

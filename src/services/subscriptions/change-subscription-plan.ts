@@ -17,6 +17,7 @@ import { openPayment } from '../gateway-events/open-payment.js';
 import { findSubscribablePlan } from '../plans/get-plan.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
+import { resolveOwnUnknownCharges } from './resolve-unknown-charges.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 import { submitChangePayment } from './submit-change-payment.js';
 import { unusedCredit } from '../subscription-rules/period-funds.js';
@@ -173,6 +174,7 @@ export async function changeSubscriptionPlan(ctx: ServiceContext, user: User, id
 
   const quote = immediate ? (input.quote ?? null) : null;
   if (quote) assertQuoteFresh(quote, ctx.clock.now());
+  await resolveOwnUnknownCharges(ctx, user, id);
 
   const outcome = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };

@@ -24,6 +24,7 @@ import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { MAX_QUANTITY } from './create-subscription.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
+import { resolveOwnUnknownCharges } from './resolve-unknown-charges.js';
 import { submitChangePayment } from './submit-change-payment.js';
 
 /*
@@ -132,6 +133,7 @@ function givenUpShare(unused: Money, givenUp: number, of: number, currency: stri
  */
 export async function changeSubscriptionQuantity(ctx: ServiceContext, user: User, id: string, input: ChangeQuantityInput): Promise<ChangedQuantity> {
   assertQuantity(input.quantity);
+  await resolveOwnUnknownCharges(ctx, user, id);
   const outcome = await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
     const at = ctx.clock.now();

@@ -24,6 +24,15 @@ export type TrialCardOutcome =
   /** Nothing to do: the subscription does not wait for a card (already started, canceled, replaced). */
   | 'unchanged';
 
+/** What confirmTrialCard found at the gateway and did. */
+export interface TrialCardConfirmation {
+  outcome: TrialCardOutcome;
+  /** The pre-authorisation's transaction_status at the gateway; null when the gateway does not know it. */
+  gatewayStatus: string | null;
+  /** The hold was found approved and canceled now; false when its cancel failed (asked again next time). */
+  released: boolean;
+}
+
 /**
  * A subscription waits for its trial card while it is `pending` with no invoice: only a trial
  * subscribed with a card that went to 3-D Secure is in that state.
@@ -39,13 +48,13 @@ async function awaitsTrialCard(ctx: DataContext, sub: Subscription): Promise<boo
  * and the authorisation is canceled. Declined, failed or expired: the waiting subscription is
  * canceled (`card_declined`), nothing else was made. Safe to call any number of times.
  */
-export async function confirmTrialCard(ctx: ServiceContext, subscriptionId: string): Promise<TrialCardOutcome> {
+export async function confirmTrialCard(ctx: ServiceContext, subscriptionId: string): Promise<TrialCardConfirmation> {
   const orderId = cardCheckOrderId(subscriptionId);
   let answer;
   try {
     answer = await ctx.gateway.status(orderId);
   } catch (err) {
-    if (err instanceof GatewayError && err.kind === 'not_found') return 'unchanged';
+    if (err instanceof GatewayError && err.kind === 'not_found') return { outcome: 'unchanged', gatewayStatus: null, released: false };
     throw err;
   }
   let check: CardCheck | null = null;
@@ -54,7 +63,7 @@ export async function confirmTrialCard(ctx: ServiceContext, subscriptionId: stri
   } catch (err) {
     if (!(err instanceof DomainError)) throw err;
   }
-  if (check?.status === 'pending') return 'waiting';
+  if (check?.status === 'pending') return { outcome: 'waiting', gatewayStatus: answer.transactionStatus, released: false };
   // Most news of a pre-authorisation comes after its trial started (the gateway's echo of our
   // own cancel): looked at without a lock, so a billing run never finds the subscription held.
   const peek = await ctx.em.fork().findOne(Subscription, { id: subscriptionId }, { fields: ['id', 'status'] });
@@ -73,8 +82,9 @@ export async function confirmTrialCard(ctx: ServiceContext, subscriptionId: stri
     return 'card_declined' as const;
   });
   // Approved at the gateway (now, or long ago for a trial already running): release the hold.
-  if (answer.transactionStatus === 'authorize' || answer.transactionStatus === 'capture') await releaseCardAuthorization(ctx, orderId);
-  return outcome;
+  const held = answer.transactionStatus === 'authorize' || answer.transactionStatus === 'capture';
+  const released = held && (await releaseCardAuthorization(ctx, orderId));
+  return { outcome, gatewayStatus: answer.transactionStatus, released };
 }
 
 function startTrialWithCard(ctx: DataContext, sub: Subscription, card: SavedCard): void {
@@ -93,7 +103,7 @@ function startTrialWithCard(ctx: DataContext, sub: Subscription, card: SavedCard
 export async function confirmTrialCardOfNotification(ctx: ServiceContext, log: Pick<WebhookLog, 'id' | 'orderId'>): Promise<TrialCardOutcome | null> {
   const subscriptionId = log.orderId ? subscriptionOfCardCheck(log.orderId) : null;
   if (!subscriptionId) return null;
-  const outcome = await confirmTrialCard(ctx, subscriptionId);
+  const { outcome } = await confirmTrialCard(ctx, subscriptionId);
   await ctx.em.fork().nativeUpdate(WebhookLog, { id: log.id }, { error: `Card pre-authorisation of subscription ${subscriptionId} for its trial; the gateway's status of it, asked now: ${outcome}.` });
   return outcome;
 }

@@ -3,6 +3,8 @@ import { GatewayError } from '../../gateway/errors.js';
 import type { GatewayTransaction } from '../../gateway/types.js';
 import type { ServiceContext } from '../context.js';
 import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
+import type { User } from '../../db/entities/user.js';
+import { findOwnSubscription } from './find-subscription.js';
 
 /**
  * NOTE: a charge whose answer was lost (a timeout, a dropped connection, a 5xx) may have moved
@@ -32,6 +34,17 @@ export async function resolveUnknownCharges(ctx: ServiceContext, subscriptionId:
 }
 
 /**
+ * The same for one of the user's subscriptions (not found for anyone else's): called first by
+ * every operation that charges it (paying again, a plan or seat change), so that a request
+ * retried after a lost answer finds the earlier order's money instead of voiding it and
+ * charging again.
+ */
+export async function resolveOwnUnknownCharges(ctx: ServiceContext, user: User, subscriptionId: string): Promise<void> {
+  await findOwnSubscription(ctx.em.fork(), user, subscriptionId);
+  await resolveUnknownCharges(ctx, subscriptionId);
+}
+
+/**
  * NOTE: an order we withdrew may have been paid with its notification still unheard. Each one
  * is canceled at the gateway before the customer is charged again; the gateway refuses to
  * cancel what has settled, and then its status is asked and applied like a notification: a paid
@@ -43,6 +56,9 @@ export async function resolveUnknownCharges(ctx: ServiceContext, subscriptionId:
  */
 export async function cancelOrAskGateway(ctx: ServiceContext, orderIds: string[]): Promise<void> {
   for (const orderId of orderIds) {
+    // Marked ours before it is asked: the gateway's `cancel` notification can be heard before
+    // the caller records the withdrawal, and must read as our own cancel, not a failure.
+    await ctx.em.fork().nativeUpdate(Payment, { orderId, cancelRequestedAt: null }, { cancelRequestedAt: ctx.clock.now() });
     let answer;
     try {
       answer = await ctx.gateway.cancel(orderId);
