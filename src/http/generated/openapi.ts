@@ -2058,10 +2058,14 @@ export interface components {
          */
         Money: string;
         /**
-         * @description An amount in a request body, as a JSON number or a decimal string. More than two
-         *     decimal places, or any decimals for IDR, answer `400`. Money is exact or refused: a
-         *     JSON number is read from its text, never through a float, so `20000.000000000001`
-         *     answers `400` and is not rounded to `20000.00`.
+         * @description An amount in a request body, as a JSON number or a decimal string, in whole rupiah for
+         *     IDR. More than two decimal places, or any sen for IDR, answer `400` naming the field.
+         *     The dot is the decimal point, never a thousands separator: `"50.000"` (and the JSON
+         *     number `50.000`) is not fifty thousand and answers `400` saying to write `50000`;
+         *     `"1.000.000"` and `"50,000"` alike. Two decimals of zeros (`"150000.00"`, the form of
+         *     every answer) are accepted. Money is exact or refused: a JSON number is read from its
+         *     text, never through a float, so `20000.000000000001` answers `400` and is not rounded
+         *     to `20000.00`.
          */
         AmountInput: number | string;
         /**
@@ -4609,7 +4613,8 @@ export interface components {
         };
         AdminWalletAdjustRequest: {
             /**
-             * @description Signed decimal; positive credits the wallet, negative debits it.
+             * @description Signed decimal; positive credits the wallet, negative debits it. Whole rupiah, as for
+             *     every amount (`AmountInput`): `"-25.000"` is refused (`400`), write `-25000`.
              * @example -25000
              */
             amount: string;
