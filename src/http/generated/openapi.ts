@@ -3787,7 +3787,12 @@ export interface components {
             npwp?: string;
             /** @description A business's place of business, 22 digits, not all zeros; defaults to the NPWP and `000000`. */
             nitku?: string;
-            /** @description An individual's NIK, 16 digits, not all zeros. */
+            /**
+             * @description An individual's NIK as Dukcapil writes it (separators dropped): 16 digits, the
+             *     province code (digits 1-2) from 11 to 94, the birth date DDMMYY (digits 7-12) with
+             *     the day 01-31 (41-71 for a woman) and the month 01-12. Anything else answers `400`
+             *     naming `nik`.
+             */
             nik?: string;
             /** @description A foreign buyer's passport number, 3 to 30 letters and digits. */
             passport?: string;
