@@ -29,6 +29,9 @@ export interface LineLabels {
   periodPassed: (order: string, invoice: string, start: string, end: string) => string;
   /** A usage charge billed in arrears: the metric's name and the units counted, formatted ("12,500"). */
   usage: (metric: string, units: string) => string;
+  /** A support adjustment of the wallet that staff gave no words of their own. */
+  supportCredit: string;
+  supportDebit: string;
   /** Why a settlement could not be used, by its code (an unknown code is shown as it is). */
   unusableWhy: Record<string, string>;
 }
