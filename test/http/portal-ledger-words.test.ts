@@ -40,7 +40,7 @@ describe.each(DATABASES)("the portal's wallet entries in the page's language (%s
     return page.text.replace(/\s+/g, ' ');
   }
 
-  it('a downgrade\'s unused time and a support credit read in Bahasa in the Bahasa portal, in English in the English one', async () => {
+  it('a downgrade\'s unused time reads in Bahasa in the Bahasa portal, in English in the English one; the API keeps the stored words', async () => {
     const user = await server.createUser();
     const { subscription } = await activeSubscription(server, user, 'pro-monthly');
     clock.advance(10 * DAY);
