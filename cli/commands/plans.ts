@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument, visit } from 'yaml';
+import { keepsNumberText, parseJsonExact } from '../../src/domain/exact-json.js';
 import { serializePlan } from '../../src/http/serializers.js';
 import { Plan } from '../../src/db/entities/plan.js';
 import { archivePlan, listAllPlans } from '../../src/services/plans/archive-plan.js';
@@ -8,6 +9,22 @@ import { changedFields } from '../../src/services/audit/record-audit-event.js';
 import { seedPlans } from '../../src/services/plans/seed-plans.js';
 import { CliFailure, EXIT, globalOptions, output, table, withServices } from '../runtime.js';
 import { auditCliChange, withReason } from '../audit-trail.js';
+
+/**
+ * YAML read as the API reads JSON (src/domain/exact-json.ts): a number a double would change,
+ * or one written with zeros past its cents (`price: 50.000`, fifty thousand to an Indonesian
+ * eye), reaches the plan rules as its text, which they judge, never as the double.
+ */
+function parseYamlExact(text: string): unknown {
+  const doc = parseDocument(text);
+  if (doc.errors.length > 0) throw doc.errors[0];
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value === 'number' && node.source && /^-?\d/.test(node.source) && keepsNumberText(node.source)) node.value = node.source;
+    },
+  });
+  return doc.toJS();
+}
 
 function readPlansFile(file: string): unknown {
   let text: string;
@@ -19,7 +36,7 @@ function readPlansFile(file: string): unknown {
     throw new CliFailure(`cannot read ${file}: ${(err as Error).message}`, missing ? EXIT.notFound : EXIT.usage);
   }
   try {
-    return /\.json$/i.test(file) ? JSON.parse(text) : parseYaml(text);
+    return /\.json$/i.test(file) ? parseJsonExact(text) : parseYamlExact(text);
   } catch (err) {
     throw new CliFailure(`${file} is not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(err as Error).message}`, EXIT.usage);
   }

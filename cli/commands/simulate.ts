@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { ValidationError } from '../../src/domain/errors.js';
+import { parseAmountInput } from '../../src/domain/money.js';
 import { CliFailure, EXIT, cliConfig, globalOptions, output, serverUrl } from '../runtime.js';
 
 const ACTIONS = ['settle', 'capture', 'deny', 'cancel', 'expire', 'pending', 'refund'];
@@ -22,8 +24,12 @@ function validate(action: string, orderId: string | undefined, opts: { fraudStat
   if (!CLOCK_ACTIONS.includes(action) && !orderId) throw new CliFailure(`simulate ${action} needs an order id`, EXIT.usage);
   if (opts.amount !== undefined) {
     if (action !== 'refund') throw new CliFailure(`--amount applies to refund only, not ${action}`, EXIT.usage);
-    if (!/^\d+(\.\d{1,2})?$/.test(opts.amount.trim()) || Number(opts.amount) <= 0) {
-      throw new CliFailure(`--amount must be a positive amount with at most two decimals, got "${opts.amount}"`, EXIT.usage);
+    // The gateway's amounts are rupiah: the one amount reader says what is wrong ("50.000" included).
+    try {
+      parseAmountInput(opts.amount, 'IDR', '--amount');
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      throw new CliFailure(`--amount ${err.errors[0]?.message ?? err.message}, got "${opts.amount}"`, EXIT.usage);
     }
   }
   if (opts.fraudStatus !== undefined) {

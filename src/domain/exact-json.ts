@@ -17,6 +17,14 @@ import { Decimal } from 'decimal.js';
 
 const NUMBER_TOKEN = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
+/*
+ * NOTE: a number written with zeros past its second decimal (`50.000`, `1.500`) is kept as
+ * written too. A double reads `50.000` as fifty, but in Indonesia the dot groups thousands and
+ * whoever wrote it most likely meant fifty thousand: the amount parser refuses such a text with
+ * the way to write it, where the double would have quietly been fifty.
+ */
+const ZEROS_PAST_CENTS = /\.\d{2,}0(?:$|[eE])/;
+
 /** True when reading `token` as a double keeps its exact decimal value. */
 function isExactDouble(token: string): boolean {
   const value = Number(token);
@@ -24,8 +32,14 @@ function isExactDouble(token: string): boolean {
   return new Decimal(token).equals(new Decimal(value));
 }
 
+/** Whether a number written as `token` is handed on as its text (a double changes it, or zeros past the cents). */
+export function keepsNumberText(token: string): boolean {
+  return !isExactDouble(token) || ZEROS_PAST_CENTS.test(token);
+}
+
 /**
- * The number tokens of a valid JSON text that a double would change, with their positions.
+ * The number tokens of a valid JSON text that a double would change (or that have zeros past
+ * the cents, see above), with their positions.
  * Runs on text JSON.parse has accepted, so outside strings a `-` or a digit starts a number.
  */
 function lossyNumbers(text: string): { start: number; end: number; token: string }[] {
@@ -41,7 +55,7 @@ function lossyNumbers(text: string): { start: number; end: number; token: string
       NUMBER_TOKEN.lastIndex = i;
       const m = NUMBER_TOKEN.exec(text);
       const token = m ? m[0] : c;
-      if (!isExactDouble(token)) found.push({ start: i, end: i + token.length, token });
+      if (keepsNumberText(token)) found.push({ start: i, end: i + token.length, token });
       i += token.length;
     } else {
       i += 1;
@@ -51,8 +65,8 @@ function lossyNumbers(text: string): { start: number; end: number; token: string
 }
 
 /**
- * JSON.parse, except that a number a double cannot hold exactly is returned as a string of its
- * exact text (see above). Throws JSON.parse's SyntaxError on invalid JSON.
+ * JSON.parse, except that a number a double cannot hold exactly, or one with zeros past its
+ * cents, is returned as a string of its exact text (see above). Throws JSON.parse's SyntaxError on invalid JSON.
  */
 export function parseJsonExact(text: string): unknown {
   const value: unknown = JSON.parse(text);

@@ -80,8 +80,39 @@ export function toGatewayInteger(amount: Money): number {
 const MAX_INPUT_LENGTH = 20;
 
 /**
- * Parses an amount from a request body (a JSON number or a decimal string). More than two
- * decimal places, or any fraction for a whole-unit currency, is a validation error.
+ * NOTE: in Indonesia a dot groups thousands ("50.000" is fifty thousand rupiah), while an amount
+ * here is a plain decimal ("50.000" would be fifty). Rupiah have no sen, so an IDR amount with a
+ * fraction can only be a misreading: it is refused with the way to write it, never guessed. Two
+ * decimals of zeros ("150000.00", the form every answer uses) are the one fraction an IDR amount
+ * may carry; three or more decimals are refused in every currency.
+ */
+const GROUPED = /^[1-9]\d{0,2}([.,]\d{3})+$/;
+
+/** Whether `text` reads as thousands grouped by dots or commas ("50.000", "1.000.000", "50,000"). */
+export function looksThousandsGrouped(text: string): boolean {
+  return GROUPED.test(text.trim());
+}
+
+/** "whole rupiah" for IDR, "whole JPY" for another whole-unit currency. */
+function wholeUnits(currency: string): string {
+  return currency.toUpperCase() === 'IDR' ? 'whole rupiah' : `whole ${currency.toUpperCase()}`;
+}
+
+/** Why `text` is refused when it has separators or decimals the currency does not take (see the NOTE above). */
+function misreadMessage(text: string, currency: string): string {
+  if (GROUPED.test(text)) {
+    const digits = text.replace(/[.,]/g, '');
+    const how = isWholeUnitCurrency(currency) ? `in ${wholeUnits(currency)} without thousands separators` : 'without thousands separators (whole rupiah for IDR)';
+    return `must be written ${how} ("${text}" is not ${digits} here); write ${digits}`;
+  }
+  if (isWholeUnitCurrency(currency)) return `must be written in ${wholeUnits(currency)}: ${currency.toUpperCase()} has no fraction ("${text}")`;
+  return 'may have at most two decimal places';
+}
+
+/**
+ * The one reader of amounts typed into the API and the CLI (a JSON number or a decimal string;
+ * staff's amounts too): a positive amount with at most two decimal places, and none but zeros
+ * for a whole-unit currency such as IDR. Anything else is a validation error naming `field`.
  */
 export function parseAmountInput(value: unknown, currency: string, field = 'amount'): Money {
   const fail = (message: string): never => {
@@ -100,10 +131,10 @@ export function parseAmountInput(value: unknown, currency: string, field = 'amou
     return fail('must be a number or a decimal string');
   }
   if (text.length > MAX_INPUT_LENGTH) fail('is too long');
+  if (GROUPED.test(text)) fail(misreadMessage(text, currency));
   if (!/^-?\d+(\.\d+)?$/.test(text)) fail('must be a decimal number');
   const [, fraction = ''] = text.split('.');
-  if (fraction.replace(/0+$/, '').length > 2) fail('may have at most two decimal places');
-  if (isWholeUnitCurrency(currency) && !dec(text).isInteger()) fail(`must be a whole amount for ${currency}`);
+  if (fraction.length > 2 || (isWholeUnitCurrency(currency) && /[1-9]/.test(fraction))) fail(misreadMessage(text, currency));
   if (dec(text).lessThanOrEqualTo(0)) fail('must be greater than zero');
   return money(text);
 }

@@ -79,6 +79,26 @@ export function normaliseNik(text: string): string | null {
   return /^\d{16}$/.test(digits) && !isAllZeros(digits) ? digits : null;
 }
 
+/**
+ * NOTE: a NIK is checked as Dukcapil writes it, so a mistyped one is refused at the door rather
+ * than by Coretax a month later: 16 digits; the province code (digits 1-2) from 11 (Aceh) to
+ * 94 (Papua); the regency and district (3-6); the holder's birth date as DDMMYY (7-12), with
+ * 40 added to a woman's day (01-31 for a man, 41-71 for a woman) and the month 01-12; a serial
+ * (13-16). Why `nik` (separators dropped) is no NIK, or null when it is one.
+ */
+export function nikRefusal(nik: string): string | null {
+  if (!/^\d{16}$/.test(nik)) return 'A NIK has 16 digits.';
+  const province = Number(nik.slice(0, 2));
+  const day = Number(nik.slice(6, 8));
+  const month = Number(nik.slice(8, 10));
+  if (province < 11 || province > 94) return `A NIK starts with a province code from 11 to 94, not ${nik.slice(0, 2)}.`;
+  if (!((day >= 1 && day <= 31) || (day >= 41 && day <= 71))) {
+    return `A NIK's birth date (digits 7 to 12, DDMMYY) has a day from 01 to 31, or 41 to 71 for a woman, not ${nik.slice(6, 8)}.`;
+  }
+  if (month < 1 || month > 12) return `A NIK's birth date (digits 7 to 12, DDMMYY) has a month from 01 to 12, not ${nik.slice(8, 10)}.`;
+  return null;
+}
+
 /** A passport or other document number: letters and digits (separators dropped, upper-cased), 3 to 30 of them, not all zeros. */
 export function normaliseDocumentNumber(text: string): string | null {
   const compact = text.replace(/[\s.\-/]/g, '').toUpperCase();
@@ -136,8 +156,9 @@ export function parseTaxProfile(input: TaxProfileInput): TaxProfile {
   } else if (input.buyer_type === 'individual') {
     if (input.nik === undefined) refuse('nik', 'An individual needs a NIK.');
     else {
-      profile.nik = normaliseNik(input.nik);
-      if (!profile.nik) refuse('nik', zerosOnly(input.nik) ? `A NIK ${ZEROS_MESSAGE}.` : 'A NIK has 16 digits.');
+      const why = zerosOnly(input.nik) ? `A NIK ${ZEROS_MESSAGE}.` : nikRefusal(digitsOf(input.nik));
+      if (why) refuse('nik', why);
+      else profile.nik = normaliseNik(input.nik);
     }
   } else {
     const numberField = input.buyer_type === 'foreign' ? 'passport' : 'document_number';

@@ -54,7 +54,7 @@ const PLANS = [
 ];
 const BUSINESS = { buyer_type: 'business', npwp: '01.234.567.8-091.000', name: 'PT Contoh & <Anak> "Jaya"', address: 'Jl. Sudirman No. 1\nJakarta' };
 const BRANCH = { buyer_type: 'business', npwp: '0098765432101000', nitku: '0098765432101000000123', name: 'CV Cabang Bandung', address: 'Jl. Asia Afrika 8, Bandung', email: 'pajak@cabang.example' };
-const PERSON = { buyer_type: 'individual', nik: '3171012345670001', name: 'Siti Aminah', address: 'Jl. Melati 3, Depok' };
+const PERSON = { buyer_type: 'individual', nik: '3171015505900001', name: 'Siti Aminah', address: 'Jl. Melati 3, Depok' };
 const REFUNDED = { buyer_type: 'business', npwp: '0011122233344000', name: 'PT Batal Langganan', address: 'Surabaya' };
 
 type XmlNode = { nodeType: number; nodeName: string; textContent: string | null; childNodes: ArrayLike<XmlNode> };

@@ -11,6 +11,10 @@ describe('parseJsonExact', () => {
     expect(parseJsonExact('[12345678901234567890, 1e400, 0.30000000000000001]')).toEqual(['12345678901234567890', '1e400', '0.30000000000000001']);
   });
 
+  it('hands on a number with zeros past its cents as its text: 50.000 is fifty thousand to an Indonesian eye, never quietly fifty', () => {
+    expect(parseJsonExact('{"a": 50.000, "b": 1.500, "c": 150000.00, "d": 2.25, "e": 1.1250}')).toEqual({ a: '50.000', b: '1.500', c: 150000, d: 2.25, e: '1.1250' });
+  });
+
   it('leaves strings alone, escaped quotes and digits in them included', () => {
     expect(parseJsonExact('{"x": "a\\"1.000000000000000001\\"", "y": 1.000000000000000001}')).toEqual({ x: 'a"1.000000000000000001"', y: '1.000000000000000001' });
   });

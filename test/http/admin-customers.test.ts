@@ -111,6 +111,7 @@ describe.each(DATABASES)('customers by API (%s)', { timeout: 180_000 }, (kind) =
       [{ external_id: nextId(), email: 'not-an-email' }, 400, 'email'],
       [{ external_id: nextId(), email: 'x@example.com', locale: 'fr' }, 400, 'locale'],
       [{ external_id: nextId(), email: 'x@example.com', tax_profile: { buyer_type: 'business', npwp: '0000000000000000', name: 'PT Nol', address: 'Jakarta' } }, 400, 'tax_profile.npwp'],
+      [{ external_id: nextId(), email: 'x@example.com', tax_profile: { buyer_type: 'individual', nik: '3171019999990001', name: 'Siti', address: 'Jakarta' } }, 400, 'tax_profile.nik'],
       [{ external_id: nextId(), email: 'x@example.com', password: 'short' }, 400, 'password'],
     ];
     for (const [body, status, field] of refused) {

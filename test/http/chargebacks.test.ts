@@ -4,6 +4,7 @@ import { runCli } from '../helpers/cli.js';
 import { serverForCli } from '../helpers/cli-server.js';
 import { DATABASES } from '../helpers/database.js';
 import { signedNotification } from '../helpers/factories.js';
+import { pdfText } from '../helpers/pdf.js';
 import { STANDARD_PLANS } from '../helpers/server.js';
 import { gatewayStatus, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
 import { postTopup, walletBalance } from '../helpers/topups.js';
@@ -86,6 +87,37 @@ describe.each(DATABASES)('chargebacks (%s)', (kind) => {
 
     // The gateway's status answer says the same: the total charged back in refund_amount, one entry in refunds[].
     expect(await gatewayStatus(stage.server, payment.order_id)).toMatchObject({ status_code: '200', transaction_status: 'partial_chargeback', refund_amount: '20000.00', refunds: [expect.objectContaining({ refund_amount: '20000.00' })] });
+  });
+
+  it("a partial chargeback's credit note keeps the issuer's free-text reason as its memo, on the PDF too; without one in the entry, the message's status_message", async () => {
+    const { user, payment } = await paidByCard();
+    const reason = 'Cardholder says the service was not as described';
+    const res = await stage.server.request('POST', `/_simulator/v2/${payment.order_id}/partial_chargeback`, { body: { amount: 20000, reason } });
+    expect(res.status, res.text).toBe(200);
+    const [note] = await chargebackNotes(user);
+    expect(note).toMatchObject({ reason: 'chargeback', amount: '20000.00', memo: reason });
+    const pdf = await fetch(`${stage.server.url}/api/subscriptions/credit-notes/${note.id}/pdf/`, {
+      headers: { authorization: `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}` },
+    });
+    expect(pdf.status).toBe(200);
+    expect((await pdfText(Buffer.from(await pdf.arrayBuffer()))).replace(/\s+/g, ' ')).toContain(reason);
+
+    // A second step whose entry carries no reason: the notification's own free text stands in.
+    const second = signedNotification(stage.server.config.gateway.serverKey, {
+      order_id: payment.order_id,
+      transaction_status: 'partial_chargeback',
+      gross_amount: '50000.00',
+      payment_type: 'credit_card',
+      status_message: 'Dispute: duplicate processing',
+      refund_amount: '30000.00',
+      refunds: [
+        { refund_chargeback_id: 1, refund_amount: '20000.00', reason },
+        { refund_chargeback_id: 2, refund_amount: '10000.00' },
+      ],
+    });
+    expect((await stage.server.api('POST', '/webhook/notification/', { body: second })).status).toBe(200);
+    const memos = (await chargebackNotes(user)).map((n: { amount: string; memo: string | null }) => [n.amount, n.memo]);
+    expect(memos.sort()).toEqual([['10000.00', 'Dispute: duplicate processing'], ['20000.00', reason]]);
   });
 
   it('a partial chargeback, then the full one: charged_back for all, one credit note for the part, no second one', async () => {

@@ -34,7 +34,7 @@ const PLANS = [
   { slug: 'inclusive', name: 'Inclusive', price: 15000, currency: 'IDR', interval: 1, interval_unit: 'month' as const, tax_behavior: 'inclusive' as const },
 ];
 const BUSINESS = { buyer_type: 'business', npwp: '09.876.543.2-109.000', name: 'PT Pembeli Jaya', address: 'Jl. Gatot Subroto No. 7, Bandung' };
-const PERSON = { buyer_type: 'individual', nik: '3171012345670001', name: 'Siti Rahayu', address: 'Jl. Merdeka 10, Surabaya' };
+const PERSON = { buyer_type: 'individual', nik: '3171015505900001', name: 'Siti Rahayu', address: 'Jl. Merdeka 10, Surabaya' };
 const START = new Date('2026-03-10T03:00:00.000Z');
 
 /** pdftotext keeps the layout; compare with runs of spaces made one. */
@@ -175,7 +175,7 @@ function taxedInvoicesIn(kind: DatabaseKind) {
     const created = await subscribe(server, user, { plan_id: 'inclusive', payment_type: 'bank_transfer' });
     const text = await textOf(server, user, `invoices/${created.body.payment.invoice_id}/pdf/`);
     expect(text).toContain('Siti Rahayu');
-    expect(text).toContain('NIK: 3171012345670001');
+    expect(text).toContain('NIK: 3171015505900001');
     expect(text).not.toContain('NPWP: 3171');
     expect(text).toMatch(/DPP Rp 13\.514/);
     expect(text).toMatch(/PPN 12% Rp 1\.487/);

@@ -76,8 +76,8 @@ describe.each(DATABASES)('PPN on invoices on %s', (kind) => {
         name: BUSINESS.name, address: BUSINESS.address, email: null,
       });
       expect((await server.api('GET', '/tax-profile/', { auth: user })).body).toEqual(saved.body);
-      const person = await putProfile({ buyer_type: 'individual', nik: '3171 0123 4567 0001', name: 'Siti', address: 'Bandung', email: 'siti@example.com' });
-      expect(person.body).toMatchObject({ buyer_type: 'individual', nik: '3171012345670001', npwp: null, nitku: null });
+      const person = await putProfile({ buyer_type: 'individual', nik: '3171 0155 0590 0001', name: 'Siti', address: 'Bandung', email: 'siti@example.com' });
+      expect(person.body).toMatchObject({ buyer_type: 'individual', nik: '3171015505900001', npwp: null, nitku: null });
     });
 
     it.each([
@@ -91,7 +91,12 @@ describe.each(DATABASES)('PPN on invoices on %s', (kind) => {
       ['a NIK of 15 digits', { buyer_type: 'individual', nik: '317101234567000', name: 'Siti', address: 'Bandung' }, 'nik'],
       ['a NIK with letters', { buyer_type: 'individual', nik: '31710123456700X1', name: 'Siti', address: 'Bandung' }, 'nik'],
       ['an individual without a NIK', { buyer_type: 'individual', name: 'Siti', address: 'Bandung' }, 'nik'],
-      ['an individual with an NPWP', { buyer_type: 'individual', nik: '3171012345670001', npwp: '0012345678091000', name: 'Siti', address: 'Bandung' }, 'npwp'],
+      // As Dukcapil writes it: the province 11-94, the birth day 01-31 (41-71 for a woman), the month 01-12.
+      ['the impossible NIK 3171019999990001 (day 99, month 99)', { buyer_type: 'individual', nik: '3171019999990001', name: 'Siti', address: 'Bandung' }, 'nik'],
+      ['a NIK of province 95', { buyer_type: 'individual', nik: '9571015505900001', name: 'Siti', address: 'Bandung' }, 'nik'],
+      ['a NIK born on day 35', { buyer_type: 'individual', nik: '3171013505900001', name: 'Siti', address: 'Bandung' }, 'nik'],
+      ['a NIK born in month 13', { buyer_type: 'individual', nik: '3171011513900001', name: 'Siti', address: 'Bandung' }, 'nik'],
+      ['an individual with an NPWP', { buyer_type: 'individual', nik: '3171015505900001', npwp: '0012345678091000', name: 'Siti', address: 'Bandung' }, 'npwp'],
       ['a blank name', { ...BUSINESS, name: '   ' }, 'name'],
     ])('refuses %s with 400 naming the field, and saves nothing', async (_what, body, field) => {
       const res = await putProfile(body);

@@ -78,14 +78,19 @@ describe.each(DATABASES)('tax round two on %s', (kind) => {
       expect(created.status, created.text).toBe(201);
       const first = await invoice(created.body.payment.invoice_id);
       expect(first).toMatchObject({ tax_amount: '16500.00', total_amount: '166500.00', tax_exported_at: null, buyer_tax_profile: { buyer_type: 'foreign', passport: 'K1234567', country: 'SGP' } });
-      // The taxed invoice names the buyer by the passport.
-      expect(await pdf(`invoices/${first.id}/pdf/`)).toContain('Passport (SGP): K1234567');
+      // The taxed invoice names the buyer by the passport, in the document's language (Bahasa by default).
+      const text = await pdf(`invoices/${first.id}/pdf/`);
+      expect(text).toContain('Paspor (SGP): K1234567');
+      expect(text).not.toContain('Passport');
     });
 
     it('an other buyer gives a document number; its country defaults to IDN', async () => {
       const saved = await putProfile({ buyer_type: 'other', document_number: 'KITAS-2C11AB1234', name: 'John Doe', address: 'Denpasar' });
       expect(saved.status, saved.text).toBe(200);
       expect(saved.body).toMatchObject({ buyer_type: 'other', document_number: 'KITAS2C11AB1234', country: 'IDN', passport: null, npwp: null });
+      const created = await subscribe(server, user, { plan_id: 'pro-tax', payment_type: 'bank_transfer' });
+      expect(created.status, created.text).toBe(201);
+      expect(await pdf(`invoices/${created.body.payment.invoice_id}/pdf/`)).toContain('Identitas lain (IDN): KITAS2C11AB1234');
     });
 
     it.each([

@@ -178,6 +178,15 @@ describe.each(DATABASES)('usage events (%s)', { timeout: 180_000 }, (kind) => {
     expect(invalid.status, invalid.text).toBe(400);
     expect(invalid.body.code).toBe('validation_error');
     expect(fields(invalid)).toEqual(['events[1].properties.gb', 'events[3].properties.users', 'events[4].properties.user']);
+    // Each refusal says what is wrong: six decimal places at most; 10^21 (and 10^13) too large, with the limit.
+    expect(invalid.body.errors[0].message).toBe('may have at most 6 decimal places');
+    expect(invalid.body.errors[1].message).toMatch(/^is too large: .*at most 1000000000000 \(10\^12\)/);
+    for (const users of [1e13, '10000000000000', '-10000000000000']) {
+      const large = await send(event({ code: 'peak_users', properties: { users } }));
+      expect(large.status, large.text).toBe(400);
+      expect(large.body.errors).toEqual([{ field: 'properties.users', message: expect.stringMatching(/^is too large: .*at most 1000000000000 \(10\^12\)/) }]);
+      expect(large.body.errors[0].message).not.toMatch(/decimal/);
+    }
     const malformed = await sendBatch([good(), { ...good(), timestamp: 'yesterday' }, { ...good(), code: undefined }]);
     expect(malformed.status, malformed.text).toBe(400);
     expect(fields(malformed)).toEqual(expect.arrayContaining(['events[1].timestamp', 'events[2].code']));

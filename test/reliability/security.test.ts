@@ -27,7 +27,7 @@ const VALID_BODIES: Record<string, unknown> = {
   createTopup: { amount: 15000, payment_type: 'qris' },
   login: { username: 'alice', password: 'whatever it is' },
   changePassword: { current_password: 'whatever it is', new_password: 'a long enough new one' },
-  putTaxProfile: { buyer_type: 'individual', nik: '3171012345670001', name: 'Alice', address: 'Jakarta' },
+  putTaxProfile: { buyer_type: 'individual', nik: '3171015505900001', name: 'Alice', address: 'Jakarta' },
   adminCancelSubscription: { reason: 'r' },
   adminPauseSubscription: { reason: 'r' },
   adminResumeSubscription: { reason: 'r' },

@@ -20,25 +20,42 @@ export const MAX_EVENT_VALUE_MICRO = 1_000_000_000_000n * MICRO;
 
 const UNITS = /^(-?)(\d{1,19})(?:\.(\d{1,6}))?$/;
 
+/** Why an event's value was refused: not a number, more than six decimal places, or past the largest value. */
+export type UnitsRefusal = 'not_a_number' | 'too_many_decimals' | 'too_large';
+
+/** The largest magnitude of an event's value, as people read it in a message. */
+export const MAX_EVENT_VALUE_TEXT = '1000000000000 (10^12)';
+
 /**
  * An event property as micro-units: a JSON number or a decimal string with at most six decimal
- * places (1e3 and other exponents are refused); null when it is not one.
+ * places (1e3 and other exponents are refused), at most MAX_EVENT_VALUE_MICRO in magnitude; or
+ * why it is not one, so that the message names what is wrong (10^13 is too large, not a matter
+ * of decimal places).
  */
-export function parseUnits(value: unknown): bigint | null {
+export function readUnits(value: unknown): { micro: bigint } | { refused: UnitsRefusal } {
   let text: string;
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return null;
+    if (!Number.isFinite(value)) return { refused: 'not_a_number' };
     text = String(value);
   } else if (typeof value === 'string') {
     text = value.trim();
   } else {
-    return null;
+    return { refused: 'not_a_number' };
   }
+  const decimal = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text);
+  if (!decimal) return { refused: /^-?\d+(\.\d+)?e\+?\d+$/i.test(text) && Number(text) >= 1e12 ? 'too_large' : 'not_a_number' };
   const m = UNITS.exec(text);
-  if (!m) return null;
+  if (decimal[3] !== undefined && decimal[3].length > 6) return { refused: 'too_many_decimals' };
+  if (!m) return { refused: 'too_large' };
   const micro = BigInt(m[2]) * MICRO + BigInt((m[3] ?? '').padEnd(6, '0') || '0');
-  if (micro > MAX_EVENT_VALUE_MICRO) return null;
-  return m[1] === '-' ? -micro : micro;
+  if (micro > MAX_EVENT_VALUE_MICRO) return { refused: 'too_large' };
+  return { micro: m[1] === '-' ? -micro : micro };
+}
+
+/** readUnits' micro-units, or null when the value is refused. */
+export function parseUnits(value: unknown): bigint | null {
+  const read = readUnits(value);
+  return 'micro' in read ? read.micro : null;
 }
 
 /** Micro-units as the shortest exact decimal text ("1250.5", "3", "-0.000001"). */

@@ -1,6 +1,6 @@
 import { Decimal } from 'decimal.js';
 import type { FieldError } from '../errors.js';
-import { isWholeUnitCurrency, parseAmountInput, type Money } from '../money.js';
+import { isWholeUnitCurrency, looksThousandsGrouped, parseAmountInput, type Money } from '../money.js';
 import { ValidationError } from '../errors.js';
 
 /*
@@ -108,6 +108,9 @@ export function checkCharge(value: unknown, currency: string, at: string): { cha
   const unitPrice = (v: unknown, field: string) => {
     const text = typeof v === 'number' ? String(v) : v;
     if (typeof text !== 'string' || !UNIT_PRICE.test(text)) err(field, 'must be a price of at least 0 with at most six decimal places');
+    // A unit price may have six decimals, so "1.500" could be one and a half rupiah or, in
+    // Indonesian writing, fifteen hundred: it is refused rather than guessed.
+    else if (looksThousandsGrouped(text)) err(field, `is ambiguous: "${text}" reads as thousands in Indonesian writing; write ${text.replace(/[.,]/g, '')} for that many rupiah, or ${text}0 for a fraction of one`);
   };
   const properties: ChargeProperties = {};
   switch (c.model) {

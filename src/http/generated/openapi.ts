@@ -2125,10 +2125,14 @@ export interface components {
          */
         Money: string;
         /**
-         * @description An amount in a request body, as a JSON number or a decimal string. More than two
-         *     decimal places, or any decimals for IDR, answer `400`. Money is exact or refused: a
-         *     JSON number is read from its text, never through a float, so `20000.000000000001`
-         *     answers `400` and is not rounded to `20000.00`.
+         * @description An amount in a request body, as a JSON number or a decimal string, in whole rupiah for
+         *     IDR. More than two decimal places, or any sen for IDR, answer `400` naming the field.
+         *     The dot is the decimal point, never a thousands separator: `"50.000"` (and the JSON
+         *     number `50.000`) is not fifty thousand and answers `400` saying to write `50000`;
+         *     `"1.000.000"` and `"50,000"` alike. Two decimals of zeros (`"150000.00"`, the form of
+         *     every answer) are accepted. Money is exact or refused: a JSON number is read from its
+         *     text, never through a float, so `20000.000000000001` answers `400` and is not rounded
+         *     to `20000.00`.
          */
         AmountInput: number | string;
         /**
@@ -3866,7 +3870,12 @@ export interface components {
             npwp?: string;
             /** @description A business's place of business, 22 digits, not all zeros; defaults to the NPWP and `000000`. */
             nitku?: string;
-            /** @description An individual's NIK, 16 digits, not all zeros. */
+            /**
+             * @description An individual's NIK as Dukcapil writes it (separators dropped): 16 digits, the
+             *     province code (digits 1-2) from 11 to 94, the birth date DDMMYY (digits 7-12) with
+             *     the day 01-31 (41-71 for a woman) and the month 01-12. Anything else answers `400`
+             *     naming `nik`.
+             */
             nik?: string;
             /** @description A foreign buyer's passport number, 3 to 30 letters and digits. */
             passport?: string;
@@ -4692,7 +4701,8 @@ export interface components {
         };
         AdminWalletAdjustRequest: {
             /**
-             * @description Signed decimal; positive credits the wallet, negative debits it.
+             * @description Signed decimal; positive credits the wallet, negative debits it. Whole rupiah, as for
+             *     every amount (`AmountInput`): `"-25.000"` is refused (`400`), write `-25000`.
              * @example -25000
              */
             amount: string;

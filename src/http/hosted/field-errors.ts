@@ -23,7 +23,7 @@ const RULES: Rule[] = [
   { pattern: /^must be at least (\d+(?:\.\d+)?) ([A-Z]{3})$/, key: 'field.amount_min', vars: (m) => ({ amount: rupiah(m[1]!, m[2]!) }) },
   { pattern: /^must be at most (\d+(?:\.\d+)?) ([A-Z]{3})$/, key: 'field.amount_max', vars: (m) => ({ amount: rupiah(m[1]!, m[2]!) }) },
   { pattern: /^must be greater than zero$/, key: 'field.amount_positive' },
-  { pattern: /^(may have at most two decimal places|must be a whole amount for [A-Z]{3})$/, key: 'field.amount_whole' },
+  { pattern: /^(may have at most two decimal places$|must be written (in whole|without) )/, key: 'field.amount_whole' },
   { pattern: /^must be a whole number from 1 to (\d+)$/, key: 'field.quantity_range', vars: (m) => ({ max: m[1]! }) },
   { pattern: /^(must be a decimal number|must be a number or a decimal string|must be a finite number|is out of range|is too long)$/, key: 'field.amount_not_a_number' },
 ];

@@ -8,6 +8,8 @@ import { subscriptionStates } from '../../domain/states/subscription-states.js';
 import { taxInvoice } from '../../domain/tax.js';
 import { parseTypedAmount } from '../../domain/typed-amount.js';
 import { creditNotePdf } from '../../services/documents/credit-note-pdf.js';
+import { lineWordsFor } from '../../services/documents/line-words.js';
+import { ledgerDescription } from '../../services/wallet/ledger-words.js';
 import { invoicePdf, type PdfFile } from '../../services/documents/invoice-pdf.js';
 import { createCheckoutSession } from '../../services/hosted/hosted-sessions.js';
 import { portalOverview, type PortalOverview } from '../../services/hosted/portal.js';
@@ -252,6 +254,8 @@ async function renderPortal(page: PageRequest, opts: RenderOptions = {}): Promis
   const { t, format } = page;
   let { error = null, status = 200 } = opts;
   const overview = await portalOverview(page.services, page.session.user);
+  // Ledger entries in the page's language, by the documents' one catalogue of line words.
+  const pageWords = lineWordsFor({ locale: page.lang === 'en' ? 'en-US' : 'id-ID', timeZone: page.deps.config.documents.timeZone });
   const sub = subscriptionView(page, overview);
   const pending = overview.pendingPayment;
   let preview = null;
@@ -330,7 +334,7 @@ async function renderPortal(page: PageRequest, opts: RenderOptions = {}): Promis
       })),
       wallet: {
         balance: format.money(overview.wallet.balance, overview.wallet.currency),
-        ledger: overview.ledger.map((e) => ({ date: format.dateTime(e.createdAt), kind: t(`ledger.${e.kind}`), description: e.description, amount: format.money(e.amount, overview.wallet.currency) })),
+        ledger: overview.ledger.map((e) => ({ date: format.dateTime(e.createdAt), kind: t(`ledger.${e.kind}`), description: ledgerDescription(pageWords, e, overview.ledgerSubjects), amount: format.money(e.amount, overview.wallet.currency) })),
       },
       returnUrl: page.session.returnUrl,
     },

@@ -217,9 +217,10 @@ export async function issueRefundCreditNotes(ctx: DataContext, payment: Payment)
  * partial chargeback raises the total). NOTE: like those refunds, a chargeback can pay out to the
  * card what a wallet credit of this payment already gave back and documented (reverse-payment.ts
  * takes it back from the wallet): the payment's notes never exceed its gross, so that part gets
- * no second note. A full chargeback opens the invoice again instead and issues none.
+ * no second note. A full chargeback opens the invoice again instead and issues none. `reason`:
+ * the issuer's free text (the step's `refunds[]` reason, else the message's status_message).
  */
-export async function issueChargebackCreditNotes(ctx: DataContext, payment: Payment): Promise<string[]> {
+export async function issueChargebackCreditNotes(ctx: DataContext, payment: Payment, reason: string | null = null): Promise<string[]> {
   if (!payment.paidAt || !payment.invoice) return [];
   await ctx.em.populate(payment, ['invoice']);
   const notes = await ctx.em.find(CreditNote, { payment });
@@ -231,7 +232,9 @@ export async function issueChargebackCreditNotes(ctx: DataContext, payment: Paym
     reason: 'chargeback',
     amount: owed,
     walletTransaction: null,
-    memo: null,
+    // The issuer's own words for the dispute, as the gateway passed them on: the customer's
+    // document says why the money went back, as a refund's says the refund's reason.
+    memo: reason,
     lines: [{
         description: `Chargeback of payment ${payment.orderId} by the card's issuer (invoice ${payment.invoice.number}), ${payment.chargebackAmount} in all`,
         subject: { type: 'chargeback', order: payment.orderId, invoice: payment.invoice.number, total: payment.chargebackAmount },

@@ -63,9 +63,9 @@ export function buyerOf(user: User, details: Record<string, string> | null | und
       [labels.document.taxId, profile.npwp],
       [labels.document.nitku, profile.nitku],
     ] as [string, string | null][],
-    // Passports and other documents are named by the document type Coretax uses, with the country.
-    foreign: [[`Passport${profile.country ? ` (${profile.country})` : ''}`, profile.passport ?? null]] as [string, string | null][],
-    other: [[`ID${profile.country ? ` (${profile.country})` : ''}`, profile.document_number ?? null]] as [string, string | null][],
+    // Passports and other documents are named in the document's language, with the country.
+    foreign: [[`${labels.document.passport}${profile.country ? ` (${profile.country})` : ''}`, profile.passport ?? null]] as [string, string | null][],
+    other: [[`${labels.document.otherId}${profile.country ? ` (${profile.country})` : ''}`, profile.document_number ?? null]] as [string, string | null][],
   }[profile.buyer_type];
   const lines = [
     ...profile.address.split(/\r?\n/),

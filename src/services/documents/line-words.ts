@@ -94,6 +94,10 @@ export function lineWordsFor(settings: LocaleSettings): LineWords {
           const [order, invoice, start, end] = [text('order'), text('invoice'), text('start'), text('end')];
           return order && invoice && start && end ? words.periodPassed(order, invoice, format.day(start), format.day(end)) : description;
         }
+        case 'support_credit':
+          return words.supportCredit;
+        case 'support_debit':
+          return words.supportDebit;
         default:
           return description;
       }

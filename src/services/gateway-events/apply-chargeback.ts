@@ -7,7 +7,7 @@ import { notify } from '../notifications/notify.js';
 import { paymentSummaryData, topupSummaryData } from '../notifications/payloads.js';
 import { withdrawFunds } from '../subscription-rules/period-funds.js';
 import type { GatewayEvent } from './gateway-event.js';
-import { chargebackSteps } from './natural-order.js';
+import { chargebackReasons, chargebackSteps } from './natural-order.js';
 import { forgetDisputedCard } from './saved-card.js';
 import { chargedBackOfTopup, debitTopup, heldOfPayment, takeBackPayment, takeBackTopup, takeBackWalletCredits } from './reverse-payment.js';
 import { CHARGEBACK_OVERLAP_REFERENCE, TOPUP_CHARGEBACK_REFERENCE } from '../wallet/take-back-references.js';
@@ -39,12 +39,20 @@ function whatIsTaken(total: Money | null, full: boolean, left: Money, earlier: M
   return isPositive(more) ? { all: false, total, more } : null;
 }
 
+/** One step of a chargeback: its running total, whether it takes all that is left, and the issuer's free-text reason. */
+interface Step {
+  total: Money | null;
+  full: boolean;
+  reason: string | null;
+}
+
 /** The chargeback's steps, each with whether it takes all that is left (the last one of a full `chargeback`). */
-function stepsOf(event: GatewayEvent): { total: Money | null; full: boolean }[] {
+function stepsOf(event: GatewayEvent): Step[] {
   const steps = chargebackSteps(event);
+  const reasons = chargebackReasons(event);
   const full = event.transactionStatus === 'chargeback';
-  if (steps.length === 0) return [{ total: null, full }];
-  return steps.map((total, i) => ({ total, full: full && i === steps.length - 1 }));
+  if (steps.length === 0) return [{ total: null, full, reason: null }];
+  return steps.map((total, i) => ({ total, full: full && i === steps.length - 1, reason: reasons[i] ?? null }));
 }
 
 /** A subscription payment's chargeback, inside applyGatewayEvent's transaction (subscription and payment locked). */
@@ -55,7 +63,7 @@ export async function applyPaymentChargeback(ctx: DataContext, payment: Payment,
   return changes;
 }
 
-async function applyPaymentChargebackStep(ctx: DataContext, payment: Payment, event: GatewayEvent, step: { total: Money | null; full: boolean }, at: Date): Promise<string[]> {
+async function applyPaymentChargebackStep(ctx: DataContext, payment: Payment, event: GatewayEvent, step: Step, at: Date): Promise<string[]> {
   // Only money we still hold can be taken: a payment reversed, refunded or charged back already is left alone.
   if (payment.status !== 'settled' && payment.status !== 'partially_refunded') return [];
   const taken = whatIsTaken(step.total, step.full, subtract(payment.grossAmount, payment.refundedAmount), payment.chargebackAmount);
@@ -74,7 +82,7 @@ async function applyPaymentChargebackStep(ctx: DataContext, payment: Payment, ev
       description: `Partial chargeback of payment ${payment.orderId} (${taken.total} in all) paid out what its wallet credit had already given back: taken back`,
     })),
   );
-  changes.push(...(await issueChargebackCreditNotes(ctx, payment)));
+  changes.push(...(await issueChargebackCreditNotes(ctx, payment, step.reason)));
   notify(ctx, payment.user, 'payment_charged_back', { ...paymentSummaryData(payment), chargeback_amount: taken.total, fully_charged_back: false });
   return changes;
 }
@@ -86,7 +94,7 @@ export async function applyTopupChargeback(ctx: DataContext, topup: Topup, event
   return changes;
 }
 
-async function applyTopupChargebackStep(ctx: DataContext, topup: Topup, event: GatewayEvent, step: { total: Money | null; full: boolean }, at: Date): Promise<string[]> {
+async function applyTopupChargebackStep(ctx: DataContext, topup: Topup, event: GatewayEvent, step: Step, at: Date): Promise<string[]> {
   if (topup.status !== 'success') return [];
   const taken = whatIsTaken(step.total, step.full, subtract(topup.amount, topup.refundedAmount), await chargedBackOfTopup(ctx, topup));
   if (taken === null) return [];

@@ -40,4 +40,6 @@ export interface GatewayEntry {
   /** refund_chargeback_id: the gateway's sequence over the order's refunds and chargebacks. */
   id?: number | null;
   createdAt?: string | null;
+  /** The entry's free text (`reason`): why the issuer took the money back, for a chargeback. */
+  reason?: string | null;
 }

@@ -28,6 +28,7 @@ export function eventFromPayload(payload: Record<string, unknown>, opts: { verif
           amount: str(r.refund_amount)!,
           id: typeof r.refund_chargeback_id === 'number' && Number.isSafeInteger(r.refund_chargeback_id) ? r.refund_chargeback_id : null,
           createdAt: str(r.created_at),
+          reason: typeof r.reason === 'string' && r.reason.trim() !== '' ? r.reason.trim().slice(0, 500) : null,
         }))
     : [];
   return {

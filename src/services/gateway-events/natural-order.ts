@@ -84,12 +84,13 @@ function inOrder(entries: readonly GatewayEntry[]): GatewayEntry[] {
  * dispute's steps are the latest entries that add up to the reported total, and the entries
  * before them are refunds; when no latest entries add up to it (a payload that lists nothing, or
  * something else), the reported total is one step and no refund is read from the message.
+ * Each step keeps the issuer's free-text reason (chargebackReasons).
  */
-export function readDispute(event: GatewayEvent): { steps: Money[]; refundsBefore: GatewayEntry[] } {
+export function readDispute(event: GatewayEvent): { steps: Money[]; refundsBefore: GatewayEntry[]; reasons: (string | null)[] } {
   const reported = event.refundAmount !== null && isDecimalText(event.refundAmount) ? money(event.refundAmount) : null;
   const entries = inOrder(event.refunds);
   const total = reported ?? (entries.length > 0 ? add(...entries.map((e) => money(e.amount))) : null);
-  if (total === null || !isPositive(total)) return { steps: [], refundsBefore: [] };
+  if (total === null || !isPositive(total)) return { steps: [], refundsBefore: [], reasons: [] };
   let sum = money(0);
   for (let i = entries.length - 1; i >= 0; i--) {
     sum = add(sum, money(entries[i]!.amount));
@@ -102,15 +103,30 @@ export function readDispute(event: GatewayEvent): { steps: Money[]; refundsBefor
         running = add(running, money(e.amount));
         steps.push(running);
       }
-      return { steps, refundsBefore: entries.slice(0, i) };
+      return { steps, refundsBefore: entries.slice(0, i), reasons: entries.slice(i).map((e) => e.reason ?? messageText(event)) };
     }
   }
-  return { steps: [total], refundsBefore: [] };
+  return { steps: [total], refundsBefore: [], reasons: [entries.at(-1)?.reason ?? messageText(event)] };
 }
 
 /** The running totals charged back, step by step, that a chargeback message proves (readDispute). */
 export function chargebackSteps(event: GatewayEvent): Money[] {
   return readDispute(event).steps;
+}
+
+/** The message's own free text (`status_message`), for a step whose entry gives no reason. */
+function messageText(event: GatewayEvent): string | null {
+  const text = event.raw.status_message;
+  return typeof text === 'string' && text.trim() !== '' ? text.trim() : null;
+}
+
+/**
+ * The issuer's free-text reason for each step of chargebackSteps: its `refunds[]` entry's
+ * `reason`, else the message's `status_message`; null when the gateway wrote none. Kept as the
+ * credit note's memo (docs/gateway.md, "Chargebacks").
+ */
+export function chargebackReasons(event: GatewayEvent): (string | null)[] {
+  return readDispute(event).reasons;
 }
 
 /**

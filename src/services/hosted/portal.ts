@@ -1,5 +1,5 @@
 import type { CreditNote } from '../../db/entities/credit-note.js';
-import type { Invoice } from '../../db/entities/invoice.js';
+import type { Invoice, LineSubject } from '../../db/entities/invoice.js';
 import { Payment } from '../../db/entities/payment.js';
 import { Plan } from '../../db/entities/plan.js';
 import { Subscription } from '../../db/entities/subscription.js';
@@ -11,6 +11,7 @@ import { listCreditNotes } from '../credit-notes/list-credit-notes.js';
 import { listInvoices } from '../invoices/list-invoices.js';
 import { currentUsage, type CurrentUsage } from '../usage/current-usage.js';
 import { listWalletTransactions } from '../wallet/list-wallet-transactions.js';
+import { ledgerSubjects } from '../wallet/ledger-words.js';
 import { getOrCreateWallet } from '../wallet/wallet-ledger.js';
 
 /** How many of each list the portal shows: the latest, as a statement would. */
@@ -27,6 +28,8 @@ export interface PortalOverview {
   creditNotes: CreditNote[];
   wallet: Wallet;
   ledger: WalletTransaction[];
+  /** What ledger entries are, where known, so that a page words them in its language (wallet/ledger-words.ts). */
+  ledgerSubjects: Map<string, LineSubject>;
   /** What the live subscription's coming invoice will bill for usage so far; null when its plan has no charges. */
   usage: CurrentUsage | null;
 }
@@ -51,5 +54,6 @@ export async function portalOverview(ctx: DataContext, user: User): Promise<Port
     await listWalletTransactions(ctx, user, page),
   ];
   const usage = live && subscription.plan.charges.length > 0 ? await currentUsage(ctx, subscription) : null;
-  return { subscription, pendingPayment, otherPlans, invoices: invoices.items, creditNotes: creditNotes.items, wallet, ledger: ledger.items, usage };
+  const subjects = await ledgerSubjects(ctx.em, ledger.items);
+  return { subscription, pendingPayment, otherPlans, invoices: invoices.items, creditNotes: creditNotes.items, wallet, ledger: ledger.items, ledgerSubjects: subjects, usage };
 }

@@ -5,7 +5,7 @@ import { hotRows } from '../../db/hot-sql.js';
 import { toDate } from '../../db/row-fields.js';
 import type { SubscriptionStatus } from '../../db/entities/subscription.js';
 import { DomainError, UsageEventRefusedError, ValidationError, type FieldError, type UsageEventRefusal } from '../../domain/errors.js';
-import { NUMERIC_AGGREGATIONS, matchesFilters, parseUnits, type MetricAggregation } from '../../domain/usage/aggregation.js';
+import { MAX_EVENT_VALUE_TEXT, NUMERIC_AGGREGATIONS, matchesFilters, readUnits, type MetricAggregation, type UnitsRefusal } from '../../domain/usage/aggregation.js';
 import type { PlanCharge } from '../../domain/usage/charge-models.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 import type { DataContext } from '../context.js';
@@ -156,6 +156,13 @@ function parse(input: UsageEventInput, now: Date): Parsed {
   return { input, timestamp, properties, propertiesJson, bodyHash };
 }
 
+/** Each refusal of an event's value says what is wrong with it. */
+const UNITS_MESSAGES: Record<UnitsRefusal, string> = {
+  not_a_number: 'must be a number, or a decimal string with at most 6 decimal places',
+  too_many_decimals: 'may have at most 6 decimal places',
+  too_large: `is too large: an event's value is at most ${MAX_EVENT_VALUE_TEXT} in magnitude`,
+};
+
 interface Refusal {
   code: UsageEventRefusal;
   index: number;
@@ -167,9 +174,9 @@ function valueOf(metric: MetricRow, properties: Record<string, unknown>, field: 
   if (metric.field === null || metric.aggregation === 'count') return { valueMicro: null, uniqueValue: null };
   const raw = properties[metric.field];
   if (NUMERIC_AGGREGATIONS.includes(metric.aggregation)) {
-    const valueMicro = parseUnits(raw);
-    if (valueMicro === null) return { field: field(`properties.${metric.field}`), message: 'must be a number, or a decimal string with at most 6 decimal places' };
-    return { valueMicro, uniqueValue: null };
+    const read = readUnits(raw);
+    if ('refused' in read) return { field: field(`properties.${metric.field}`), message: UNITS_MESSAGES[read.refused] };
+    return { valueMicro: read.micro, uniqueValue: null };
   }
   const text = typeof raw === 'string' ? raw : typeof raw === 'number' && Number.isFinite(raw) ? String(raw) : null;
   if (text === null || text.length > MAX_UNIQUE_VALUE_LENGTH) {

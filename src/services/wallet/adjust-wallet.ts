@@ -5,6 +5,7 @@ import { add, parseAmountInput, subtract } from '../../domain/money.js';
 import type { Actor } from '../audit/actor.js';
 import { recordAuditEvent } from '../audit/record-audit-event.js';
 import type { DataContext } from '../context.js';
+import { SUPPORT_WORDS } from './ledger-words.js';
 import { getOrCreateWallet, postWalletEntry } from './wallet-ledger.js';
 
 export interface WalletAdjustmentInput {
@@ -53,7 +54,7 @@ export async function adjustWallet(
         currency: ctx.config.walletCurrency,
         source: 'adjustment',
         referenceId: reference === null ? null : `adjustment:${reference}`,
-        description: description ?? (negative ? 'Debit by support' : 'Credit from support'),
+        description: description ?? SUPPORT_WORDS[negative ? 'debit' : 'credit'],
       },
     );
     if (!alreadyApplied) {

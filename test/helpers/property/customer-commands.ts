@@ -808,7 +808,7 @@ function shuffled<T>(items: T[], seed: number): T[] {
 /** Buyer identities a customer may give for their fakturs (a late profile, given only now, included). */
 const BUYERS = {
   business: { buyer_type: 'business', npwp: '0123456789012345', name: 'PT Properti', address: 'Jl. Uji No. 1, Jakarta' },
-  individual: { buyer_type: 'individual', nik: '3171234567890123', name: 'Uji Properti', address: 'Jl. Uji No. 2, Bandung' },
+  individual: { buyer_type: 'individual', nik: '3171234101900123', name: 'Uji Properti', address: 'Jl. Uji No. 2, Bandung' },
   foreign: { buyer_type: 'foreign', passport: 'X1234567', country: 'SGP', name: 'Test Buyer', address: '1 Test Road, Singapore' },
 } as const;
 

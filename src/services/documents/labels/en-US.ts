@@ -12,6 +12,8 @@ export const EN_US: Labels = {
     taxId: 'Tax ID',
     nitku: 'NITKU',
     nik: 'NIK',
+    passport: 'Passport',
+    otherId: 'ID',
     columns: { description: 'Description', quantity: 'Qty', unitPrice: 'Unit price', amount: 'Amount' },
     page: 'Page {page} of {pages}',
     amountsIn: (currency) => `Amounts in ${currency}`,

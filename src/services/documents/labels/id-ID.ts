@@ -22,6 +22,8 @@ export const ID_ID: Labels = {
     taxId: 'NPWP',
     nitku: 'NITKU',
     nik: 'NIK',
+    passport: 'Paspor',
+    otherId: 'Identitas lain',
     columns: { description: 'Deskripsi', quantity: 'Jml', unitPrice: 'Harga Satuan', amount: 'Jumlah' },
     page: 'Halaman {page} dari {pages}',
     amountsIn: (currency) => `Jumlah dalam ${currency}`,

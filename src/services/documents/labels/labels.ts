@@ -28,6 +28,9 @@ export interface Labels {
     taxId: string;
     nitku: string;
     nik: string;
+    /** A foreign buyer's passport and another buyer's identity document, with the country when known. */
+    passport: string;
+    otherId: string;
     columns: { description: string; quantity: string; unitPrice: string; amount: string };
     /** The page number at the foot; `{page}` and `{pages}` are filled in when the page is drawn. */
     page: string;

@@ -12,6 +12,8 @@ export const LINES_EN_US: LineLabels = {
   refund: (refund, order, invoice) => `Refund ${refund} of payment ${order} (invoice ${invoice})`,
   unusableSettlement: (order, invoice, why) => `Payment ${order} could not be used${why ? ` (${why})` : ''} (invoice ${invoice}): credited to the wallet`,
   periodPassed: (order, invoice, start, end) => `Payment ${order} arrived after its period ${start} to ${end} had ended (invoice ${invoice}): credited to the wallet`,
+  supportCredit: 'Credit from support',
+  supportDebit: 'Debit by support',
   unusableWhy: {
     invoice_already_paid: 'its invoice was already paid',
     invoice_void: 'its invoice was void',

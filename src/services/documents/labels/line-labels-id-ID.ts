@@ -14,6 +14,8 @@ export const LINES_ID_ID: LineLabels = {
   refund: (refund, order, invoice) => `Pengembalian dana ${refund} atas pembayaran ${order} (tagihan ${invoice})`,
   unusableSettlement: (order, invoice, why) => `Pembayaran ${order} tidak dapat digunakan${why ? ` (${why})` : ''} (tagihan ${invoice}): dikreditkan ke dompet`,
   periodPassed: (order, invoice, start, end) => `Pembayaran ${order} diterima setelah periode ${start} s.d. ${end} berakhir (tagihan ${invoice}): dikreditkan ke dompet`,
+  supportCredit: 'Kredit dari tim dukungan',
+  supportDebit: 'Debit oleh tim dukungan',
   unusableWhy: {
     invoice_already_paid: 'tagihannya sudah dibayar',
     invoice_void: 'tagihannya sudah dibatalkan',

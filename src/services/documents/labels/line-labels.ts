@@ -31,6 +31,9 @@ export interface LineLabels {
   usage: (metric: string, units: string) => string;
   /** A line's words with the period it covers, the days formatted (a faktur line names both). */
   during: (words: string, start: string, end: string) => string;
+  /** A support adjustment of the wallet that staff gave no words of their own. */
+  supportCredit: string;
+  supportDebit: string;
   /** Why a settlement could not be used, by its code (an unknown code is shown as it is). */
   unusableWhy: Record<string, string>;
 }
