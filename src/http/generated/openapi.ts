@@ -2797,7 +2797,7 @@ export interface components {
             subscription: components["schemas"]["Subscription"];
             /** @description The first payment; null when the subscription starts with a trial. */
             payment: components["schemas"]["Payment"] | components["schemas"]["NullValue"];
-            /** @description A trial subscribed with `credit_card`, the card's pre-authorisation; null otherwise. */
+            /** @description A trial, or a first period a promotion code makes free, subscribed with `credit_card`, the card's pre-authorisation; null otherwise. */
             card_authorization: components["schemas"]["CardAuthorization"] | components["schemas"]["NullValue"];
         };
         CancelSubscriptionRequest: {
