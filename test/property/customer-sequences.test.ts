@@ -27,6 +27,7 @@ import {
   WrongKeyRun,
 } from '../helpers/property/customer-commands.js';
 import { startWorld, type World } from '../helpers/property/customer-world.js';
+import { SwitchMethod } from '../helpers/property/held-codes-and-switches.js';
 import { runCustomerSequences, runMoves } from '../helpers/property/run-customer-sequences.js';
 
 /*
@@ -157,6 +158,27 @@ describe.each(DATABASES)('customer sequences on %s', (kind) => {
         new WrongKeyRun(31, 1, false),
         new Cancel(true),
       ]);
+    });
+    // Long seed 15345 (PROPERTY_PATH "215:1:4:5:5:4:5", replayPath "GBS:F"): a change with a
+    // 25 % code left pending, the period's own payment reversed, then the change's payment
+    // settled: the change could no longer apply and its money went to the wallet, but its paid
+    // invoice kept the discount while the code was given back. A paid invoice keeps its code now.
+    it('a change with a code, the first payment reversed, then the change paid: the paid invoice keeps its code', async () => {
+      await runMoves(world, [new Subscribe('p-weekly', 'bank_transfer'), new Pay(0, 'settle'), new ChangePlan('p-cheap', true, 'prop25'), new Reverse(0), new Pay(0, 'settle')]);
+    });
+  });
+
+  describe('codes held by unpaid payments and switches of method (issue 59), as sequences', () => {
+    // Both depend on fixes made beside this model: a code given back when its only payment
+    // expires or is canceled unpaid, and a switch of method that leaves a subscription pending.
+    it('a code typed at subscribe, its payment left to expire: the code is given back', async () => {
+      await runMoves(world, [new Subscribe('p-cheap', 'bank_transfer', 'proplimited'), new Pay(0, 'expire')]);
+    });
+    it('a code typed at subscribe, its payment canceled: the code is given back', async () => {
+      await runMoves(world, [new Subscribe('p-dear', 'gopay', 'prop25'), new Pay(0, 'cancel')]);
+    });
+    it('a new customer switches from GoPay to QRIS, then to a Permata account: never past_due, never told it failed', async () => {
+      await runMoves(world, [new Subscribe('p-cheap', 'gopay'), new SwitchMethod('qris'), new SwitchMethod('permata'), new Pay(0, 'settle')]);
     });
   });
 

@@ -651,17 +651,20 @@ export interface paths {
         put?: never;
         /**
          * Charge a subscription's open invoice
-         * @description Creates a new payment for the subscription's oldest open invoice, by default with the
-         *     subscription's payment type (a saved card is charged as a customer-initiated
-         *     transaction). `payment_type` pays it another way this time, and `token` pays with a new
-         *     card, which becomes the subscription's saved card once the gateway confirms it. Earlier
-         *     pending payments of that invoice are cancelled at the gateway. No open invoice answers
-         *     `409` `nothing_due`; a subscription that cannot be charged (a card subscription with no
-         *     saved card and no `token`) answers `409` `invalid_state`. A subscription's first invoice
-         *     priced with a promotion code whose earlier order expired or was canceled unpaid gave
-         *     the code back then; paying it again counts the code again, and answers `422`
-         *     `promotion_code_invalid` (`exhausted`) when its last use has been taken since (subscribe
-         *     again, without the code or with another).
+         * @description Creates a new payment for the subscription's oldest open invoice, or for the invoice
+         *     named by `invoice_id`, by default with the subscription's payment type (a saved card is
+         *     charged as a customer-initiated transaction). `payment_type` pays it another way this
+         *     time, and `token` pays with a new card, which becomes the subscription's saved card once
+         *     the gateway confirms it. Earlier pending payments of that invoice are cancelled at the
+         *     gateway. An open invoice stays payable whatever became of its subscription: once the
+         *     subscription has ended (a usage-only invoice left after a cancellation), the payment
+         *     pays that invoice alone and revives nothing. No open invoice (or a named invoice that is
+         *     paid or void) answers `409` `nothing_due`; an ended subscription with nothing open, or a
+         *     card payment with no saved card and no `token`, answers `409` `invalid_state`. A
+         *     subscription's first invoice priced with a promotion code whose earlier order expired or
+         *     was canceled unpaid gave the code back then; paying it again counts the code again, and
+         *     answers `422` `promotion_code_invalid` (`exhausted`) when its last use has been taken
+         *     since (subscribe again, without the code or with another).
          */
         post: operations["chargeSubscription"];
         delete?: never;
@@ -2881,7 +2884,7 @@ export interface components {
             subscription: components["schemas"]["Subscription"];
             /** @description The first payment; null when the subscription starts with a trial. */
             payment: components["schemas"]["Payment"] | components["schemas"]["NullValue"];
-            /** @description A trial subscribed with `credit_card`, the card's pre-authorisation; null otherwise. */
+            /** @description A trial, or a first period a promotion code makes free, subscribed with `credit_card`, the card's pre-authorisation; null otherwise. */
             card_authorization: components["schemas"]["CardAuthorization"] | components["schemas"]["NullValue"];
         };
         CancelSubscriptionRequest: {
@@ -3666,13 +3669,23 @@ export interface components {
             previous: string | null;
             results: components["schemas"]["Payment"][];
         };
+        /**
+         * @description Names the subscription, the invoice, or both (then the invoice must be the
+         *     subscription's); naming neither answers `400`.
+         */
         ChargeRequest: {
             /**
              * Format: uuid
-             * @description One of the current user's subscriptions.
+             * @description One of the current user's subscriptions; its oldest open invoice is paid.
              * @example 9d2e4f6a-8b1c-4d3e-a5f7-0b9c8d7e6f5a
              */
-            subscription_id: string;
+            subscription_id?: string;
+            /**
+             * Format: uuid
+             * @description One of the current user's invoices, open, to pay whatever became of its subscription.
+             * @example e7b1d3f5-9a2c-4e6b-8d0f-1a3c5e7b9d2f
+             */
+            invoice_id?: string;
             payment_type?: components["schemas"]["PaymentType"];
             /**
              * @description A new card token from the gateway's card tokenisation (implies `credit_card`). The

@@ -23,6 +23,7 @@ export const paymentHandlers: OperationHandlers = {
   async chargeSubscription(req) {
     const payment = await chargeSubscription(req.services, requireUser(req), {
       subscriptionId: req.body.subscription_id,
+      invoiceId: req.body.invoice_id,
       paymentType: req.body.payment_type,
       token: req.body.token,
       bank: req.body.metadata?.bank,

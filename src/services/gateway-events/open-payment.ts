@@ -3,6 +3,7 @@ import { Payment } from '../../db/entities/payment.js';
 import type { PaymentType, Subscription } from '../../db/entities/subscription.js';
 import type { User } from '../../db/entities/user.js';
 import { isPositive } from '../../domain/money.js';
+import { LIVE_SUBSCRIPTION_STATUSES } from '../../domain/states/subscription-states.js';
 import type { DataContext } from '../context.js';
 import { postWalletEntry } from '../wallet/wallet-ledger.js';
 import { applyGatewayEvent } from './apply-gateway-event.js';
@@ -14,7 +15,7 @@ export interface OpenPaymentInput {
   /** The payment's id when the caller must name it before it exists (a pending plan change). */
   id?: string;
   user: User;
-  /** The invoice's subscription; the payment names it unless the invoice is a usage invoice (its lines loaded). */
+  /** The invoice's subscription; the payment names it unless the invoice is a usage invoice (its lines loaded) or the subscription ended. */
   subscription: Subscription;
   invoice: Invoice;
   paymentType: PaymentType;
@@ -40,8 +41,10 @@ export async function openPayment(ctx: DataContext, input: OpenPaymentInput): Pr
     ...(input.id ? { id: input.id } : {}),
     orderId: newSubscriptionOrderId(),
     user: input.user,
-    // A usage invoice's payment names no subscription, however it is made (isUsageInvoice).
-    subscription: isUsageInvoice(input.invoice) ? null : input.subscription,
+    // A usage invoice's payment names no subscription, however it is made (isUsageInvoice), nor
+    // does a payment made after its subscription ended: either pays its invoice and nothing else
+    // (settlement-purchase.ts), never reviving, renewing or changing a subscription.
+    subscription: isUsageInvoice(input.invoice) || !LIVE_SUBSCRIPTION_STATUSES.includes(input.subscription.status) ? null : input.subscription,
     invoice: input.invoice,
     status: 'pending',
     paymentType: nothingOwed ? 'wallet' : input.paymentType,

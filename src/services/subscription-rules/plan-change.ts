@@ -111,8 +111,9 @@ export async function applyPaidPlanChange(ctx: DataContext, payment: Payment): P
   const current = pending && pending.payment_id === payment.id && sub.pendingChangePlan && subscriptionActions.can(sub, 'change_plan')
     && pending.prior_period_end === (sub.currentPeriodEnd?.toISOString() ?? null);
   if (!current) {
-    // Paid too late for its change (replaced, or the period renewed since): the change is over.
-    if (pending?.payment_id === payment.id) await forgetPendingChange(ctx, sub);
+    // Paid too late for its change (the period it was priced against was taken back or renewed
+    // since): the change is over, but its invoice is paid, the code it redeemed spent.
+    if (pending?.payment_id === payment.id) await forgetPendingChange(ctx, sub, true);
     return creditUnusedChangePayment(ctx, payment);
   }
   const plan = await ctx.em.findOneOrFail(Plan, sub.pendingChangePlan!.id);

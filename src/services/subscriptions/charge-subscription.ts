@@ -4,7 +4,7 @@ import { Payment } from '../../db/entities/payment.js';
 import type { PaymentType, Subscription } from '../../db/entities/subscription.js';
 import type { EntityManager } from '@mikro-orm/core';
 import type { User } from '../../db/entities/user.js';
-import { DomainError, InvalidStateError, ValidationError } from '../../domain/errors.js';
+import { DomainError, InvalidStateError, NotFoundError, ValidationError } from '../../domain/errors.js';
 import { subscriptionActions } from '../../domain/states/subscription-actions.js';
 import type { Bank } from '../../gateway/types.js';
 import type { ServiceContext } from '../context.js';
@@ -20,7 +20,10 @@ import { retryingTransaction } from '../common/retrying-transaction.js';
 import { holdRedemptionAgain } from '../coupons/redemption-hold.js';
 
 export interface ChargeSubscriptionInput {
-  subscriptionId: string;
+  /** The subscription whose oldest open invoice is paid (or the named invoice's subscription). */
+  subscriptionId?: string;
+  /** Pays this open invoice, whatever became of its subscription. */
+  invoiceId?: string;
   /** Pay this time another way than the subscription's payment type. */
   paymentType?: PaymentType;
   /** A new card token (implies credit_card); it becomes the saved card once its charge succeeds. */
@@ -37,10 +40,11 @@ export interface ChargeSubscriptionInput {
  * customer-initiated transaction (docs/gateway.md); only renewals are merchant-initiated.
  */
 export async function chargeSubscription(ctx: ServiceContext, user: User, input: ChargeSubscriptionInput): Promise<Payment> {
-  const { subscriptionId, paymentType: askedType, token, bank } = input;
+  const { paymentType: askedType, token, bank } = input;
   if (token !== undefined && askedType !== undefined && askedType !== 'credit_card') {
     throw new ValidationError([{ field: 'token', message: 'a card token pays by credit_card; leave payment_type out or set it to credit_card' }]);
   }
+  const subscriptionId = await subscriptionToCharge(ctx.em.fork(), user, input);
   const current = await findOwnSubscription(ctx.em.fork(), user, subscriptionId);
   const paymentType: PaymentType = token !== undefined ? 'credit_card' : (askedType ?? current.paymentType);
   const cardToken = paymentType === 'credit_card' ? (token ?? current.cardToken) : null;
@@ -50,8 +54,10 @@ export async function chargeSubscription(ctx: ServiceContext, user: User, input:
     const tctx = { ...ctx, em };
     const at = ctx.clock.now();
     const sub = await findOwnSubscription(em, user, subscriptionId, { lock: true });
-    subscriptionActions.assert(sub, 'charge');
-    const invoice = await oldestOpenInvoice(em, sub);
+    const invoice = input.invoiceId ? await namedOpenInvoice(em, sub, input.invoiceId) : await oldestOpenInvoice(em, sub);
+    // NOTE: an open invoice stays payable whatever became of its subscription (a usage-only
+    // invoice outlives a cancellation): an ended subscription refuses only when nothing is open.
+    if (!invoice && !subscriptionActions.can(sub, 'charge')) subscriptionActions.assert(sub, 'charge');
     if (!invoice) throw new DomainError('nothing_due', 'The subscription has no open invoice to pay.');
     if (paymentType === 'credit_card' && !(token ?? sub.cardToken)) throw noSavedCard();
     const cancel = await cancelInvoicePayments(em, { invoice }, at);
@@ -104,6 +110,29 @@ async function withdrawIfPaidMeanwhile(ctx: ServiceContext, paymentId: string): 
     paymentStates.applyIfAllowed(payment, 'withdraw', ctx.clock.now());
     return true;
   });
+}
+
+/** The subscription the charge is for: the one named, or the named invoice's (both named: they must agree). */
+async function subscriptionToCharge(em: EntityManager, user: User, input: ChargeSubscriptionInput): Promise<string> {
+  if (!input.invoiceId) {
+    if (input.subscriptionId === undefined) throw new ValidationError([{ field: 'subscription_id', message: 'name the subscription (subscription_id) or the invoice (invoice_id) to pay' }]);
+    return input.subscriptionId;
+  }
+  // Another user's invoice is not found, never forbidden.
+  const invoice = await em.findOne(Invoice, { id: input.invoiceId, user: user.id }, { fields: ['subscription'] });
+  if (!invoice) throw new NotFoundError('Invoice');
+  if (!invoice.subscription) throw new DomainError('nothing_due', `The invoice ${input.invoiceId} has nothing to charge here.`);
+  if (input.subscriptionId !== undefined && input.subscriptionId !== invoice.subscription.id) {
+    throw new ValidationError([{ field: 'invoice_id', message: 'the invoice is not one of this subscription\'s; name either, or both of one subscription' }]);
+  }
+  return invoice.subscription.id;
+}
+
+/** The named invoice, read under the subscription's lock: answers nothing_due once it is paid or void. */
+async function namedOpenInvoice(em: EntityManager, sub: Subscription, invoiceId: string): Promise<Invoice> {
+  const invoice = await em.findOneOrFail(Invoice, { id: invoiceId, subscription: sub }, { populate: ['lines'] });
+  if (invoice.status !== 'open') throw new DomainError('nothing_due', `The invoice ${invoice.number} is ${invoice.status}: nothing is due on it.`);
+  return invoice;
 }
 
 function oldestOpenInvoice(em: EntityManager, sub: Subscription): Promise<Invoice | null> {

@@ -21,6 +21,8 @@ export type TrialCardOutcome =
   | 'card_declined'
   /** Still waiting for the customer's 3-D Secure step. */
   | 'waiting'
+  /** A first period that cost nothing started without waiting: its card, now through 3-D Secure, is saved for the renewals. */
+  | 'card_saved'
   /** Nothing to do: the subscription does not wait for a card (already started, canceled, replaced). */
   | 'unchanged';
 
@@ -66,7 +68,15 @@ export async function confirmTrialCard(ctx: ServiceContext, subscriptionId: stri
   if (check?.status === 'pending') return { outcome: 'waiting', gatewayStatus: answer.transactionStatus, released: false };
   // Most news of a pre-authorisation comes after its trial started (the gateway's echo of our
   // own cancel): looked at without a lock, so a billing run never finds the subscription held.
-  const peek = await ctx.em.fork().findOne(Subscription, { id: subscriptionId }, { fields: ['id', 'status'] });
+  const peek = await ctx.em.fork().findOne(Subscription, { id: subscriptionId }, { fields: ['id', 'status', 'paymentType', 'cardToken'] });
+  if (peek && check?.status === 'saved' && awaitsFreePeriodCard(peek)) {
+    const saved = await retryingTransaction(ctx.em, async (em) => {
+      const sub = await em.findOne(Subscription, { id: subscriptionId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      return sub !== null && awaitsFreePeriodCard(sub) && rememberSavedCard(sub, check.card).length > 0;
+    });
+    const released = await releaseCardAuthorization(ctx, orderId);
+    return { outcome: saved ? 'card_saved' : 'unchanged', gatewayStatus: answer.transactionStatus, released };
+  }
   const outcome = peek?.status !== 'pending' ? ('unchanged' as const) : await retryingTransaction(ctx.em, async (em) => {
     const tctx = { ...ctx, em };
     const sub = await em.findOne(Subscription, { id: subscriptionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, populate: ['plan', 'user'] });
@@ -85,6 +95,14 @@ export async function confirmTrialCard(ctx: ServiceContext, subscriptionId: stri
   const held = answer.transactionStatus === 'authorize' || answer.transactionStatus === 'capture';
   const released = held && (await releaseCardAuthorization(ctx, orderId));
   return { outcome, gatewayStatus: answer.transactionStatus, released };
+}
+
+/**
+ * A live card subscription that started without its card (a free first period, which does not
+ * wait for 3-D Secure: free-first-period.ts) takes the card its pre-authorisation saved.
+ */
+export function awaitsFreePeriodCard(sub: Pick<Subscription, 'status' | 'paymentType' | 'cardToken'>): boolean {
+  return (sub.status === 'active' || sub.status === 'past_due') && sub.paymentType === 'credit_card' && !sub.cardToken;
 }
 
 function startTrialWithCard(ctx: DataContext, sub: Subscription, card: SavedCard): void {

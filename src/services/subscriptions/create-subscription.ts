@@ -28,6 +28,7 @@ import { retryingTransaction } from '../common/retrying-transaction.js';
 import { discountCoversNewPeriod } from '../../domain/discount.js';
 import { checkPromotionCode, redeemPromotionCode } from '../coupons/redeem.js';
 import { countDiscountPeriod, periodLine } from '../invoices/subscription-lines.js';
+import { firstPeriodIsFree } from './free-first-period.js';
 
 /** The most units a subscription may have. */
 export const MAX_QUANTITY = 10_000;
@@ -98,16 +99,19 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
   }
   const quantity = quantityFor(plan, input.quantity);
   // Refused before a card is authorised or anything written; counted in the transaction below.
-  if (input.promotionCode !== undefined) await checkPromotionCode(ctx, { code: input.promotionCode, user, plan, quantity, at: ctx.clock.now() });
+  const promo = input.promotionCode !== undefined ? await checkPromotionCode(ctx, { code: input.promotionCode, user, plan, quantity, at: ctx.clock.now() }) : null;
   const metadata: Record<string, unknown> = { ...input.metadata };
   const bank = input.paymentType === 'bank_transfer' ? ((metadata.bank as Bank | undefined) ?? 'bca') : null;
   if (bank) metadata.bank = bank;
 
-  // A card given for a trial is pre-authorised and saved before anything is written: a card
-  // that cannot be saved fails the subscribe and leaves nothing behind (docs/billing.md).
+  // A card given for a trial, or for a first period that costs nothing (free-first-period.ts),
+  // is pre-authorised and saved before anything is written: a card that cannot be saved fails
+  // the subscribe and leaves nothing behind (docs/billing.md).
   const subscriptionId = randomUUID();
   let cardCheck: CreatedSubscription['cardCheck'] = null;
-  if (input.paymentType === 'credit_card' && (await trialAllowed(ctx, user, plan))) {
+  const forTrial = input.paymentType === 'credit_card' && (await trialAllowed(ctx, user, plan));
+  const forFreePeriod = input.paymentType === 'credit_card' && !forTrial && promo !== null && firstPeriodIsFree(ctx, plan, quantity, promo, ctx.clock.now());
+  if (forTrial || forFreePeriod) {
     await refuseIfLiveSubscription(ctx, user);
     const orderId = cardCheckOrderId(subscriptionId);
     const amount = firstPeriodAmount(ctx, plan, quantity);
@@ -133,7 +137,7 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
 
       const trial = await trialAllowed(tctx, owner, plan);
       // The card was pre-authorised for a trial that another request has since taken.
-      if (cardCheck && !trial) throw new DomainError('subscription_exists', `The trial of ${plan.name} has already been used.`);
+      if (forTrial && !trial) throw new DomainError('subscription_exists', `The trial of ${plan.name} has already been used.`);
       const sub = em.create(Subscription, {
         id: subscriptionId,
         user: owner,
@@ -148,8 +152,10 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
       if (input.promotionCode !== undefined) {
         sub.discount = (await redeemPromotionCode(tctx, { code: input.promotionCode, user: owner, plan, quantity, at, subscription: sub })).discount;
       }
-      if (cardCheck?.status === 'pending') {
+      if (cardCheck?.status === 'saved') rememberSavedCard(sub, cardCheck.card);
+      if (forTrial && cardCheck?.status === 'pending') {
         // Waits for 3-D Secure: no trial and no access until the card is saved (confirm-trial-card.ts).
+        // A free first period does not wait: it costs nothing, and the card is saved once 3-D Secure passes.
         startSubscription(sub, 'pending');
         await em.flush();
         return { subscriptionId: sub.id, paymentId: null, toCancel };
@@ -157,7 +163,6 @@ export async function createSubscription(ctx: ServiceContext, user: User, input:
       startSubscription(sub, trial ? 'trialing' : 'pending');
       if (trial) {
         beginTrial(tctx, sub, at);
-        if (cardCheck?.status === 'saved') rememberSavedCard(sub, cardCheck.card);
         await em.flush();
         notify(tctx, owner, 'subscription_activated', subscriptionData(sub));
         return { subscriptionId: sub.id, paymentId: null, toCancel };

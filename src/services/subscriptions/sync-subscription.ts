@@ -7,7 +7,7 @@ import type { ServiceContext } from '../context.js';
 import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
 import { eventFromTransaction } from '../gateway-events/gateway-event.js';
 import { answerAboutPaid, lookbackCutoff, settledPaymentsSince, unchangedAtGateway } from '../gateway-events/settled-lookback.js';
-import { confirmTrialCard } from './confirm-trial-card.js';
+import { awaitsFreePeriodCard, confirmTrialCard } from './confirm-trial-card.js';
 import { findOwnSubscription, loadSubscription } from './find-subscription.js';
 
 export interface PaymentSyncResult {
@@ -63,8 +63,9 @@ export async function syncSubscriptionPayments(ctx: ServiceContext, subscription
 /** `GET /subscriptions/{id}/sync/`: syncs one of the user's subscriptions and returns it. */
 export async function syncSubscription(ctx: ServiceContext, user: User, id: string): Promise<Subscription> {
   const own = await findOwnSubscription(ctx.em.fork(), user, id);
-  // A trial waiting for its card's 3-D Secure (or whose card hold is still to be released).
-  if (own.status === 'pending' || (own.status === 'trialing' && own.paymentType === 'credit_card')) await confirmTrialCard(ctx, id);
+  // A trial waiting for its card's 3-D Secure (or whose card hold is still to be released), or a
+  // free first period whose card is still to be saved.
+  if (own.status === 'pending' || (own.status === 'trialing' && own.paymentType === 'credit_card') || awaitsFreePeriodCard(own)) await confirmTrialCard(ctx, id);
   await syncSubscriptionPayments(ctx, id);
   return loadSubscription(ctx.em, id);
 }

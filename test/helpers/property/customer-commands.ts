@@ -19,6 +19,7 @@ import { runBilling } from '../../../src/services/billing/run-billing.js';
 import type { SimTransaction } from '../../../src/simulator/types.js';
 import { api, armFault, billingRun, calledSince, checkMoneyRules, disarmFaults, gatewayAction, gatewayMark, gatewayRecord, markHeard, paymentsSync, PLAN_SLUGS, PROPERTY_CODES, type Customer } from './customer-world.js';
 import { cliActor } from '../../../src/services/audit/actor.js';
+import { switchMethodCommand } from './held-codes-and-switches.js';
 import { exportCoretax } from '../../../src/services/tax/export-coretax.js';
 import { localDate, parseTaxMonth } from '../../../src/services/tax/tax-month.js';
 
@@ -889,6 +890,9 @@ export const customerCommands: fc.Arbitrary<Cmd>[] = [
       .map(([i, story, order, seed, sync]) => new HeldNotifications(i, story, order, seed, sync)),
   ),
   ...weighted(1, (fc.constantFrom('business', 'individual', 'foreign') as fc.Arbitrary<keyof typeof BUYERS>).map((b) => new TaxExport(b))),
+  // Issue 59: the method of a pending payment switched (the old order canceled), and codes held by payments left unpaid.
+  ...weighted(2, switchMethodCommand),
+  ...weighted(1, fc.tuple(plan, gatewayKind, code).map(([p, k, c]) => new Subscribe(p, k, c))),
   // Issue 42: usage sent late, early, again, or conflicting, on the metered plans.
   ...weighted(1, kind.map((k) => new Subscribe('p-metered', k))),
   ...weighted(

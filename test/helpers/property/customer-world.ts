@@ -30,6 +30,7 @@ import { startTestServer, type Credentials, type HttpResult, type TestServer } f
 import { createApiKey } from '../../../src/services/api-keys/manage-api-keys.js';
 import { cliActor } from '../../../src/services/audit/actor.js';
 import { accessRules } from '../../../src/services/subscriptions/has-access.js';
+import { heldCodeProblems } from './held-codes-and-switches.js';
 import { makePropertyMetrics, METERED_PLAN, usageProblems, WEEKLY_CALLS_CHARGE, type SentEvent } from './usage-rules.js';
 
 /*
@@ -455,6 +456,9 @@ export async function checkMoneyRules(c: Customer): Promise<string[]> {
 
   // 12. Usage: every acknowledged event stored once, billed exactly once, each line its window's units.
   problems.push(...(await usageProblems(em, userId, c.events)));
+
+  // 13. A promotion code is spent only by money: every redemption stands on a pending or paid payment.
+  problems.push(...(await heldCodeProblems(em, userId)));
   return problems;
 }
 
