@@ -473,7 +473,12 @@ async function discountedPeriodProblems(em: EntityManager, s: Subscription, line
   if (redemptions.some((r) => r.coupon.duration === 'forever')) return [];
   const bound = redemptions.reduce((n, r) => n + (r.coupon.duration === 'once' ? 1 : r.coupon.durationInCycles ?? 0), 0);
   const invoices = await em.find(Invoice, { subscription: s.id, status: { $ne: 'void' } });
-  const discounted = invoices.filter((i) => (linesByInvoice.get(i.id) ?? []).some((l) => l.kind === 'subscription' && compare(l.discountAmount, ZERO) > 0));
+  const priced = invoices.filter((i) => (linesByInvoice.get(i.id) ?? []).some((l) => l.kind === 'subscription' && compare(l.discountAmount, ZERO) > 0));
+  // An open invoice whose every payment lapsed unpaid gave its code back (paying it again counts
+  // the code again): only a discount that money holds, paid or pending, spends a period.
+  const held = await em.find(Payment, { invoice: { $in: priced.map((i) => i.id) }, $or: [{ status: 'pending' }, { paidAt: { $ne: null } }] }, { fields: ['invoice'] });
+  const heldInvoices = new Set(held.map((p) => p.invoice?.id));
+  const discounted = priced.filter((i) => i.status === 'paid' || heldInvoices.has(i.id));
   if (discounted.length <= bound) return [];
   return [`subscription ${s.id} was billed ${discounted.length} discounted periods (${discounted.map((i) => i.number).join(', ')}), its coupons give ${bound}`];
 }
