@@ -31,6 +31,7 @@ const VALID_BODIES: Record<string, unknown> = {
   adminCancelSubscription: { reason: 'r' },
   adminPauseSubscription: { reason: 'r' },
   adminResumeSubscription: { reason: 'r' },
+  adminUndoCancelSubscription: { reason: 'r' },
   adminSyncSubscription: { reason: 'r' },
   adminRefundPayment: { reason: 'r' },
   adminAdjustWallet: { amount: '1000', reason: 'r' },
