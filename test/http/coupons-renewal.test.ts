@@ -142,17 +142,18 @@ describe.each(DATABASES)('discounts across renewals (%s)', (kind) => {
       expect(await em().count(WalletTransaction, { wallet: { user: user.id } })).toBe(0);
     });
 
-    it('by card, 100 % off: no charge at the gateway, active at once, and the renewal at 0 needs no saved card', async () => {
+    it('by card, 100 % off: no charge at the gateway, active at once, the renewal at 0 charges nothing, and the first full-price renewal charges the card kept', async () => {
       const promo = await makePromotionCode(em(), { coupon: await makeCoupon(em(), { percentOff: '100.00', duration: 'repeating', durationInCycles: 2 }) });
       const user = await customer(null);
       const { subscription, payment } = await subscribeWith(user, { plan_id: 'basic-monthly', payment_type: 'credit_card', token: 'sim-card-accept-4', promotion_code: promo.code });
       expect(subscription.status).toBe('active');
       expect(h.server.running.billing.simulator!.transaction(payment.order_id)).toBeUndefined();
       expect(await renewAt(APR)).toMatchObject({ renewed: 1, charged: 1, gateway_charges: 0 });
-      // The discount has run out: the next renewal is owed in full, and there is no saved card.
+      // The discount has run out: the next renewal is owed in full, on the card given at subscribe
+      // (kept through a pre-authorisation, as a trial's card is).
       const report = await renewAt(MAY);
-      expect(report).toMatchObject({ renewed: 1, gateway_charges: 0 });
-      expect((await billed(subscription.id)).map((r) => [r[2], r[3]])).toEqual([['0.00', 'paid'], ['0.00', 'paid'], ['50000.00', 'open']]);
+      expect(report).toMatchObject({ renewed: 1, gateway_charges: 1 });
+      expect((await billed(subscription.id)).map((r) => [r[2], r[3]])).toEqual([['0.00', 'paid'], ['0.00', 'paid'], ['50000.00', 'paid']]);
     });
 
     it('an amount off of more than the price: the first invoice is 0 and paid; the first renewal after it is owed in full at the gateway', async () => {
