@@ -8,7 +8,7 @@ import { completeThreeDs } from '../helpers/three-ds.js';
 
 /*
  * A card given for a first period that costs nothing (a 100 % code) is kept as a trial's card is
- * (docs/billing.md, 'A card given for a trial'): pre-authorised for the first full-price period,
+ * (docs/billing.md, 'What a pass does, per subscription', where a trial's card and a free first period's card are told): pre-authorised for the first full-price period,
  * saved, the hold released; a plan change can charge it, and the first full-price renewal does.
  * Over HTTP against the real server and its simulator.
  */
