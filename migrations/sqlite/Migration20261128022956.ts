@@ -1,5 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-import { eventHash } from '../../src/services/audit/audit-chain.js';
+import { eventHash } from '../frozen/audit-chain-v1.js';
 
 interface StoredEvent {
   id: string;

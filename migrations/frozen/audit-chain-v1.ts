@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The audit chain's hash as the migrations of 2026-11-28 computed it, frozen here: a migration
+ * must do tomorrow what it did the day it was written, whatever the service's own code becomes.
+ * Copied from src/services/audit/audit-chain.ts at that version; never edit it.
+ */
+/** What an event's hash covers: everything it says, and the hash of the event before it. */
+export interface ChainedContent {
+  id: string;
+  occurredAt: Date;
+  actorType: string;
+  actorId: string;
+  actorName: string;
+  action: string;
+  targetType: string;
+  targetId: string;
+  reason: string | null;
+  requestId: string | null;
+  changes: unknown;
+  previousHash: string | null;
+}
+
+/**
+ * A JSON value as the database gives it back: what JSON.stringify keeps (dates as ISO strings,
+ * undefined dropped). The append stores this form, so that a value read back hashes the same.
+ */
+export function jsonValue<T>(value: T): T {
+  return value === undefined ? (null as T) : (JSON.parse(JSON.stringify(value)) as T);
+}
+
+/** JSON with every object's keys sorted, at every depth: one text for one value, whatever the key order. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/** The text an event's hash is taken of: its fields in a fixed order, as one JSON array. */
+export function chainedText(e: ChainedContent): string {
+  return canonicalJson([
+    'audit-event/1',
+    e.id,
+    e.occurredAt.toISOString(),
+    e.actorType,
+    e.actorId,
+    e.actorName,
+    e.action,
+    e.targetType,
+    e.targetId,
+    e.reason,
+    e.requestId,
+    jsonValue(e.changes),
+    e.previousHash,
+  ]);
+}
+
+/** SHA-256 (hex) of an event's content and the previous event's hash. */
+export function eventHash(e: ChainedContent): string {
+  return createHash('sha256').update(chainedText(e), 'utf8').digest('hex');
+}
