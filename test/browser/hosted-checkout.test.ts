@@ -4,7 +4,7 @@ import { HostedSession } from '../../src/db/entities/hosted-session.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { Topup } from '../../src/db/entities/topup.js';
-import { browse as browseAs, canRunChromium, PHONE, screenshotForReadme, serverWithBrowser, seriousAxeViolations, type PageLanguage } from '../helpers/browser.js';
+import { browse as browseAs, canRunChromium, fillTestCard, PHONE, screenshotForReadme, serverWithBrowser, seriousAxeViolations, type PageLanguage } from '../helpers/browser.js';
 import { pageFormat } from '../../src/http/hosted/language.js';
 import { DATABASES } from '../helpers/database.js';
 import type { Credentials, TestServer } from '../helpers/server.js';
@@ -137,14 +137,6 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     }
   });
 
-  /** The card form filled with a good test card (4811 1111 1111 1114: 3-D Secure asked, then approved). */
-  async function fillCard(page: Page): Promise<void> {
-    await page.check('#pt-credit_card');
-    await page.fill('#card-number', '4811 1111 1111 1114');
-    await page.fill('#card-month', '12');
-    await page.fill('#card-year', String(new Date().getUTCFullYear() + 3));
-    await page.fill('#card-cvv', '123');
-  }
 
   /** What the page says a trial's first charge is: the trial's end date, as the page writes it. */
   const trialEndText = (lang: Lang, days: number): string => pageFormat(lang, server.config.documents.timeZone).date(new Date(Date.now() + days * 86_400_000));
@@ -163,7 +155,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       expect(terms[0]).toMatch(today);
       const date = firstCharge.exec(terms[1] ?? '')?.[1];
       expect(date).toBe(trialEndText(lang, 14));
-      await fillCard(page);
+      await fillTestCard(page);
       await expectAccessible(page);
       await page.click('#pay');
       await page.waitForSelector('iframe.three-ds');
@@ -189,7 +181,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     const { context, page } = await browse('en');
     try {
       await page.goto(url);
-      await fillCard(page);
+      await fillTestCard(page);
       await page.click('#pay');
       const frameUrl = await page.locator('iframe.three-ds').getAttribute('src');
       await page.goto(url);
@@ -213,7 +205,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     try {
       await page.goto(url);
       // 1. 3-D Secure failed at the bank: the page, which polls, comes back to the form and says so.
-      await fillCard(page);
+      await fillTestCard(page);
       await page.click('#pay');
       await page.waitForSelector('iframe.three-ds');
       await page.frameLocator('iframe.three-ds').locator('button[value="fail"]').click();
@@ -228,7 +220,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       // bank's words next to the card form, with the same form to try again, never a 500.
       await page.route(/\/_simulator\/v2\/token\?/, (route) =>
         route.fulfill({ json: { status_code: '200', status_message: 'Credit card token is created as Token ID.', token_id: `sim-card-deny-${Date.now()}`, redirect_url: null } }));
-      await fillCard(page);
+      await fillTestCard(page);
       const [answer] = await Promise.all([page.waitForResponse((res) => res.request().method() === 'POST' && res.url().startsWith(`${server.url}/pay/`)), page.click('#pay')]);
       expect(answer.status()).toBe(422);
       await page.waitForSelector('#card-error:not([hidden])');
@@ -240,7 +232,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
       await page.unroute(/\/_simulator\/v2\/token\?/);
 
       // 3. Another card: the trial starts (it was never spent by the refused cards).
-      await fillCard(page);
+      await fillTestCard(page);
       await page.click('#pay');
       await page.waitForSelector('iframe.three-ds');
       await page.frameLocator('iframe.three-ds').locator('button[value="authenticate"]').click();
@@ -420,7 +412,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     });
     try {
       const before = chargesAtGateway();
-      await fillCard(page);
+      await fillTestCard(page);
       await page.dblclick('#pay');
       await page.waitForSelector('iframe.three-ds');
       expect(posts).toHaveLength(1);
@@ -481,7 +473,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout in Chromium 
     const url = await checkoutLink(user, { plan_id: 'pro-monthly' });
     const { context, page } = await opened(url, 'en');
     try {
-      await fillCard(page);
+      await fillTestCard(page);
       await page.click('#pay');
       await page.waitForSelector('iframe.three-ds');
       await page.frameLocator('iframe.three-ds').locator('button[value="fail"]').click();

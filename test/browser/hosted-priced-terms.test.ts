@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PromotionCode } from '../../src/db/entities/coupon.js';
 import { Payment } from '../../src/db/entities/payment.js';
 import { Subscription } from '../../src/db/entities/subscription.js';
-import { browse, canRunChromium, launchChromium, seriousAxeViolations } from '../helpers/browser.js';
+import { browse, canRunChromium, fillTestCard, launchChromium, seriousAxeViolations } from '../helpers/browser.js';
 import { makeCoupon, makePromotionCode } from '../helpers/coupons.js';
 import { DATABASES } from '../helpers/database.js';
 import { STANDARD_PLANS, startTestServer, type TestServer } from '../helpers/server.js';
@@ -45,16 +45,9 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout charges what
     return res.body.url;
   }
 
-  async function fillCard(page: Page): Promise<void> {
-    await page.check('#pt-credit_card');
-    await page.fill('#card-number', '4811 1111 1111 1114');
-    await page.fill('#card-month', '12');
-    await page.fill('#card-year', String(new Date().getUTCFullYear() + 3));
-    await page.fill('#card-cvv', '123');
-  }
 
   async function chooseMethod(page: Page, method: Method): Promise<void> {
-    if (method === 'credit_card') return fillCard(page);
+    if (method === 'credit_card') return fillTestCard(page);
     await page.check('#pt-bank_transfer');
     await page.selectOption('#bank', 'bni');
   }
@@ -94,7 +87,7 @@ describe.runIf(canRunChromium).each(DATABASES)('the hosted checkout charges what
 
       // The customer has seen the new total and presses Bayar on it.
       if (method === 'credit_card') {
-        await fillCard(page);
+        await fillTestCard(page);
         await page.click('#pay');
         await page.waitForSelector('iframe.three-ds');
         await page.frameLocator('iframe.three-ds').locator('button[value="authenticate"]').click();

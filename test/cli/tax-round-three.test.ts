@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { create } from 'xmlbuilder2';
 import { BillableMetric } from '../../src/db/entities/billable-metric.js';
 import { CreditNote } from '../../src/db/entities/credit-note.js';
 import { Invoice, InvoiceLine } from '../../src/db/entities/invoice.js';
@@ -15,6 +14,7 @@ import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.
 import { cliEnv } from '../helpers/cli-server.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { makeCoupon, makePromotionCode } from '../helpers/coupons.js';
+import { child, elements, fakturs, text, type XmlNode } from '../helpers/coretax-xml.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { fundWallet, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
@@ -38,12 +38,6 @@ const PLANS = [
 ];
 const BUSINESS = { buyer_type: 'business', npwp: '0011122233344000', name: 'PT Tiga Putaran', address: 'Jakarta' };
 
-type XmlNode = { nodeType: number; nodeName: string; textContent: string | null; childNodes: ArrayLike<XmlNode> };
-const parse = (xml: string) => create(xml).root().node as unknown as XmlNode;
-const elements = (node: XmlNode) => Array.from(node.childNodes).filter((n) => n.nodeType === 1);
-const child = (node: XmlNode, name: string) => elements(node).find((n) => n.nodeName === name)!;
-const text = (node: XmlNode, name: string) => child(node, name).textContent ?? '';
-const fakturs = (xml: string) => elements(child(parse(xml), 'ListOfTaxInvoice'));
 const GOOD_FIELDS = ['Name', 'Unit', 'Price', 'Qty', 'TotalDiscount', 'TaxBase', 'OtherTaxBase', 'VAT'] as const;
 const goods = (faktur: XmlNode) => elements(child(faktur, 'ListOfGoodService')).map((g) => Object.fromEntries(GOOD_FIELDS.map((f) => [f, text(g, f)])));
 

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { create } from 'xmlbuilder2';
 import { Invoice } from '../../src/db/entities/invoice.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { invoiceStates } from '../../src/domain/states/invoice-states.js';
@@ -12,6 +11,7 @@ import { refundPaymentAsStaff } from '../../src/services/refunds/refund-payment.
 import { localDate } from '../../src/services/tax/tax-month.js';
 import { cliEnv } from '../helpers/cli-server.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
+import { child, elements, fakturs, parseXml, text, type XmlNode } from '../helpers/coretax-xml.js';
 import { DATABASES } from '../helpers/database.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { fundWallet, simulate, subscribe, type TestUser } from '../helpers/subscriptions.js';
@@ -35,12 +35,6 @@ const FOREIGN = { buyer_type: 'foreign', passport: 'K1234567', country: 'SGP', n
 const OTHER = { buyer_type: 'other', document_number: '2C11AB1234567', name: 'John Smith', address: 'Jl. Bisma 4, Ubud' };
 const BUSINESS = { buyer_type: 'business', npwp: '0011122233344000', name: 'PT Dua Putaran', address: 'Surabaya' };
 
-type XmlNode = { nodeType: number; nodeName: string; textContent: string | null; childNodes: ArrayLike<XmlNode> };
-const parse = (xml: string) => create(xml).root().node as unknown as XmlNode;
-const elements = (node: XmlNode) => Array.from(node.childNodes).filter((n) => n.nodeType === 1);
-const child = (node: XmlNode, name: string) => elements(node).find((n) => n.nodeName === name)!;
-const text = (node: XmlNode, name: string) => child(node, name).textContent ?? '';
-const fakturs = (xml: string) => elements(child(parse(xml), 'ListOfTaxInvoice'));
 const goodService = (faktur: XmlNode) => child(child(faktur, 'ListOfGoodService'), 'GoodService');
 
 describe.each(DATABASES)('billing-admin tax, round two, on %s', (kind) => {
@@ -124,7 +118,7 @@ describe.each(DATABASES)('billing-admin tax, round two, on %s', (kind) => {
     const human = await tax(['export', '--month', '2026-06', '--again', '--out', 'june-again.xml']);
     expect(human.stdout).not.toContain('Issued before their buyer saved a tax profile');
     const xml = await readFile(join(dir, 'june-late.xml'), 'utf8');
-    expect(text(parse(xml), 'TIN')).toBe(SELLER.BILLING_TAX_ID);
+    expect(text(parseXml(xml), 'TIN')).toBe(SELLER.BILLING_TAX_ID);
     const [late] = fakturs(xml);
     expect([text(late, 'RefDesc'), text(late, 'BuyerTin'), text(late, 'SellerIDTKU')]).toEqual([bought.late.number, BUSINESS.npwp, SELLER.BILLING_SELLER_NITKU]);
     const invoice = (await server.api('GET', `/invoices/${bought.late.id}/`, { auth: bought.late.user })).body;

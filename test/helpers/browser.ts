@@ -76,3 +76,12 @@ export function serverWithBrowser(kind: DatabaseKind): { server: () => TestServe
   });
   return { server: () => server, browser: () => browser };
 }
+
+/** The hosted card form filled with a good test card (4811 1111 1111 1114: 3-D Secure asked, then approved). */
+export async function fillTestCard(page: Page): Promise<void> {
+  await page.check('#pt-credit_card');
+  await page.fill('#card-number', '4811 1111 1111 1114');
+  await page.fill('#card-month', '12');
+  await page.fill('#card-year', String(new Date().getUTCFullYear() + 3));
+  await page.fill('#card-cvv', '123');
+}

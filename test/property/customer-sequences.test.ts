@@ -168,7 +168,7 @@ describe.each(DATABASES)('customer sequences on %s', (kind) => {
     });
   });
 
-  describe('codes held by unpaid payments and switches of method (issue 59), as sequences', () => {
+  describe('codes held by unpaid payments and switches of method, as sequences', () => {
     // Both depend on fixes made beside this model: a code given back when its only payment
     // expires or is canceled unpaid, and a switch of method that leaves a subscription pending.
     it('a code typed at subscribe, its payment left to expire: the code is given back', async () => {

@@ -9,7 +9,7 @@ import { LIVE_SUBSCRIPTION_STATUSES } from '../../../src/domain/states/subscript
 import { api, checkMoneyRules, type Customer } from './customer-world.js';
 
 /*
- * Two rules of the customer-sequence model (issue 59): a promotion code is spent only by money,
+ * Two rules of the customer-sequence model: a promotion code is spent only by money,
  * and changing one's mind about how to pay is not a failure. Kept apart from the other moves and
  * rules (customer-commands.ts, customer-world.ts), which are long enough already.
  *
