@@ -52,6 +52,7 @@ export async function verifyAuditChain(ctx: Pick<DataContext, 'em'>): Promise<Au
     for (const e of batch) {
       const position = e.chainPosition as number;
       const expected: number = previous ? previous.position + 1 : 1;
+      const previousHash: string | null = previous ? previous.hash : null;
       checked++;
       if (position !== expected) {
         const missing = position - 1 === expected ? `position ${expected} is` : `positions ${expected} to ${position - 1} are`;
@@ -61,12 +62,12 @@ export async function verifyAuditChain(ctx: Pick<DataContext, 'em'>): Promise<Au
       // An event the database placed without a hash (SQLite: written by another release) has its
       // hash taken from its content and the event before it; the event after it names that hash.
       const hashed = e.hash !== null || e.previousHash !== null;
-      const hash: string | null = hashed ? e.hash : eventHash({ ...e, previousHash: previous?.hash ?? null });
+      const hash: string | null = hashed ? e.hash : eventHash({ ...e, previousHash });
       if (hashed && e.hash !== eventHash(e)) {
         broken = { position, event_id: e.id, problem: 'content_changed', message: `event ${e.id} (position ${position}, ${e.action}) no longer matches its hash: it was changed after it was written` };
         break walk;
       }
-      if (hashed && e.previousHash !== (previous?.hash ?? null)) {
+      if (hashed && e.previousHash !== previousHash) {
         broken = {
           position,
           event_id: e.id,
