@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/knex';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditEvent } from '../../src/db/entities/audit-event.js';
-import { migrateUp, openOrm, type Orm } from '../../src/db/orm.js';
+import { migrateUp, migratorOf, openOrm, type Orm } from '../../src/db/orm.js';
 import { chainedText, eventHash } from '../../src/services/audit/audit-chain.js';
 import { recordAuditEvent } from '../../src/services/audit/record-audit-event.js';
 import { verifyAuditChain } from '../../src/services/audit/verify-audit-chain.js';
@@ -123,6 +123,32 @@ describe.each(DATABASES)('audit events inserted without a place in the chain (%s
     expect((await verifyAuditChain({ em: em() })).ok).toBe(true);
     await tamper(kind, em(), 'delete from audit_events where id = ?', [deleted]);
     expect((await verifyAuditChain({ em: em() })).broken).toMatchObject({ problem: 'gap' });
+  });
+});
+
+describe.each(DATABASES)('events an earlier rolling upgrade left outside the chain (%s)', { timeout: 120_000 }, (kind) => {
+  let db: TestDatabase;
+  let orm: Orm;
+  afterAll(async () => {
+    await orm?.close(true);
+    await db?.drop();
+  });
+
+  it('are chained by the migration that makes the database place events, in the order they happened, and audit verify passes', async () => {
+    db = await createTestDatabase(kind);
+    orm = await openOrm(db.url, { create: true });
+    // The schema as the release before this rule left it: the chain, but no trigger placing rows.
+    await (await migratorOf(orm)).up({ to: 'Migration20261203080000' });
+    const em = () => orm.em.fork() as EntityManager;
+    await append(em(), 1);
+    const late = await insertForeign(kind, em(), { changes: { username: [null, 'citra'] }, occurredAt: new Date(Date.now() + 2000) });
+    const early = await insertForeign(kind, em(), { changes: { balance: ['5000.00', '3000.00'] }, occurredAt: new Date(Date.now() + 1000) });
+    expect((await verifyAuditChain({ em: em() })).broken).toMatchObject({ problem: 'not_chained' });
+
+    await migrateUp(orm);
+    const events = await em().find(AuditEvent, {}, { orderBy: { chainPosition: 'asc' } });
+    expect(events.map((e) => [e.chainPosition, e.action === 'wallet.adjust' ? 'append' : e.id])).toEqual([[1, 'append'], [2, early], [3, late]]);
+    expect(await verifyAuditChain({ em: em() })).toMatchObject({ ok: true, events_checked: 3, broken: null });
   });
 });
 

@@ -68,7 +68,7 @@ async function rowCounts(db: TestDatabase): Promise<Record<string, number>> {
   return counts;
 }
 
-describe.each(DATABASES)('a rolling upgrade from the previous release (%s)', { timeout: 180_000 }, (kind: DatabaseKind) => {
+describe.each(DATABASES)('a rolling upgrade from the previous release (%s)', { timeout: 300_000 }, (kind: DatabaseKind) => {
   let release: Release;
   let db: TestDatabase;
   let old: ReleaseServer | null = null;
