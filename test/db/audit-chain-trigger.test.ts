@@ -106,6 +106,20 @@ describe.each(DATABASES)('audit events inserted without a place in the chain (%s
     expect(await verifyAuditChain({ em: em() })).toMatchObject({ ok: true, broken: null });
   });
 
+  it('two events in one INSERT statement (as a release writes several at once) get consecutive places', async () => {
+    const [a, b] = [randomUUID(), randomUUID()];
+    const at = kind === 'postgresql' ? new Date() : Date.now();
+    const json = kind === 'postgresql' ? '?::jsonb' : '?';
+    const row = `(?, ?, 'cli', 'root', 'ops', 'plan.create', 'plan', ?, null, null, ${json})`;
+    await em().execute(
+      `insert into audit_events (id, occurred_at, actor_type, actor_id, actor_name, action, target_type, target_id, reason, request_id, changes) values ${row}, ${row}`,
+      [a, at, 'basic', JSON.stringify({ source: [null, 'plans.yaml'] }), b, at, 'pro', JSON.stringify({ source: [null, 'plans.yaml'] })],
+    );
+    const placed = await em().find(AuditEvent, { id: { $in: [a, b] } }, { orderBy: { chainPosition: 'asc' } });
+    expect(placed[1].chainPosition).toBe(placed[0].chainPosition! + 1);
+    expect(await verifyAuditChain({ em: em() })).toMatchObject({ ok: true, broken: null });
+  });
+
   it('an event placed this way and edited afterwards is found; one deleted leaves a gap', async () => {
     const edited = await insertForeign(kind, em(), { changes: { balance: ['0.00', '10.00'] } });
     await append(em(), 3);
