@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The hash chain of the audit trail (docs/audit.md, 'The hash chain'). Shared by the append, by
- * `billing-admin audit verify` and by the migration that chained the events written before it:
- * one serialization, so that the three can never disagree.
+ * The hash chain of the audit trail (docs/audit.md, 'The hash chain'). Shared by the append and
+ * by `billing-admin audit verify`: one serialization, so that the two can never disagree.
+ * NOTE: the database computes the same text in SQL for rows it places itself (the PostgreSQL
+ * migration that adds audit_event_chained_text), and the migrations keep frozen copies of this
+ * file: a change to the text is a new version tag with its own SQL, never an edit of this one.
  */
 
 /** What an event's hash covers: everything it says, and the hash of the event before it. */

@@ -5,6 +5,7 @@ import { isPostgres, takeSqliteWriteLock } from '../../db/dialect.js';
 import type { DataContext } from '../context.js';
 import type { Actor } from './actor.js';
 import { AUDIT_CHAIN_LOCK_KEY, eventHash, jsonValue } from './audit-chain.js';
+import { readChainHead } from './chain-head.js';
 
 export interface AuditEntry {
   /** `<target type>.<verb>`, e.g. `payment.refund`, `wallet.adjust`. */
@@ -65,9 +66,7 @@ async function appendToChain(em: EntityManager, actor: Actor, entry: AuditEntry,
   await em.flush();
   if (isPostgres(em)) await em.execute('select pg_advisory_xact_lock(?)', [AUDIT_CHAIN_LOCK_KEY]);
   else await takeSqliteWriteLock(em, 'audit_events');
-  const [head] = await em.execute<{ chain_position: number | string; hash: string | null }[]>(
-    'select chain_position, hash from audit_events where chain_position is not null order by chain_position desc limit 1',
-  );
+  const head = await readChainHead(em);
   const content = {
     id: randomUUID(),
     occurredAt: occurredNow(),
@@ -80,11 +79,11 @@ async function appendToChain(em: EntityManager, actor: Actor, entry: AuditEntry,
     reason: entry.reason?.trim() || null,
     requestId: actor.requestId,
     changes,
-    previousHash: head ? head.hash : null,
+    previousHash: head?.hash ?? null,
   };
   const event = em.create(AuditEvent, {
     ...content,
-    chainPosition: head ? Number(head.chain_position) + 1 : 1,
+    chainPosition: head ? head.position + 1 : 1,
     hash: eventHash(content),
   });
   await em.flush();
