@@ -24,4 +24,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261202010926',
   'Migration20261202020000',
   'Migration20261203080000',
+  'Migration20261207234500',
 ];

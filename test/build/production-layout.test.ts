@@ -253,6 +253,22 @@ describe('the production layout: dist/ and production dependencies only', { time
       expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, events_checked: expect.any(Number) });
       expect(JSON.parse(verified.stdout).events_checked).toBeGreaterThan(0);
 
+      // A month later, the coming month's usage partition is missing (taken away here by the
+      // owner): the service, though it owns nothing, makes it at start-up.
+      const newest = await (async () => {
+        const client = new pg.Client({ connectionString: db.url });
+        await client.connect();
+        try {
+          const names = (await client.query("select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'usage_events'::regclass and c.relname <> 'usage_events_default' order by 1")).rows.map((r) => r.name as string);
+          const last = names.at(-1)!;
+          await client.query(`alter table usage_events detach partition ${last}`);
+          await client.query(`drop table ${last}`);
+          return last;
+        } finally {
+          await client.end();
+        }
+      })();
+
       // The service as billing_app, started as the image starts it: a read of carol's wallet.
       const server = spawn(process.execPath, dockerCmd().slice(1), {
         cwd: app,
@@ -303,6 +319,9 @@ describe('the production layout: dist/ and production dependencies only', { time
           expect(await refusal(sql), sql).toMatch(/^42501: (permission denied|must be owner)/);
         }
         expect(Number((await ownerClient.query('select count(*) as n from audit_events')).rows[0].n)).toBe(events);
+        // The partition the service made at start-up is attached, and the owner's.
+        const partition = await ownerClient.query("select r.rolname as owner from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_roles r on r.oid = c.relowner where i.inhparent = 'usage_events'::regclass and c.relname = $1", [newest]);
+        expect(partition.rows).toEqual([{ owner: local.username }]);
         // billing_app owns nothing in the database.
         expect((await ownerClient.query('select count(*)::int as n from pg_class c join pg_roles r on r.oid = c.relowner where r.rolname = $1', [appRole])).rows[0].n).toBe(0);
 
