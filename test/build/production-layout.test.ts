@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -390,5 +390,33 @@ describe('the Dockerfile and compose.yaml describe that layout', () => {
     expect(billing.environment?.DATABASE_URL).toMatch(/^postgres:\/\/billing_app:\$\{APP_DB_PASSWORD:\?/);
     expect(migrate.environment?.DATABASE_URL).toMatch(/^postgres:\/\/billing:\$\{POSTGRES_PASSWORD:\?/);
     expect(billing.environment?.NODE_ENV).toBe('production');
+  });
+  it("every documented docker run keeps the data volume, puts its options before the image, and the env file it reads has what production requires", () => {
+    const docs = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const runs = docs.flatMap((file) =>
+      readFileSync(join(root, file), 'utf8')
+        .split('\n')
+        .filter((line) => /^docker run /.test(line))
+        .map((line) => ({ file, line })),
+    );
+    expect(runs.length).toBeGreaterThan(0);
+    for (const { file, line } of runs) {
+      const words = line.replace(/\s+#.*$/, '').split(/\s+/);
+      const image = words.indexOf('billing-service');
+      expect(image, `${file}: ${line}`).toBeGreaterThan(1);
+      const options = words.slice(2, image).join(' ');
+      expect(options, `${file}: ${line}`).toContain('-v billing-data:/app/data');
+      expect(options, `${file}: ${line}`).toContain('--env-file billing.env');
+      // After the image, only a command: node and its arguments.
+      const command = words.slice(image + 1);
+      if (command.length > 0) expect(command[0], `${file}: ${line}`).toBe('node');
+      expect(command.filter((w) => w.startsWith('-') && !['--json'].includes(w)), `${file}: ${line}`).toEqual([]);
+    }
+    const operations = readFileSync(join(root, 'docs/operations.md'), 'utf8');
+    const envFile = /```sh\n# billing\.env\n([\s\S]*?)```/.exec(operations)![1]!;
+    const names = envFile.split('\n').filter(Boolean).map((l) => l.split('=')[0]);
+    const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+    for (const name of ['GATEWAY_BASE_URL', 'GATEWAY_SERVER_KEY', 'SESSION_SECRET', 'PUBLIC_URL']) expect(names, name).toContain(name);
+    for (const name of ['NODE_ENV=production', 'DATABASE_URL=sqlite:/app/data/billing.sqlite']) expect(dockerfile, name).toContain(name);
   });
 });
