@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { parse } from 'yaml';
 import { createTestDatabase, DATABASES, type TestDatabase } from '../helpers/database.js';
+import { composeServices, dockerCmd, interpolate } from './docker-files.js';
 
 /*
  * The production layout, as the Dockerfile's runtime stage has it, without Docker: the project
@@ -28,37 +28,6 @@ function run(command: string, args: string[], env: Record<string, string> = {}):
     const e = err as { status: number; stdout: string; stderr: string };
     return { code: e.status, stdout: e.stdout, stderr: e.stderr };
   }
-}
-
-/** The Dockerfile's runtime CMD, as its JSON array. */
-function dockerCmd(): string[] {
-  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-  const line = /^CMD (\[.*\])$/m.exec(dockerfile.slice(dockerfile.indexOf('AS runtime')));
-  return JSON.parse(line![1]) as string[];
-}
-
-interface ComposeService {
-  image?: string;
-  command?: string[];
-  environment?: Record<string, string>;
-  volumes?: string[];
-  depends_on?: Record<string, { condition: string }>;
-  restart?: string;
-}
-
-/** compose.yaml, its anchors and merge keys resolved (as docker compose reads it). */
-function composeServices(): Record<string, ComposeService> {
-  return (parse(readFileSync(join(root, 'compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> }).services;
-}
-
-/** Compose's interpolation of ${NAME}, ${NAME:-default} and ${NAME:?message} from `env`. */
-function interpolate(text: string, env: Record<string, string>): string {
-  return text.replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_m, name: string, kind?: string, rest?: string) => {
-    const value = env[name];
-    if (value) return value;
-    if (kind === '?') throw new Error(`compose would refuse: ${rest}`);
-    return kind === '-' ? (rest ?? '') : '';
-  });
 }
 
 describe('the production layout: dist/ and production dependencies only', { timeout: 180_000 }, () => {
