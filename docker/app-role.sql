@@ -1,8 +1,9 @@
 -- The role the service runs as: it reads and writes the data, and owns nothing.
 --
 -- Run by the schema's owner (compose's `app-role` service, after `db migrate`; by hand:
--- `APP_DB_PASSWORD=… psql "$OWNER_DATABASE_URL" -f docker/app-role.sql`). Safe to run again:
--- it creates the role once, sets its password to APP_DB_PASSWORD each time, and grants again.
+-- `APP_DB_PASSWORD=… psql "$OWNER_DATABASE_URL" -f docker/app-role.sql`, with psql 15 or later
+-- for \getenv). Safe to run again: it creates the role once, sets its password to
+-- APP_DB_PASSWORD each time, and grants again.
 --
 -- NOTE: the audit trail's triggers refuse UPDATE, DELETE and TRUNCATE of an event, and only the
 -- table's owner or a superuser can disable them. The service therefore never runs as either;
