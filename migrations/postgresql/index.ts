@@ -24,6 +24,7 @@ import { Migration20261202010926 } from './Migration20261202010926.js';
 import { Migration20261202020000 } from './Migration20261202020000.js';
 import { Migration20261203080000 } from './Migration20261203080000.js';
 import { Migration20261207233000 } from './Migration20261207233000.js';
+import { Migration20261207234500 } from './Migration20261207234500.js';
 
 export const migrations = [
   { name: 'Migration20261122021700', class: Migration20261122021700 },
@@ -51,4 +52,5 @@ export const migrations = [
   { name: 'Migration20261202020000', class: Migration20261202020000 },
   { name: 'Migration20261203080000', class: Migration20261203080000 },
   { name: 'Migration20261207233000', class: Migration20261207233000 },
+  { name: 'Migration20261207234500', class: Migration20261207234500 },
 ];

@@ -25,4 +25,5 @@ export const migrationNames: readonly string[] = [
   'Migration20261202020000',
   'Migration20261203080000',
   'Migration20261207233000',
+  'Migration20261207234500',
 ];

@@ -103,3 +103,22 @@ export function withoutSslParams(url: string): string {
   for (const name of ['sslmode', 'sslrootcert', 'sslcert', 'sslkey']) parsed.searchParams.delete(name);
   return parsed.toString();
 }
+
+/** A server's refusal of a connection without TLS: PostgreSQL 14+ ("no encryption"), older ones ("SSL off"), managed services. */
+const TLS_REQUIRED = /no encryption|SSL off|SSL (connection )?is required|requires? (an )?(SSL|TLS|encrypt)|hostssl/i;
+
+/**
+ * What to change when a connection failed over TLS, or because it was made without TLS to a
+ * server that requires it; null when the failure has nothing to do with TLS. It names where the
+ * mode came from (DATABASE_URL or PGSSLMODE), since that is what the operator edits.
+ */
+export function tlsFailureHint(settings: SslSettings, failure: string): string | null {
+  const where = settings.source === 'PGSSLMODE' ? 'PGSSLMODE' : "DATABASE_URL's sslmode";
+  const guide = "(docs/operations.md, 'TLS to PostgreSQL')";
+  if (settings.mode === 'disable') {
+    if (!TLS_REQUIRED.test(failure)) return null;
+    return `the server requires TLS and ${where}=disable refuses it: use sslmode=verify-full with the server's CA (sslrootcert=/path/to/ca.pem, or sslrootcert=system), or sslmode=require, which encrypts without verifying ${guide}`;
+  }
+  if (!/ssl|certificate|tls/i.test(failure)) return null;
+  return `${where}=${settings.mode} asks for TLS: enable TLS on the server (or give the right sslrootcert), or choose another sslmode ${guide}`;
+}

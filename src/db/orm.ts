@@ -8,7 +8,7 @@ import { migrationNames as postgresqlMigrationNames } from '../../migrations/pos
 import { migrationNames as sqliteMigrationNames } from '../../migrations/sqlite/names.js';
 import { DatabaseUnavailableError } from '../domain/errors.js';
 import { describeDatabaseFailure } from './database-failure.js';
-import { pgSslOption, sslAttempts, sslSettingsOf, withoutSslParams, type SslSettings } from './database-url.js';
+import { pgSslOption, sslAttempts, sslSettingsOf, tlsFailureHint, withoutSslParams, type SslSettings } from './database-url.js';
 import { dialectOf, dialectOfPlatform, type Dialect } from './dialect.js';
 import { allEntities } from './entities/index.js';
 import { withMigrationLock } from './migration-lock.js';
@@ -87,13 +87,12 @@ export async function openOrm(databaseUrl: string, opts: OrmOptions = {}): Promi
   return orm;
 }
 
-/** What to change when a connection failed over TLS: the mode asked for it, and where the mode came from. */
+/** What to change when a connection failed over TLS (or for the want of it). */
 function tlsHint(databaseUrl: string, err: unknown): string | null {
   if (dialectOf(databaseUrl) !== 'postgresql') return null;
   const settings = sslSettingsOf(databaseUrl);
-  if ('problem' in settings || !/ssl|certificate|tls/i.test(describeDatabaseFailure(err))) return null;
-  const where = settings.source === 'PGSSLMODE' ? 'PGSSLMODE' : "DATABASE_URL's sslmode";
-  return `${where}=${settings.mode} asks for TLS: enable TLS on the server (or give the right sslrootcert), or choose another sslmode (docs/operations.md, 'TLS to PostgreSQL')`;
+  if ('problem' in settings) return null;
+  return tlsFailureHint(settings, describeDatabaseFailure(err));
 }
 
 async function initOrm(databaseUrl: string, opts: OrmOptions): Promise<Orm> {

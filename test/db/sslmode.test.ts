@@ -77,7 +77,9 @@ describe.skipIf(!PG)('sslmode against PostgreSQL', { timeout: 60_000 }, () => {
     front = createServer((client: Socket) => {
       client.once('data', (first) => {
         const sslRequest = first.length === 8 && first.readInt32BE(4) === 80877103;
-        if (!sslRequest) return client.destroy();
+        // A connection without TLS is refused as PostgreSQL refuses it where pg_hba.conf has
+        // only `hostssl` lines: a FATAL error response, then the connection closes.
+        if (!sslRequest) return client.end(noEncryptionRefusal());
         client.write('S');
         const secure = new TLSSocket(client, { isServer: true, key, cert });
         const upstream = connect(Number(target.port || 5432), target.hostname);
@@ -90,6 +92,16 @@ describe.skipIf(!PG)('sslmode against PostgreSQL', { timeout: 60_000 }, () => {
     await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', () => resolve()));
     frontPort = (front.address() as { port: number }).port;
   });
+
+  /** PostgreSQL 14+'s ErrorResponse to an unencrypted start-up that only `hostssl` lines would accept. */
+  function noEncryptionRefusal(): Buffer {
+    const fields = ['SFATAL', 'VFATAL', 'C28000', 'Mno pg_hba.conf entry for host "127.0.0.1", user "postgres", database "billing", no encryption'];
+    const body = Buffer.concat([...fields.map((f) => Buffer.from(`${f}\0`)), Buffer.from([0])]);
+    const header = Buffer.alloc(5);
+    header.write('E', 0);
+    header.writeInt32BE(body.length + 4, 1);
+    return Buffer.concat([header, body]);
+  }
 
   afterAll(async () => {
     await new Promise((resolve) => front?.close(resolve));
@@ -176,7 +188,18 @@ describe.skipIf(!PG)('sslmode against PostgreSQL', { timeout: 60_000 }, () => {
     expect(await connects(viaFront('127.0.0.1', `sslmode=verify-full&sslrootcert=${caFile()}`))).toMatch(/IP: 127.0.0.1 is not in the cert's list|altnames/i);
     // require with a root certificate verifies the chain, as libpq does (verify-ca).
     expect(await connects(viaFront('127.0.0.1', `sslmode=require&sslrootcert=${otherCaFile()}`))).toMatch(/certificate/i);
-    // disable never sends the SSLRequest: the front (TLS only) hangs up.
+    // disable never sends the SSLRequest: the front (TLS only) refuses the connection.
     expect(await connects(viaFront('127.0.0.1', 'sslmode=disable'))).not.toBe(true);
+  });
+
+  it('disable against a server that requires TLS: exit 5, saying the server requires TLS and sslmode=disable refuses it, with the modes to use instead', async () => {
+    const res = await runCli(['db', 'status'], { DATABASE_URL: viaFront('127.0.0.1', 'sslmode=disable') });
+    expect(res.code, res.stderr).toBe(5);
+    expect(res.stderr).toMatch(/no encryption/);
+    expect(res.stderr).toMatch(/the server requires TLS and DATABASE_URL's sslmode=disable refuses it: use sslmode=verify-full .*or sslmode=require/);
+    expect(res.stderr).not.toMatch(/asks for TLS/);
+    const fromEnv = await runCli(['db', 'status'], { DATABASE_URL: viaFront('127.0.0.1', ''), PGSSLMODE: 'disable' });
+    expect(fromEnv.code).toBe(5);
+    expect(fromEnv.stderr).toMatch(/the server requires TLS and PGSSLMODE=disable refuses it/);
   });
 });

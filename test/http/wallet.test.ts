@@ -4,16 +4,18 @@ import { Wallet } from '../../src/db/entities/wallet.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { postWalletEntry } from '../../src/services/wallet/wallet-ledger.js';
 import { DATABASES } from '../helpers/database.js';
-import { startTestServer, type Credentials, type TestServer } from '../helpers/server.js';
+import { startTestServer, type Credentials, type HttpResult, type TestServer } from '../helpers/server.js';
 import { expectLedgerExact } from '../helpers/expect-ledger-exact.js';
 import { postTopup, settleTopup, walletBalance } from '../helpers/topups.js';
+
+const SHOP = 'https://shop.example.com';
 
 describe.each(DATABASES)('wallet on %s', (kind) => {
   let server: TestServer;
   const clock = new ManualClock(new Date('2026-03-01T08:00:00Z'));
 
   beforeAll(async () => {
-    server = await startTestServer(kind, { clock });
+    server = await startTestServer(kind, { clock, env: { HOSTED_RETURN_ORIGINS: SHOP } });
   });
   afterAll(() => server?.stop());
   afterEach(() => expectLedgerExact(server.running.billing.orm));
@@ -38,22 +40,53 @@ describe.each(DATABASES)('wallet on %s', (kind) => {
     return res.body.id;
   }
 
-  it('creates the wallet on first use, empty, in the wallet currency, and returns the same one after', async () => {
+  it('a user without a wallet is answered an empty one in the wallet currency, by GET /wallet/me/ and staff\'s GET /admin/wallets/{user}/, and no wallet row is stored; the first entry stores it with the id answered', async () => {
     const user = await server.createUser();
-    expect(await em().count(Wallet, { user: user.id })).toBe(0);
+    const staff = await server.createUser({ isStaff: true });
     const first = await server.api('GET', '/wallet/me/', { auth: user });
     expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ balance: '0.00', currency: 'IDR', is_active: true });
+    expect(first.body).toMatchObject({ id: expect.any(String), balance: '0.00', currency: 'IDR', is_active: true });
     const second = await server.api('GET', '/wallet/me', { auth: user });
-    expect(second.body.id).toBe(first.body.id);
+    expect(second.body).toEqual(first.body);
+    const staffView = await server.api('GET', `/admin/wallets/${user.username}/`, { auth: staff });
+    expect(staffView.status, staffView.text).toBe(200);
+    expect(staffView.body).toMatchObject({ user: { id: user.id }, wallet: first.body, transactions: { count: 0, results: [] } });
+    expect(await em().count(Wallet, { user: user.id })).toBe(0);
+
+    await post(user.id, 'credit', '1500.00', 'refund', `first-entry-${user.id}`);
+    const stored = await em().findOneOrFail(Wallet, { user: user.id });
+    expect(stored.id).toBe(first.body.id);
+    const after = await server.api('GET', '/wallet/me/', { auth: user });
+    expect(after.body).toMatchObject({ id: first.body.id, balance: '1500.00' });
     expect(await em().count(Wallet, { user: user.id })).toBe(1);
   });
 
-  it('gives concurrent first requests one wallet', async () => {
+  it('concurrent first lookups all answer the same wallet, and store none', async () => {
     const user = await server.createUser();
     const answers = await Promise.all(Array.from({ length: 6 }, () => server.api('GET', '/wallet/me/', { auth: user })));
     expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
     expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
+    expect(await em().count(Wallet, { user: user.id })).toBe(0);
+  });
+
+  it('the customer portal opens for a user without a wallet, and stores no wallet', async () => {
+    const user = await server.createUser();
+    const made = await server.api('POST', '/portal-sessions/', { auth: user, body: { return_url: `${SHOP}/account` } });
+    expect(made.status, made.text).toBe(201);
+    const path = `${new URL(made.body.url).pathname}?lang=en`;
+    let cookie = '';
+    const keep = (res: HttpResult) => {
+      const set = res.headers.get('set-cookie');
+      if (set) cookie = set.split(';')[0]!;
+      return res;
+    };
+    const landing = keep(await server.request('GET', path));
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(landing.text)?.[1] ?? '';
+    keep(await server.request('POST', path, { headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, rawBody: new URLSearchParams({ csrf_token: csrf }).toString() }));
+    const page = await server.request('GET', path, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    expect(page.text).toMatch(/Wallet/);
+    expect(await em().count(Wallet, { user: user.id })).toBe(0);
   });
 
   it('requires authentication', async () => {

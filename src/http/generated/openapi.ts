@@ -1075,7 +1075,9 @@ export interface paths {
         };
         /**
          * Get the current user's wallet
-         * @description Returns the current user's wallet, creating an empty one if the user has none.
+         * @description Returns the current user's wallet. A user who has none yet is answered an empty, active
+         *     wallet dated from the user's creation, with the id the wallet keeps once its first entry
+         *     creates it; looking it up stores nothing.
          */
         get: operations["getMyWallet"];
         put?: never;
@@ -1838,8 +1840,9 @@ export interface paths {
         };
         /**
          * Look up a user's wallet and ledger
-         * @description Staff only. The wallet (made empty if the user has none, as for the user) and a page of its
-         *     ledger, newest first.
+         * @description Staff only. The wallet and a page of its ledger, newest first. A user who has no wallet
+         *     yet is answered an empty one, as for the user (`GET /wallet/me/`); looking it up stores
+         *     nothing.
          */
         get: operations["adminGetWallet"];
         put?: never;

@@ -21,7 +21,7 @@ import {
   type StaffListFilters,
 } from '../../services/staff-queries/index.js';
 import { listWalletTransactions } from '../../services/wallet/list-wallet-transactions.js';
-import { getOrCreateWallet } from '../../services/wallet/wallet-ledger.js';
+import { readWallet } from '../../services/wallet/wallet-ledger.js';
 import { serializeCreditNote } from '../credit-note-serializers.js';
 import { ownedRecord, ownersOf, serializeAdminNotification, serializeAdminRefund, serializeAuditEvent, withOwners } from '../admin-serializers.js';
 import type { ServiceContext } from '../../services/context.js';
@@ -119,7 +119,7 @@ export const adminReadHandlers: OperationHandlers = {
   async adminGetWallet(req) {
     const user = await findUserByRef(req.services, req.path.user);
     const page = pageRequest(req.query);
-    const wallet = await getOrCreateWallet(req.services, user);
+    const wallet = await readWallet(req.services, user);
     const entries = await listWalletTransactions(req.services, user, page);
     return {
       status: 200,

@@ -12,7 +12,7 @@ import { listInvoices } from '../invoices/list-invoices.js';
 import { currentUsage, type CurrentUsage } from '../usage/current-usage.js';
 import { listWalletTransactions } from '../wallet/list-wallet-transactions.js';
 import { ledgerSubjects } from '../wallet/ledger-words.js';
-import { getOrCreateWallet } from '../wallet/wallet-ledger.js';
+import { readWallet } from '../wallet/wallet-ledger.js';
 
 /** How many of each list the portal shows: the latest, as a statement would. */
 export const PORTAL_LIST_SIZE = 12;
@@ -50,7 +50,7 @@ export async function portalOverview(ctx: DataContext, user: User): Promise<Port
   const [invoices, creditNotes, wallet, ledger] = [
     await listInvoices(ctx, user, {}, page),
     await listCreditNotes(ctx, { user }, page),
-    await getOrCreateWallet(ctx, user),
+    await readWallet(ctx, user),
     await listWalletTransactions(ctx, user, page),
   ];
   const usage = live && subscription.plan.charges.length > 0 ? await currentUsage(ctx, subscription) : null;

@@ -372,15 +372,11 @@ export function partitionName(start: Date): string {
   return `usage_events_y${start.getUTCFullYear()}m${String(start.getUTCMonth() + 1).padStart(2, '0')}`;
 }
 
-/** A stable key for PostgreSQL's advisory lock taken while partitions are made. */
-const PARTITION_LOCK_KEY = '7349001942';
-
 async function ensurePgPartitions(em: EntityManager, around: Date, monthsAhead: number): Promise<void> {
-  const wanted: { name: string; from: Date; to: Date }[] = [];
+  const wanted: { name: string; from: Date }[] = [];
   for (let k = -1; k <= monthsAhead; k++) {
     const from = monthStart(around.getUTCFullYear(), around.getUTCMonth() + k);
-    const to = monthStart(from.getUTCFullYear(), from.getUTCMonth() + 1);
-    wanted.push({ name: partitionName(from), from, to });
+    wanted.push({ name: partitionName(from), from });
   }
   const existing = async (e: EntityManager) =>
     new Set(
@@ -391,21 +387,12 @@ async function ensurePgPartitions(em: EntityManager, around: Date, monthsAhead: 
   const have = await existing(em);
   const missing = wanted.filter((p) => !have.has(p.name));
   if (missing.length === 0) return;
+  // NOTE: made by usage_events_make_partition (a migration's function that runs as the schema's
+  // owner), not by DDL here: the service may run as a role that owns nothing, which can neither
+  // create a table nor attach one to usage_events. The function takes the same advisory lock,
+  // makes nothing when the partition exists, and moves the month's rows out of the DEFAULT one.
   await em.fork().transactional(async (tx) => {
-    await tx.execute(`select pg_advisory_xact_lock(${PARTITION_LOCK_KEY})`);
-    const now = await existing(tx);
-    for (const p of missing) {
-      if (now.has(p.name)) continue;
-      const from = p.from.toISOString();
-      const to = p.to.toISOString();
-      // Rows of that month already in the DEFAULT partition move into the new one: ATTACH
-      // refuses a partition while the default still holds rows of its range.
-      await tx.execute(`create table ${p.name} (like usage_events including defaults including constraints)`);
-      await tx.execute(
-        `with moved as (delete from usage_events_default where occurred_at >= '${from}' and occurred_at < '${to}' returning *) insert into ${p.name} select * from moved`,
-      );
-      await tx.execute(`alter table usage_events attach partition ${p.name} for values from ('${from}') to ('${to}')`);
-    }
+    for (const p of missing) await tx.execute('select usage_events_make_partition(?::date)', [p.from.toISOString().slice(0, 10)]);
   });
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { LockMode, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/knex';
+import { v5 as uuidv5 } from 'uuid';
 import { fromColumn, insertRows, updateRows } from '../../db/bulk-sql.js';
 import { isPostgres } from '../../db/dialect.js';
 import type { User } from '../../db/entities/user.js';
@@ -10,7 +11,38 @@ import { add, compare, isPositive, subtract, ZERO } from '../../domain/money.js'
 import type { DataContext } from '../context.js';
 import { onWalletDebtMoved } from './wallet-debt.js';
 
-/** The user's wallet, created on first use in WALLET_CURRENCY. */
+/*
+ * NOTE: a wallet's id follows from its user's (a name-based UUID), so the id a lookup answers for
+ * a user who has no wallet yet is the id the wallet gets when its first entry creates it.
+ */
+const WALLET_ID_NAMESPACE = 'a0b7e9c2-4f1d-5e3a-9c6b-2d8f0e4a7b13';
+
+/** The id the user's wallet has, or will have when it is created. */
+export function walletIdOf(userId: string): string {
+  return uuidv5(userId, WALLET_ID_NAMESPACE);
+}
+
+/**
+ * The user's wallet for reading: the stored one, or, for a user who has none yet, an empty one in
+ * WALLET_CURRENCY that is answered but never stored (a lookup writes nothing; the first entry
+ * creates the wallet, with the same id). The unstored one dates from the user's creation.
+ */
+export async function readWallet(ctx: DataContext, user: User): Promise<Wallet> {
+  const existing = await ctx.em.findOne(Wallet, { user });
+  if (existing) return existing;
+  return Object.assign(new Wallet(), {
+    id: walletIdOf(user.id),
+    user,
+    balance: ZERO,
+    currency: ctx.config.walletCurrency,
+    isActive: true,
+    entries: 0,
+    createdAt: user.createdAt,
+    updatedAt: user.createdAt,
+  });
+}
+
+/** The user's wallet, created on first use in WALLET_CURRENCY: only for callers about to post an entry. */
 export async function getOrCreateWallet(ctx: DataContext, user: User): Promise<Wallet> {
   const existing = await ctx.em.findOne(Wallet, { user });
   if (existing) return existing;
@@ -20,7 +52,7 @@ export async function getOrCreateWallet(ctx: DataContext, user: User): Promise<W
   const now = ctx.clock.now();
   await ctx.em
     .createQueryBuilder(Wallet)
-    .insert({ id: randomUUID(), user: user.id, balance: ZERO, currency: ctx.config.walletCurrency, isActive: true, createdAt: now, updatedAt: now } as never)
+    .insert({ id: walletIdOf(user.id), user: user.id, balance: ZERO, currency: ctx.config.walletCurrency, isActive: true, createdAt: now, updatedAt: now } as never)
     .onConflict('user')
     .ignore()
     .execute();
