@@ -60,11 +60,12 @@ function strayOrders(server: TestServer, answered: Set<string>): SimTransaction[
 describe('a full disk on SQLite, under concurrent writes', () => {
   let server: TestServer;
   let staff: TestUser;
-  const logs = captureLogs();
+  let logs: ReturnType<typeof captureLogs>;
   const suffix = `${process.pid}${Date.now() % 100000}`;
   const customers: (TestUser & { email: string })[] = [];
 
   beforeAll(async () => {
+    logs = captureLogs();
     server = await startTestServer('sqlite', {
       logger: logs.logger,
       // Notifications refused while the disk is full are sent again soon after.
@@ -80,7 +81,7 @@ describe('a full disk on SQLite, under concurrent writes', () => {
     for (const c of customers.slice(0, 4)) await fundWallet(server, c, '900000');
   });
   afterAll(async () => {
-    logs.restore();
+    logs?.restore();
     await server?.stop();
   });
 
@@ -166,5 +167,68 @@ describe('a full disk on SQLite, under concurrent writes', () => {
     const verify = await runCli(['wallet', 'verify', '--json'], cliEnv(server));
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
     expect(verify.json.ok).toBe(true);
+  });
+});
+
+/*
+ * PostgreSQL: the server out of space answers `53100 disk_full` to whatever needs a new page. A
+ * trigger raises it on every webhook log row, the write that records what the gateway answered
+ * a charge: the order exists at the gateway by then, and the request must cancel it.
+ */
+describe.skipIf(!DATABASES.includes('postgresql'))('a PostgreSQL server out of disk space', () => {
+  let server: TestServer;
+  let customer: TestUser & { email: string };
+  let logs: ReturnType<typeof captureLogs>;
+  const suffix = `${process.pid}${Date.now() % 100000}`;
+
+  beforeAll(async () => {
+    logs = captureLogs();
+    server = await startTestServer('postgresql', { logger: logs.logger });
+    await server.seedPlans(STANDARD_PLANS);
+    const username = `disk_pg_${suffix}`;
+    customer = { ...(await server.createUser({ username, email: `${username}@mailbox.test` })), email: `${username}@mailbox.test` };
+  });
+  afterAll(async () => {
+    logs?.restore();
+    await server?.stop();
+  });
+
+  it('answers 503 naming the full disk, cancels the orders it made, and recovers when space comes back', async () => {
+    const em = dbOf(server);
+    await em.execute(`create function test_disk_full() returns trigger language plpgsql as $$
+      begin raise exception 'could not extend file "base/16384/16385": No space left on device' using errcode = '53100'; end $$`);
+    await em.execute(`create trigger test_disk_full before insert on webhook_logs for each row execute function test_disk_full()`);
+    const topup = () => server.api('POST', '/topups/', { auth: customer, body: { amount: 57913, payment_type: 'bank_transfer', bank: 'bni' } });
+    const subscribe = () => server.api('POST', '/subscriptions/', { auth: customer, body: { plan_id: 'basic-monthly', payment_type: 'bank_transfer' } });
+    const linesBefore = logs.lines.length;
+
+    const refused = [await topup(), await subscribe()];
+    for (const res of refused) expectUnavailable(res);
+    const sim = server.running.billing.simulator!;
+    // Both orders were made, then canceled when their answers could not be recorded.
+    expect(sim.transactions().map((t) => t.transaction_status)).toEqual(['cancel', 'cancel']);
+    const warnings = logs.lines.slice(linesBefore).filter((l) => l.text.includes('"request failed"'));
+    expect(warnings).toHaveLength(2);
+    for (const w of warnings) expect(w.text).toMatch(/database unavailable: the disk is full \(53100: could not extend file/);
+
+    await em.execute(`drop trigger test_disk_full on webhook_logs`);
+    const answered = new Set<string>();
+    for (const res of [await topup(), await subscribe()]) {
+      expect(res.status, res.text).toBe(201);
+      ordersOf(res).forEach((o) => answered.add(o));
+    }
+    expect(strayOrders(server, answered)).toEqual([]);
+    const sync = await runCli(['payments', 'sync', '--json'], cliEnv(server));
+    expect(sync.code, sync.stderr).toBe(0);
+    // The top-up refused with a 503 is closed by its canceled order.
+    const topups = await dbOf(server).find(Topup, { user: customer.id }, { orderBy: { createdAt: 'asc' } });
+    expect(topups.map((t) => t.status)).toEqual(['failed', 'pending']);
+    const verify = await runCli(['wallet', 'verify', '--json'], cliEnv(server));
+    expect(verify.json?.ok, verify.stdout + verify.stderr).toBe(true);
+
+    for (const line of logs.lines) {
+      expect(line.text).not.toMatch(SQL);
+      for (const value of [customer.username, customer.email, amountPattern(57913)]) expect(line.text).not.toMatch(value);
+    }
   });
 });
