@@ -232,3 +232,33 @@ describe.skipIf(!DATABASES.includes('postgresql'))('a PostgreSQL server out of d
     }
   });
 });
+
+/*
+ * The order of a refused request is canceled at the gateway; a card order may have been
+ * captured first, and that capture's notification, refused while the database could not write,
+ * comes again after the cancel's. It is older news: the capture was voided, no money arrived.
+ */
+describe.each(DATABASES)('a voided card capture heard after its cancel (%s)', (kind) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(kind);
+  });
+  afterAll(() => server?.stop());
+
+  it('leaves the top-up failed and credits nothing', async () => {
+    const customer = await server.createUser();
+    const res = await server.api('POST', '/topups/', { auth: customer, body: { amount: 40000, payment_type: 'credit_card', token: 'tok-needs-3ds' } });
+    expect(res.status, res.text).toBe(201);
+    const orderId: string = res.body.order_id;
+    const sim = server.running.billing.simulator!;
+    sim.holdNotifications(orderId);
+    await sim.act(orderId, 'capture');
+    await sim.act(orderId, 'cancel');
+    await sim.releaseNotifications({ orderId, order: 'newest_first' });
+
+    expect(sim.transaction(orderId)?.transaction_status).toBe('cancel');
+    const topup = await server.api('GET', `/topups/${res.body.id}/`, { auth: customer });
+    expect(topup.body.status).toBe('failed');
+    expect((await server.api('GET', '/wallet/me/', { auth: customer })).body.balance).toBe('0.00');
+  });
+});
