@@ -2,6 +2,7 @@ import { createServer, type RequestListener, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { createApp, type AppOptions, type BillingApp } from './app.js';
 import type { Config } from './config.js';
+import { loggableMessage } from './db/loggable-error.js';
 import { checkpointWal } from './db/orm.js';
 import { deleteExpiredSessions } from './http/auth/session-store.js';
 import { deleteExpiredHostedSessions } from './services/hosted/hosted-sessions.js';
@@ -87,11 +88,11 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
   void billing.gatewayCredentials.refresh();
 
   const sweeper = setInterval(() => {
-    deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: String(err) }));
+    deleteExpiredSessions(billing.orm).catch((err) => billing.logger.warn('session sweep failed', { error: loggableMessage(err) }));
     // A client per address (TRUST_PROXY behind a balancer) leaves a counter per address: bounded by the window.
-    billing.throttler.deleteExpired().catch((err) => billing.logger.warn('login throttle sweep failed', { error: String(err) }));
+    billing.throttler.deleteExpired().catch((err) => billing.logger.warn('login throttle sweep failed', { error: loggableMessage(err) }));
     deleteExpiredHostedSessions({ em: billing.orm.em.fork() }, billing.clock.now()).catch((err) =>
-      billing.logger.warn('hosted link sweep failed', { error: String(err) }),
+      billing.logger.warn('hosted link sweep failed', { error: loggableMessage(err) }),
     );
   }, 60 * 60 * 1000);
   sweeper.unref();
@@ -128,7 +129,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
       await schedulerStopped;
       await delivery?.stop();
       // The file alone is then a complete copy (a backup of the file after a stop has everything).
-      await checkpointWal(billing.orm).catch((err) => billing.logger.warn('SQLite checkpoint at stop failed', { error: String(err) }));
+      await checkpointWal(billing.orm).catch((err) => billing.logger.warn('SQLite checkpoint at stop failed', { error: loggableMessage(err) }));
       await billing.close();
       return { inFlight: waiting, cutOff };
     },

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger.js';
+import { loggableError } from '../db/loggable-error.js';
 import { operatorLine } from '../domain/failure.js';
 import { classifyFailure } from '../services/common/classify-failure.js';
 import { problem, problemOf, sendProblem } from './problem.js';
@@ -26,7 +27,7 @@ export function errorBoundary(logger: Logger): Middleware {
         if (p.status >= 500) logger.warn('request failed', { method: ctx.method, path: loggedPath(ctx.path), status: p.status, error: operatorLine(failure) });
         return sendProblem(ctx, p);
       }
-      logger.error('unexpected error', { method: ctx.method, path: loggedPath(ctx.path), error: err instanceof Error ? err.stack : String(err) });
+      logger.error('unexpected error', { method: ctx.method, path: loggedPath(ctx.path), error: loggableError(err) });
       sendProblem(ctx, { ...problem('service_unavailable', 'An unexpected error occurred; it has been logged.'), status: 500, title: 'Internal error' });
     }
   };

@@ -80,7 +80,14 @@ export function problemOf(failure: Failure): Problem {
   return problem(failure.code, failure.message, failure.errors, failure.reason, failure.links);
 }
 
+/**
+ * Seconds a client is asked to wait before retrying a 503 (the database or the gateway cannot be
+ * used now: a full disk, a restart, contention) when the handler set none of its own.
+ */
+export const RETRY_AFTER_SECONDS = 5;
+
 export function sendProblem(ctx: Context, p: Problem): void {
+  if (p.status === 503 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
   ctx.status = p.status;
   ctx.type = 'application/problem+json';
   ctx.body = p;

@@ -5489,10 +5489,13 @@ export interface components {
         };
         /**
          * @description The payment gateway could not be reached or timed out (`gateway_unavailable`), or the
-         *     database is unavailable (`service_unavailable`); the request may be retried.
+         *     database is unavailable (`service_unavailable`); the request may be retried after
+         *     `Retry-After` seconds. No order is left payable at the gateway for a request answered so.
          */
         GatewayUnavailable: {
             headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -5509,12 +5512,15 @@ export interface components {
             };
         };
         /**
-         * @description The database is unavailable (`service_unavailable`), on any operation, or kept choosing
-         *     this request's transaction as the victim of a deadlock or serialization failure after its
-         *     retries; the request may be retried.
+         * @description The database is unavailable (`service_unavailable`), on any operation: unreachable,
+         *     restarting, out of disk space, failing or read-only; or it kept choosing this request's
+         *     transaction as the victim of a deadlock or serialization failure after its retries. The
+         *     request may be retried after `Retry-After` seconds.
          */
         ServiceUnavailable: {
             headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {

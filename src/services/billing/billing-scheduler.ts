@@ -6,6 +6,7 @@ import type { PaymentGateway } from '../../gateway/types.js';
 import type { Logger } from '../../logger.js';
 import type { ServiceMetrics } from '../../metrics/service-metrics.js';
 import { COUNTERS, runBilling, type BillingRunReport } from './run-billing.js';
+import { loggableMessage } from '../../db/loggable-error.js';
 import type { PassOutcome, SchedulerStatus } from './scheduler-status.js';
 
 /** The PostgreSQL advisory lock key of the in-server billing pass ("billpass" in ASCII). */
@@ -52,7 +53,7 @@ export function startBillingScheduler(deps: SchedulerDeps, intervalSeconds: numb
       tick = run.acquired ? { outcome: 'ok', report: run.value } : { outcome: 'skipped', report: null };
     } catch (err) {
       // A message only: a driver's error object may carry the connection string.
-      deps.logger.error('billing pass failed', { error: err instanceof Error ? err.message : String(err) });
+      deps.logger.error('billing pass failed', { error: loggableMessage(err) });
       tick = { outcome: 'failed', report: null };
     }
     const durationMs = status.tickEnded(tick.outcome, startedAt);

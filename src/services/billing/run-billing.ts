@@ -10,6 +10,7 @@ import type { BillingCounter } from './collect-renewal.js';
 import { notifyExpiringCards } from './notify-expiring-cards.js';
 import { cancelWithdrawnOrders } from '../subscription-rules/withdrawn-orders.js';
 import { systemActor, type Actor } from '../audit/actor.js';
+import { loggableMessage } from '../../db/loggable-error.js';
 import { clearRenewalFailure, recordRenewalFailure } from '../subscription-rules/record-renewal-failure.js';
 
 export interface BillingRunOptions {
@@ -139,7 +140,8 @@ async function keepRenewalOutcome(ctx: ServiceContext, step: StepResult, actor: 
   else if (step.renewalPaid) await clearRenewalFailure(ctx, step.subscriptionId);
 }
 
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+// A driver's error without its statement: the report is printed and logged.
+const messageOf = (err: unknown) => loggableMessage(err);
 
 /**
  * One billing pass (docs/billing.md, `billing-admin billing run`, the in-server scheduler): every

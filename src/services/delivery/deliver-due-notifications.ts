@@ -7,6 +7,7 @@ import type { DataContext } from '../context.js';
 import type { RenderPdf } from '../documents/document-renderer.js';
 import { receiptDocumentFor } from '../documents/receipt-document.js';
 import type { DeliveryChannels } from './channels.js';
+import { loggableMessage } from '../../db/loggable-error.js';
 import { retryable, type SendOutcome } from './send-outcome.js';
 
 /** `renderPdf`: how receipts' PDFs are rendered (the server's worker pool; in this thread when absent). */
@@ -119,7 +120,7 @@ async function deliverOne(ctx: DeliveryContext, candidate: Notification): Promis
     outcome = sender ? await sender.send(entry, attemptedAt, document) : retryable(`the ${entry.channel} channel is not configured`);
   } catch (err) {
     // A bug in a sender must not strand the entry: it is an attempt like any other.
-    outcome = retryable(`unexpected error: ${(err as Error).message}`);
+    outcome = retryable(`unexpected error: ${loggableMessage(err)}`);
   }
   const result = await settle(ctx, entry.id, leaseUntil, attemptedAt, performance.now() - started, outcome);
   return { result, error: outcome.ok ? null : (outcome.error ?? 'no reason given') };

@@ -4,6 +4,7 @@ import type { Clock } from '../../domain/clock.js';
 import type { Logger } from '../../logger.js';
 import type { RenderPdf } from '../documents/document-renderer.js';
 import { closeDeliveryChannels, createDeliveryChannels } from './channels.js';
+import { loggableMessage } from '../../db/loggable-error.js';
 import { deliverDueNotifications, type DeliveryReport } from './deliver-due-notifications.js';
 
 /** Entries one timer tick may try; the next tick carries on, so a backlog never blocks shutdown for long. */
@@ -50,7 +51,7 @@ export function startDeliveryWorker(deps: { orm: Orm; config: Config; clock: Clo
 
   const timer = setInterval(() => {
     if (current) return; // still busy with the previous tick
-    run().catch((err) => logger.warn('notification delivery pass failed', { error: String(err) }));
+    run().catch((err) => logger.warn('notification delivery pass failed', { error: loggableMessage(err) }));
   }, config.deliveryIntervalSeconds * 1000);
   timer.unref();
 

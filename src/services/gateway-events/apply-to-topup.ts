@@ -64,6 +64,10 @@ async function succeed(ctx: DataContext, topup: Topup, event: GatewayEvent, at: 
   const data = topupSummaryData(topup);
   assertAmount(event, topup.amount);
   const wasCanceled = topup.status === 'failed' || topup.status === 'expired';
+  // NOTE: a card capture heard after its top-up failed is older news: a capture is final only at
+  // settlement, and the cancel that failed the top-up voided it at the gateway (capture -> cancel;
+  // an order whose answer could not be recorded is canceled so). No money arrived.
+  if (wasCanceled && event.transactionStatus === 'capture') return ['capture already voided at the gateway: nothing credited'];
   if (!topupStates.applyIfAllowed(topup, 'succeed', at)) return [];
   if (wasCanceled) {
     // The customer paid a top-up we had given up on: the money still reaches the wallet, loudly.

@@ -7,6 +7,7 @@ import { lockSubscriptionThenPayment } from '../payments/lock-payment.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
 import { cancelAtGateway } from '../subscription-rules/end-subscription.js';
 import { applyChargeAnswer } from './gateway-answers.js';
+import { recordOrCancel } from './cancel-unrecorded-order.js';
 import { releaseUnheldRedemption } from '../coupons/redemption-hold.js';
 
 export interface SubmitPaymentOptions {
@@ -60,7 +61,9 @@ export async function submitPayment(ctx: ServiceContext, paymentId: string, opts
     });
   } catch (err) {
     if (!(err instanceof GatewayError)) throw err;
-    await retryingTransaction(ctx.em, async (em) => {
+    // A charge whose outcome is unknown may have made an order: one whose failure cannot be
+    // recorded either is canceled, as for an answer that could not be recorded.
+    const record = () => retryingTransaction(ctx.em, async (em) => {
       const locked = await lockSubscriptionThenPayment(em, { id: paymentId });
       if (!locked) throw new Error(`payment ${paymentId} vanished`);
       await em.populate(locked, ['invoice', 'subscription', 'subscription.plan', 'subscription.user', 'user']);
@@ -74,10 +77,14 @@ export async function submitPayment(ctx: ServiceContext, paymentId: string, opts
         if (locked.subscription) await releaseUnheldRedemption({ ...ctx, em }, locked.subscription);
       }
     });
+    if (err.outcomeUnknown) await recordOrCancel(ctx, payment.orderId, record);
+    else await record();
     throw err;
   }
 
-  await applyChargeAnswer(ctx, paymentId, tx);
+  // An answer that cannot be recorded (a full disk) is an error for the client: its order is
+  // canceled at the gateway first, so that trying again never pays twice.
+  await recordOrCancel(ctx, payment.orderId, () => applyChargeAnswer(ctx, paymentId, tx));
   await cancelIfWithdrawnMeanwhile(ctx, paymentId, tx);
 }
 

@@ -13,6 +13,7 @@ import { topupData } from '../notifications/payloads.js';
 import { TOPUP_ORDER_PREFIX } from '../payments/order-id.js';
 import { eventFromTransaction } from '../gateway-events/gateway-event.js';
 import { recordAndApplyGatewayEvent } from '../gateway-events/process-notification.js';
+import { recordOrCancel } from '../gateway-events/cancel-unrecorded-order.js';
 
 export interface CreateTopupInput {
   /** As sent: a JSON number or a decimal string, in the wallet currency. */
@@ -130,20 +131,24 @@ export async function createTopup(ctx: ServiceContext, user: User, input: Create
       items: [{ id: 'wallet-topup', name: 'Wallet top-up', price: topup.amount, quantity: 1 }],
     });
   } catch (err) {
-    throw await recordChargeFailure(ctx, topup.id, err);
+    throw await recordChargeFailure(ctx, topup, err);
   }
-  await ctx.em.transactional(async (em) => {
-    const t = await em.findOneOrFail(Topup, { id: topup.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-    t.transactionId ??= answer.transactionId;
-    t.paymentDetails = { ...answer.paymentDetails };
-    t.expiresAt = answer.expiryTime;
-    if (answer.transactionStatus === 'pending' && t.status === 'pending') {
-      notify({ em, config: ctx.config, clock: ctx.clock }, await em.findOneOrFail(User, { id: user.id }), 'payment_pending', topupData(t));
-    }
+  // An answer that cannot be recorded (a full disk) is an error for the client: its order is
+  // canceled at the gateway first, so that trying again never pays twice.
+  await recordOrCancel(ctx, topup.orderId, async () => {
+    await ctx.em.transactional(async (em) => {
+      const t = await em.findOneOrFail(Topup, { id: topup.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      t.transactionId ??= answer.transactionId;
+      t.paymentDetails = { ...answer.paymentDetails };
+      t.expiresAt = answer.expiryTime;
+      if (answer.transactionStatus === 'pending' && t.status === 'pending') {
+        notify({ em, config: ctx.config, clock: ctx.clock }, await em.findOneOrFail(User, { id: user.id }), 'payment_pending', topupData(t));
+      }
+    });
+    // The answer is applied like a notification and logged (source `charge`): a card captured at
+    // once credits the wallet now, and the gateway's own notification of it is then a duplicate.
+    await recordAndApplyGatewayEvent(ctx, { event: eventFromTransaction(answer), source: 'charge' });
   });
-  // The answer is applied like a notification and logged (source `charge`): a card captured at
-  // once credits the wallet now, and the gateway's own notification of it is then a duplicate.
-  await recordAndApplyGatewayEvent(ctx, { event: eventFromTransaction(answer), source: 'charge' });
   return ctx.em.findOneOrFail(Topup, { id: topup.id }, { refresh: true });
 }
 
@@ -152,12 +157,12 @@ export async function createTopup(ctx: ServiceContext, user: User, input: Create
  * it may have (a timeout, an unreadable answer), it stays `pending` with `outcomeUnknown` so
  * that reconciliation asks the gateway later. Returns the error to answer with.
  */
-async function recordChargeFailure(ctx: ServiceContext, topupId: string, err: unknown): Promise<unknown> {
+async function recordChargeFailure(ctx: ServiceContext, started: Topup, err: unknown): Promise<unknown> {
   const gatewayError = err instanceof GatewayError ? err : null;
   // GatewayError.outcomeUnknown is the one rule (timeouts, dropped connections, unreadable answers).
   const unknown = gatewayError === null || gatewayError.outcomeUnknown;
-  const topup = await ctx.em.transactional(async (em) => {
-    const t = await em.findOneOrFail(Topup, { id: topupId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  const record = () => ctx.em.transactional(async (em) => {
+    const t = await em.findOneOrFail(Topup, { id: started.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (unknown) t.outcomeUnknown = true;
     else if (topupStates.applyIfAllowed(t, 'fail', ctx.clock.now())) {
       await em.populate(t, ['user']);
@@ -165,6 +170,8 @@ async function recordChargeFailure(ctx: ServiceContext, topupId: string, err: un
     }
     return t;
   });
+  // An order that may exist, and whose doubt cannot be recorded, is canceled (recordOrCancel).
+  const topup = unknown ? await recordOrCancel(ctx, started.orderId, record) : await record();
   if (gatewayError === null) return err;
   const code = gatewayErrorToProblemCode(gatewayError);
   return unknown

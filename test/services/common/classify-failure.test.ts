@@ -1,6 +1,7 @@
-import { ConnectionException, DeadlockException, LockWaitTimeoutException, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { ConnectionException, DeadlockException, DriverException, LockWaitTimeoutException, ReadOnlyException, UniqueConstraintViolationException } from '@mikro-orm/core';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config.js';
+import { loggableError, loggableMessage } from '../../../src/db/loggable-error.js';
 import { DatabaseUnavailableError, InvalidStateError, NotFoundError, ValidationError } from '../../../src/domain/errors.js';
 import { classifyFailure as classifyInDomain, exitStatusOf } from '../../../src/domain/failure.js';
 import { GatewayError } from '../../../src/gateway/errors.js';
@@ -68,5 +69,40 @@ describe('classifyFailure and its two readers', () => {
     [null, EXIT.internal],
   ] as const)('the error code %s exits %i', (code, exit) => {
     expect(exitStatusOf(code)).toBe(exit);
+  });
+
+  /** A driver error as knex leaves it: the statement and its values before the driver's reason. */
+  const sqlite = (code: string, reason: string) =>
+    Object.assign(new Error(`insert into \`topups\` (\`user_id\`, \`amount\`) values ('carol', 2468100) - ${reason}`), { code });
+  const pg = (code: string, reason: string) => Object.assign(new Error(`update "users" set "email" = 'carol@example.com' - ${reason}`), { code });
+
+  it.each([
+    ['SQLite out of space', new DriverException(sqlite('SQLITE_FULL', 'database or disk is full')), 'the disk is full (SQLITE_FULL: database or disk is full)'],
+    ['a SQLite write the disk failed', new DriverException(sqlite('SQLITE_IOERR_WRITE', 'disk I/O error')), 'the disk failed a read or a write (SQLITE_IOERR_WRITE: disk I/O error)'],
+    ['a read-only SQLite file (MikroORM)', new ReadOnlyException(sqlite('SQLITE_READONLY', 'attempt to write a readonly database')), 'the database is read-only'],
+    ['a SQLite file that cannot be opened', new DriverException(sqlite('SQLITE_CANTOPEN', 'unable to open database file')), 'the database file cannot be opened'],
+    ['PostgreSQL out of space', new DriverException(pg('53100', 'could not extend file "base/1/2": No space left on device')), 'the disk is full (53100: could not extend file'],
+    ['a PostgreSQL server shutting down', new DriverException(pg('57P01', 'terminating connection due to administrator command')), 'the database server is shutting down or restarting'],
+    ['a PostgreSQL connection failure', new DriverException(pg('08006', 'connection failure')), 'the connection to the database failed'],
+    ['a PostgreSQL standby', new DriverException(pg('25006', 'cannot execute UPDATE in a read-only transaction')), 'the database is read-only'],
+    ['a driver error without a code', new DriverException(new Error("insert into `users` values ('carol') - database or disk is full")), 'the disk is full (database or disk is full)'],
+  ])('%s is a 503 whose operator line names the cause, never the statement', (_what, err, cause) => {
+    expect(toProblem(err)).toMatchObject({ status: 503, code: 'service_unavailable' });
+    const line = exitStatusFor(err).message;
+    expect(line).toContain(`service_unavailable: database unavailable: ${cause}`);
+    expect(line).not.toMatch(/insert into|update "users"|carol|2468100/);
+    expect(exitStatusFor(err).code).toBe(EXIT.unavailable);
+  });
+
+  it('a driver error reaches a log line as its class, code, reason and frames, without the statement or its values', () => {
+    const err = new DriverException(sqlite('SQLITE_CONSTRAINT_NOTNULL', 'NOT NULL constraint failed: topups.amount'));
+    const logged = loggableError(err);
+    expect(logged).toMatch(/^DriverException SQLITE_CONSTRAINT_NOTNULL: NOT NULL constraint failed: topups\.amount\n\s+at /);
+    expect(logged).not.toMatch(/insert into|carol|2468100/);
+    expect(loggableMessage(err)).toBe('SQLITE_CONSTRAINT_NOTNULL: NOT NULL constraint failed: topups.amount');
+    // Any other error keeps its stack and message: a bug is found by where it happened.
+    const bug = new TypeError('x is undefined');
+    expect(loggableError(bug)).toBe(bug.stack);
+    expect(loggableMessage(bug)).toBe('x is undefined');
   });
 });
