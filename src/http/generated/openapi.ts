@@ -132,11 +132,15 @@ export interface paths {
          *     `HttpOnly`, `SameSite=Lax` cookie `billing.sid` and returns the session's CSRF token,
          *     which must be sent as `X-CSRF-Token` on every unsafe request made with the cookie.
          *     Invalid credentials answer `401` (`not_authenticated`). Failures are counted per
-         *     (username, client) and per client: beyond `LOGIN_THROTTLE_LIMIT` failures for one
-         *     username from one client, or ten times that from one client, that client gets `429`
-         *     (`rate_limited`, with `Retry-After`). Failures from other clients never refuse a correct
-         *     password; they only slow every attempt at the username down, by at most 3 seconds. The
-         *     client is the connection's address (`X-Forwarded-For` only with `TRUST_PROXY`).
+         *     (username, client), per username and per client: beyond `LOGIN_THROTTLE_LIMIT` failures
+         *     for one username from one client, that client gets `429` (`rate_limited`, with
+         *     `Retry-After`) for that username, its right password included. Failures at a username
+         *     from other clients only slow every attempt at it down, by at most 3 seconds. A client
+         *     with more than ten times `LOGIN_THROTTLE_LIMIT` failures across usernames gets `429`,
+         *     after a one-second pause, for each further wrong password, while a correct password
+         *     from it is answered as usual: many customers share one address behind a proxy or a
+         *     carrier's NAT, and other usernames' failures never refuse theirs. The client is the
+         *     connection's address (`X-Forwarded-For` only with `TRUST_PROXY`).
          */
         post: operations["login"];
         delete?: never;
@@ -5417,9 +5421,11 @@ export interface components {
             };
         };
         /**
-         * @description Too many failed attempts for this username or address; retry after `Retry-After`
-         *     seconds (`rate_limited`). Any request carrying Basic credentials is refused this way
-         *     while the throttle holds, a public one (`GET /plans/`) included.
+         * @description Too many failed attempts for this username from this address, or a wrong password from
+         *     an address with many failures across usernames; retry after `Retry-After` seconds
+         *     (`rate_limited`). A request carrying Basic credentials for a username throttled at its
+         *     address is refused this way, a public one (`GET /plans/`) included; correct credentials
+         *     are never refused because other usernames failed from the same address.
          */
         RateLimited: {
             headers: {
