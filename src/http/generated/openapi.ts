@@ -818,9 +818,10 @@ export interface paths {
          *
          *     PDFs are rendered by a small pool of worker threads (`PDF_WORKERS`), each version of a
          *     document once (later requests get the same bytes until the invoice changes). A user may
-         *     have at most 10 PDF requests under way at once: beyond that the request answers `429`
-         *     (after a one-second pause, before any work), and `503` when the server has 64 renders
-         *     under way; both carry `Retry-After`.
+         *     have at most 10 PDF requests under way at once and start at most 10 a second, answers
+         *     from the cache included: beyond either the request answers `429` (after a one-second
+         *     pause, before any work), and `503` when the server has 64 renders under way; both carry
+         *     `Retry-After`.
          */
         get: operations["getInvoicePdf"];
         put?: never;
@@ -885,7 +886,8 @@ export interface paths {
          *     total credited. Another user's credit note answers `404`.
          *
          *     Rendered and limited as the invoice PDF is: `429` beyond 10 of the user's PDF requests
-         *     under way at once, `503` when the server has 64 renders under way.
+         *     under way at once or 10 started in a second (cached answers included), `503` when the
+         *     server has 64 renders under way.
          */
         get: operations["getCreditNotePdf"];
         put?: never;
@@ -5374,9 +5376,9 @@ export interface components {
             };
         };
         /**
-         * @description The user already has 10 PDF requests under way (`rate_limited`); answered after a
-         *     one-second pause and before any work is queued for the request. Retry after
-         *     `Retry-After` seconds.
+         * @description The user already has 10 PDF requests under way, or has started 10 this second, cached
+         *     answers included (`rate_limited`); answered after a one-second pause and before any work
+         *     is queued for the request. Retry after `Retry-After` seconds.
          */
         DocumentRateLimited: {
             headers: {
