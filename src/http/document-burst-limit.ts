@@ -16,7 +16,8 @@ const REFUSAL_PAUSE_MS = 1000;
 /**
  * A user's burst of PDF requests is answered 429 (with Retry-After) as it arrives, right after
  * authentication: before routing, validation, any database read or render, so that a flood costs
- * the event loop as little per request as can be. Requests within the limit go on and hold
+ * the event loop as little per request as can be. Every request counts, a cached PDF's included
+ * (DocumentRenderer.forUser: at once and per second); requests within the limits go on and hold
  * their slot until answered. Unauthenticated requests go on to their 401.
  */
 export function documentBurstLimit(documents: DocumentRenderer): Middleware {

@@ -6,7 +6,7 @@ import { authenticate } from '../../services/users/authenticate.js';
 import { problem, sendProblem } from '../problem.js';
 import type { AccessCache } from './access-cache.js';
 import { parseBasicAuth, VerifiedCredentialCache, type BasicCredentials } from './basic-auth.js';
-import { slowDown, type LoginThrottler } from './login-throttle.js';
+import { slowDown, SPRAY_PAUSE_MS, type LoginThrottler } from './login-throttle.js';
 import { mayWrite } from '../methods.js';
 
 /** `api_key`: a staff API key on a staff route (staff-gate.ts). */
@@ -50,7 +50,9 @@ export type PasswordVerdict = { result: 'ok'; user: User } | { result: 'wrong' }
 /**
  * One password guess by a client, whatever carries it (Basic, a session login, a password
  * change's current password): counted by the throttle before the compare, so concurrent guesses
- * cannot pass its limit, and slowed down as the throttle says (LoginThrottler).
+ * cannot pass its limit, and slowed down as the throttle says (LoginThrottler). A wrong guess
+ * from an address that is spraying many usernames answers 429 after a pause; a correct one is
+ * never held up by other usernames' failures.
  */
 export async function checkPassword(
   em: EntityManager,
@@ -63,7 +65,12 @@ export async function checkPassword(
   if (!attempt.allowed) return { result: 'rate_limited', wait: attempt.retryAfter };
   await slowDown(attempt.delayMs);
   const user = await authenticate({ em }, credentials.username, credentials.password);
-  if (!user) return { result: 'wrong' };
+  if (!user) {
+    const counted = await throttler.failed(client, now);
+    if (!counted.spraying) return { result: 'wrong' };
+    await slowDown(SPRAY_PAUSE_MS);
+    return { result: 'rate_limited', wait: counted.retryAfter };
+  }
   await throttler.succeeded(credentials.username, client);
   return { result: 'ok', user };
 }

@@ -2,38 +2,42 @@ import type { EntityManager } from '@mikro-orm/knex';
 import type { Orm } from '../../db/orm.js';
 
 /**
- * Failed logins, counted so that guessing is slow and the owner is never locked out
- * (issue 28 row 7). Counters live in the database, so every process sees them:
+ * Failed logins, counted so that guessing is slow and a customer is never locked out by anyone
+ * else's failures. Many customers may share one address (an office proxy, a mobile carrier's
+ * NAT), so no count that other usernames feed ever refuses a correct password. Counters live in
+ * the database, so every process sees them:
  *
- * - per (account, client): `limit` failures within the window, then 429 for that account from
- *   that client only;
- * - per client: ten times that across accounts (a shared office address), then 429 for that
- *   client;
- * - per account, across clients: never a refusal, only a slow-down of every attempt at that
- *   account, growing with its failures beyond `limit` and bounded by `MAX_SLOWDOWN_MS`. A
- *   stranger's failures cannot lock the owner out, from any number of addresses; they can only
- *   make each of the owner's logins wait a few seconds.
+ * - per (username, address): `limit` failures within the window, then 429 for that username from
+ *   that address only, before anything is compared (the password stays guarded against guessing);
+ * - per username, across addresses: never a refusal, only a slow-down of every attempt at that
+ *   username, growing with its failures beyond `limit` and bounded by `MAX_SLOWDOWN_MS`;
+ * - per address, across usernames (spraying, credential stuffing): failures only, counted after
+ *   the compare. Beyond ten times `limit` the address's wrong passwords answer 429 after a pause
+ *   (`SPRAY_PAUSE_MS`) instead of 401, while a correct password from it is answered at once as
+ *   usual. Each of an attacker's connections then gets one guess per pause, and a customer
+ *   behind the same address is neither refused nor slowed.
  *
- * The client is the address the connection came from; `X-Forwarded-For` counts only with
+ * The address is the one the connection came from; `X-Forwarded-For` counts only with
  * TRUST_PROXY, and then only its last entry, the one the trusted balancer appended (app.ts), so
  * rotating the header buys an attacker nothing.
  *
  * NOTE: an attempt reserves its place by one atomic UPSERT that returns the new count, before
  * its password is compared, and only an attempt within the limit may compare. So N concurrent
  * guesses, in one process or many, on SQLite or PostgreSQL, get at most `limit` compares per
- * (account, client). An attempt that is refused gives its reservations back, so refused
- * attempts (429s) are no failures: fifty concurrent guesses at one account cost their client
- * `limit` failures, not fifty, and the client's other accounts stay open. A success gives back
- * its client's and account's reservations and clears the (account, client) count.
+ * (username, address). An attempt that is refused gives its reservation back, so refused
+ * attempts (429s) are no failures. A success clears the (username, address) count and gives back
+ * the username's reservation.
  */
 const CLIENT_LIMIT_FACTOR = 10;
-/** The most a correct login can be made to wait by other clients' failures. */
+/** The most a correct login can be made to wait by other addresses' failures at its username. */
 export const MAX_SLOWDOWN_MS = 3_000;
-/** The wait added per failure at an account beyond the limit, up to MAX_SLOWDOWN_MS. */
+/** The wait added per failure at a username beyond the limit, up to MAX_SLOWDOWN_MS. */
 const SLOWDOWN_STEP_MS = 500;
+/** How long a spraying address waits for each wrong answer (429): costs the server a timer only. */
+export const SPRAY_PAUSE_MS = 1_000;
 
 export type LoginAttempt =
-  /** Compare the password (after waiting `delayMs`), then call `succeeded` or nothing. */
+  /** Compare the password (after waiting `delayMs`), then call `succeeded` or `failed`. */
   | { allowed: true; delayMs: number }
   /** Answer 429 with Retry-After `retryAfter` seconds; nothing was compared. */
   | { allowed: false; retryAfter: number };
@@ -84,9 +88,10 @@ export class LoginThrottler {
   }
 
   /**
-   * Counts an attempt for the (account, client) pair, the client and the account before anything
-   * is compared. Refused when the pair or the client is over its limit (nothing counted then);
-   * otherwise allowed, after the account's slow-down.
+   * Counts an attempt for the (username, address) pair and the username before anything is
+   * compared. Refused when the pair is over its limit (nothing counted then); otherwise allowed,
+   * after the username's slow-down. The address's own count is never consulted here: other
+   * usernames' failures cannot keep a correct password from being compared.
    */
   async attempt(username: string, client: string, now = new Date()): Promise<LoginAttempt> {
     if (this.limit <= 0) return { allowed: true, delayMs: 0 };
@@ -96,24 +101,30 @@ export class LoginThrottler {
       await this.giveBack(em, this.pairKey(username, client));
       return { allowed: false, retryAfter: this.retryAfter(pair.windowStart, now) };
     }
-    const fromClient = await this.count(em, this.clientKey(client), now);
-    if (fromClient.attempts > this.limit * CLIENT_LIMIT_FACTOR) {
-      await this.giveBack(em, this.clientKey(client));
-      await this.giveBack(em, this.pairKey(username, client));
-      return { allowed: false, retryAfter: this.retryAfter(fromClient.windowStart, now) };
-    }
     const account = await this.count(em, this.accountKey(username), now);
-    // Failures before this attempt beyond the limit slow every attempt at the account, boundedly.
+    // Failures before this attempt beyond the limit slow every attempt at the username, boundedly.
     const excess = account.attempts - 1 - this.limit;
     return { allowed: true, delayMs: excess > 0 ? Math.min(MAX_SLOWDOWN_MS, excess * SLOWDOWN_STEP_MS) : 0 };
   }
 
-  /** A correct password: the pair's count starts again; the client's and account's attempts are given back. */
+  /**
+   * A wrong password (the pair and username already counted it as an attempt): counted for the
+   * address. Beyond ten times the limit the address is spraying, and the answer is a 429 after
+   * `SPRAY_PAUSE_MS` rather than a 401.
+   */
+  async failed(client: string, now = new Date()): Promise<{ spraying: false } | { spraying: true; retryAfter: number }> {
+    if (this.limit <= 0) return { spraying: false };
+    const em = this.orm.em.fork() as EntityManager;
+    const fromClient = await this.count(em, this.clientKey(client), now);
+    if (fromClient.attempts <= this.limit * CLIENT_LIMIT_FACTOR) return { spraying: false };
+    return { spraying: true, retryAfter: this.retryAfter(fromClient.windowStart, now) };
+  }
+
+  /** A correct password: the pair's count starts again; the username's attempt is given back. */
   async succeeded(username: string, client: string): Promise<void> {
     if (this.limit <= 0) return;
     const em = this.orm.em.fork() as EntityManager;
     await em.execute('delete from login_throttles where "key" = ?', [this.pairKey(username, client)], 'run');
-    await this.giveBack(em, this.clientKey(client));
     await this.giveBack(em, this.accountKey(username));
   }
 

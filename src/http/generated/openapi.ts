@@ -132,11 +132,15 @@ export interface paths {
          *     `HttpOnly`, `SameSite=Lax` cookie `billing.sid` and returns the session's CSRF token,
          *     which must be sent as `X-CSRF-Token` on every unsafe request made with the cookie.
          *     Invalid credentials answer `401` (`not_authenticated`). Failures are counted per
-         *     (username, client) and per client: beyond `LOGIN_THROTTLE_LIMIT` failures for one
-         *     username from one client, or ten times that from one client, that client gets `429`
-         *     (`rate_limited`, with `Retry-After`). Failures from other clients never refuse a correct
-         *     password; they only slow every attempt at the username down, by at most 3 seconds. The
-         *     client is the connection's address (`X-Forwarded-For` only with `TRUST_PROXY`).
+         *     (username, client), per username and per client: beyond `LOGIN_THROTTLE_LIMIT` failures
+         *     for one username from one client, that client gets `429` (`rate_limited`, with
+         *     `Retry-After`) for that username, its right password included. Failures at a username
+         *     from other clients only slow every attempt at it down, by at most 3 seconds. A client
+         *     with more than ten times `LOGIN_THROTTLE_LIMIT` failures across usernames gets `429`,
+         *     after a one-second pause, for each further wrong password, while a correct password
+         *     from it is answered as usual: many customers share one address behind a proxy or a
+         *     carrier's NAT, and other usernames' failures never refuse theirs. The client is the
+         *     connection's address (`X-Forwarded-For` only with `TRUST_PROXY`).
          */
         post: operations["login"];
         delete?: never;
@@ -814,9 +818,10 @@ export interface paths {
          *
          *     PDFs are rendered by a small pool of worker threads (`PDF_WORKERS`), each version of a
          *     document once (later requests get the same bytes until the invoice changes). A user may
-         *     have at most 10 PDF requests under way at once: beyond that the request answers `429`
-         *     (after a one-second pause, before any work), and `503` when the server has 64 renders
-         *     under way; both carry `Retry-After`.
+         *     have at most 10 PDF requests under way at once and start at most 10 a second, answers
+         *     from the cache included: beyond either the request answers `429` (after a one-second
+         *     pause, before any work), and `503` when the server has 64 renders under way; both carry
+         *     `Retry-After`.
          */
         get: operations["getInvoicePdf"];
         put?: never;
@@ -881,7 +886,8 @@ export interface paths {
          *     total credited. Another user's credit note answers `404`.
          *
          *     Rendered and limited as the invoice PDF is: `429` beyond 10 of the user's PDF requests
-         *     under way at once, `503` when the server has 64 renders under way.
+         *     under way at once or 10 started in a second (cached answers included), `503` when the
+         *     server has 64 renders under way.
          */
         get: operations["getCreditNotePdf"];
         put?: never;
@@ -5373,9 +5379,9 @@ export interface components {
             };
         };
         /**
-         * @description The user already has 10 PDF requests under way (`rate_limited`); answered after a
-         *     one-second pause and before any work is queued for the request. Retry after
-         *     `Retry-After` seconds.
+         * @description The user already has 10 PDF requests under way, or has started 10 this second, cached
+         *     answers included (`rate_limited`); answered after a one-second pause and before any work
+         *     is queued for the request. Retry after `Retry-After` seconds.
          */
         DocumentRateLimited: {
             headers: {
@@ -5420,9 +5426,11 @@ export interface components {
             };
         };
         /**
-         * @description Too many failed attempts for this username or address; retry after `Retry-After`
-         *     seconds (`rate_limited`). Any request carrying Basic credentials is refused this way
-         *     while the throttle holds, a public one (`GET /plans/`) included.
+         * @description Too many failed attempts for this username from this address, or a wrong password from
+         *     an address with many failures across usernames; retry after `Retry-After` seconds
+         *     (`rate_limited`). A request carrying Basic credentials for a username throttled at its
+         *     address is refused this way, a public one (`GET /plans/`) included; correct credentials
+         *     are never refused because other usernames failed from the same address.
          */
         RateLimited: {
             headers: {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { DomainError } from '../../domain/errors.js';
 import type { DocumentView } from './document-view.js';
 import { RenderedDocumentCache } from './rendered-document-cache.js';
@@ -33,6 +34,8 @@ export interface RenderObserver {
 export interface RenderLimits {
   /** PDF requests of one user handled at once; beyond it, 429 before any work. */
   perUser: number;
+  /** PDF requests of one user started within one second, cached answers included; beyond it, 429 before any work. */
+  perUserPerSecond: number;
   /** Renders running or queued in all; beyond it, 503. */
   total: number;
   /** Bytes of rendered PDFs kept. */
@@ -40,11 +43,12 @@ export interface RenderLimits {
 }
 
 /**
- * NOTE: ten of a user's documents at once is more than a person opens by hand; the total lets
+ * NOTE: ten of a user's documents at once, or in one second, is more than a person opens by
+ * hand, and a script fetching every invoice in turn is served at ten a second; the total lets
  * six such users queue behind the threads, a few seconds of rendering, before the rest are told
  * to come back. 32 MB holds about two thousand invoices.
  */
-export const DEFAULT_RENDER_LIMITS: RenderLimits = { perUser: 10, total: 64, cacheBytes: 32 * 1024 * 1024 };
+export const DEFAULT_RENDER_LIMITS: RenderLimits = { perUser: 10, perUserPerSecond: 10, total: 64, cacheBytes: 32 * 1024 * 1024 };
 
 /** A document's version: its whole view (every figure, date, name and setting it shows), hashed. */
 export function documentVersion(view: DocumentView): string {
@@ -56,13 +60,18 @@ export function documentVersion(view: DocumentView): string {
  * bytes; requests for a version being rendered wait for that render), the rest sent to `render`
  * (the worker pool). A user's burst is refused (429) as it arrives (src/http/document-burst-limit.ts),
  * before routing, any database read or render: finding a document and its version costs the event
- * loop about what a plain read does, so a burst must not reach it. A cached answer holds its slot
- * only while it is read. Renders beyond the total are refused (503) before they queue.
+ * loop a few reads, cached PDF or not, so a burst must not reach it. Every request counts twice:
+ * while under way (`perUser` at once) and once in its second (`perUserPerSecond`). The second
+ * count is what holds a flood of cached answers: on SQLite, whose driver answers without yielding
+ * the event loop, such a request is over before the next one is read and was never under way
+ * alongside another. Renders beyond the total are refused (503) before they queue.
  */
 export class DocumentRenderer {
   private readonly cache: RenderedDocumentCache;
   private readonly underway = new Map<string, Promise<Buffer>>();
   private readonly perUser = new Map<string, number>();
+  /** Each user's requests in the current second; its entries expire by themselves. */
+  private readonly perSecond: RateLimiterMemory;
   private pending = 0;
 
   constructor(
@@ -71,15 +80,26 @@ export class DocumentRenderer {
     private readonly observer: RenderObserver | null = null,
   ) {
     this.cache = new RenderedDocumentCache(limits.cacheBytes);
+    this.perSecond = new RateLimiterMemory({ points: limits.perUserPerSecond, duration: 1 });
   }
 
-  /** Runs one PDF request of a user within the user's limit, or refuses it at once (429). */
+  private refuse(message: string, retryAfterSeconds: number): never {
+    this.observer?.documentRefused('user_limit');
+    throw new RenderRefusedError('rate_limited', message, retryAfterSeconds);
+  }
+
+  /** Runs one PDF request of a user within the user's limits, or refuses it at once (429). */
   async forUser<T>(userId: string, work: () => Promise<T>): Promise<T> {
-    const mine = this.perUser.get(userId) ?? 0;
-    if (mine >= this.limits.perUser) {
-      this.observer?.documentRefused('user_limit');
-      throw new RenderRefusedError('rate_limited', `At most ${this.limits.perUser} documents are prepared for you at once; retry shortly.`, 1);
+    // Counted before anything else: a cached answer, or one refused below, is a request too.
+    const counted = await this.perSecond.consume(userId).catch((refused: unknown) => {
+      if (refused instanceof RateLimiterRes) return refused;
+      throw refused;
+    });
+    if (counted.consumedPoints > this.limits.perUserPerSecond) {
+      this.refuse(`At most ${this.limits.perUserPerSecond} documents a second are prepared for you; retry shortly.`, Math.max(1, Math.ceil(counted.msBeforeNext / 1000)));
     }
+    const mine = this.perUser.get(userId) ?? 0;
+    if (mine >= this.limits.perUser) this.refuse(`At most ${this.limits.perUser} documents are prepared for you at once; retry shortly.`, 1);
     this.perUser.set(userId, mine + 1);
     try {
       return await work();
