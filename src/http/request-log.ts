@@ -20,12 +20,16 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,100}$/;
  */
 export function requestId(): Middleware {
   return (ctx, next) => {
-    const given = ctx.get('x-request-id');
-    const id = given !== '' && REQUEST_ID.test(given) ? given : randomUUID();
+    const id = requestIdFrom(ctx.get('x-request-id'));
     ctx.state.requestId = id;
     ctx.set('X-Request-Id', id);
     return next();
   };
+}
+
+/** The client's X-Request-Id when it is a plain token, or a new one. */
+export function requestIdFrom(given: string | undefined): string {
+  return given && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
 /** A path as logs show it: a hosted page's link secret is left out. */

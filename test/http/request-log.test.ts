@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { openOrm } from '../../src/db/orm.js';
 import { systemClock } from '../../src/domain/clock.js';
 import { createApiKey } from '../../src/services/api-keys/manage-api-keys.js';
@@ -179,5 +179,15 @@ describe.each(DATABASES)('request log and process metrics of a server process (%
     expect(lines[0].message).toBe(`Billing service listening on ${server.url}${API}/`);
     expect(lines.map((l) => l.message)).toContain('stopped: every request answered; database closed');
     for (const secret of secrets) expect(output.includes(secret), `"${secret}" in the server's output`).toBe(false);
+  });
+});
+
+describe('LOG_LEVEL', () => {
+  it('takes debug, info, warn, error or silent (info when unset); anything else stops the start naming it', () => {
+    const env = { DATABASE_URL: 'sqlite::memory:', SESSION_SECRET: 's' };
+    expect(loadConfig(env).logLevel).toBe('info');
+    expect(loadConfig({ ...env, LOG_LEVEL: 'WARN' }).logLevel).toBe('warn');
+    expect(() => loadConfig({ ...env, LOG_LEVEL: 'loud' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...env, LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL must be one of debug, info, warn, error, silent/);
   });
 });
