@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, describeConfig, loadConfig } from '../../src/config.js';
 import { openOrm } from '../../src/db/orm.js';
 import { systemClock } from '../../src/domain/clock.js';
 import { createApiKey } from '../../src/services/api-keys/manage-api-keys.js';
@@ -190,5 +190,13 @@ describe('LOG_LEVEL', () => {
     expect(loadConfig({ ...env, LOG_LEVEL: 'WARN' }).logLevel).toBe('warn');
     expect(() => loadConfig({ ...env, LOG_LEVEL: 'loud' })).toThrow(ConfigError);
     expect(() => loadConfig({ ...env, LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL must be one of debug, info, warn, error, silent/);
+  });
+});
+
+describe('the start-up line of the database', () => {
+  it('shows no password, neither in the authority nor as a password= parameter', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://billing:hunter2@db.internal:5432/billing?sslmode=require&password=also-secret', SESSION_SECRET: 's' });
+    const shown = String(describeConfig(config).database);
+    expect(shown).toBe('postgres://billing:***@db.internal:5432/billing?sslmode=require&password=***');
   });
 });
