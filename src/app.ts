@@ -24,9 +24,10 @@ import { healthMiddleware } from './http/health.js';
 import { AnswerCache } from './http/answer-cache.js';
 import { hotReads } from './http/hot-reads.js';
 import { hotWebhook } from './http/hot-webhook.js';
-import { errorBoundary, requestLogger } from './http/error-boundary.js';
+import { errorBoundary } from './http/error-boundary.js';
+import { requestId, requestLog } from './http/request-log.js';
 import { allHandlers } from './http/handlers/index.js';
-import { consoleLogger, quietLogger, type Logger } from './logger.js';
+import { createLogger, type Logger } from './logger.js';
 import { registerDatabaseGauges } from './metrics/database-gauges.js';
 import { instrumentGateway } from './metrics/instrumented-gateway.js';
 import { metricsEndpoint, requestMetrics } from './metrics/metrics-middleware.js';
@@ -114,7 +115,7 @@ function apiCors(origins: string[]): Koa.Middleware {
  * host applications can embed it. It does not listen; see src/server.ts.
  */
 export async function createApp(config: Config, options: AppOptions = {}): Promise<BillingApp> {
-  const logger = options.logger ?? (config.logRequests ? consoleLogger : quietLogger);
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
   const clock = options.clock ?? systemClock;
   const ownsOrm = !options.orm;
   // Only a server told to migrate may create its database; otherwise a missing, unreachable or
@@ -186,6 +187,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.silent = true;
 
   app.use(requestMetrics(metrics));
+  app.use(requestId());
+  // Outside the error boundary: the line is written for the answer the client gets, problems included.
+  if (config.logRequests) app.use(requestLog(logger));
   app.use(errorBoundary(logger));
   // One spelling per path before anything routes or authorises it (src/http/canonical-path.ts).
   app.use((ctx, next) => {
@@ -196,7 +200,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   if (config.corsOrigins.length > 0) app.use(apiCors(config.corsOrigins));
   app.use(healthMiddleware({ orm, config, schedulerStatus, credentials: gatewayCredentials }));
   app.use(metricsEndpoint(metrics, config.metricsToken));
-  if (config.logRequests) app.use(requestLogger(logger));
   if (simulator) app.use(simulator.middleware);
   app.use(docsMiddleware());
   // SECURE_COOKIES says TLS ends in front of this process: the hop to it may be plain HTTP (no

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { LOG_LEVELS, type LogLevel } from './logger.js';
 import { PROJECT_ROOT } from './project-root.js';
 import { sslSettingsOf } from './db/database-url.js';
 import { normaliseNitku, normaliseNpwp } from './domain/tax-profile.js';
@@ -113,6 +114,8 @@ export interface Config {
   /** How often a scrape may re-run the wallet check (it reads every ledger). */
   metricsWalletVerifySeconds: number;
   logRequests: boolean;
+  /** LOG_LEVEL: the least severe log line written (the request lines are info). */
+  logLevel: LogLevel;
   /** The seller on invoice and credit-note PDFs, and how their amounts and dates read. */
   documents: DocumentSettings;
   /** The seller's PPN registration (docs/tax.md, 'Settings'). */
@@ -279,6 +282,13 @@ export function loadDotEnv(path = '.env'): void {
     const value = rawValue.replace(/^(['"])(.*)\1$/, '$2');
     if (process.env[key] === undefined) process.env[key] = value;
   }
+}
+
+function logLevel(raw: string | undefined): LogLevel {
+  if (raw === undefined || raw === '') return 'info';
+  const level = raw.toLowerCase();
+  if ((LOG_LEVELS as readonly string[]).includes(level)) return level as LogLevel;
+  throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
 }
 
 function simulatorThreeDs(raw: string | undefined): Config['simulator']['threeDs'] {
@@ -476,6 +486,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     metricsToken: env.METRICS_TOKEN || null,
     metricsWalletVerifySeconds: integer(env, 'METRICS_WALLET_VERIFY_SECONDS', 300),
     logRequests: bool(env, 'LOG_REQUESTS', nodeEnv !== 'test'),
+    logLevel: logLevel(env.LOG_LEVEL),
     documents: documentSettings(env),
     tax: taxSettings(env),
     // One core is left to the event loop (on two cores, one thread), so that a flood of
@@ -498,7 +509,8 @@ export function describeConfig(config: Config): Record<string, unknown> {
   return {
     env: config.env,
     listen: `${config.host}:${config.port}`,
-    database: config.databaseUrl.replace(/\/\/([^:@/]+)(:[^@/]*)?@/, '//$1:***@'),
+    // The password, in the authority or as a `password=` parameter (libpq reads both).
+    database: config.databaseUrl.replace(/\/\/([^:@/]+)(:[^@/]*)?@/, '//$1:***@').replace(/([?&]password=)[^&#]*/gi, '$1***'),
     gateway: config.gateway.baseUrl ?? 'built-in simulator',
   };
 }

@@ -1,9 +1,11 @@
-import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, type AppOptions, type BillingApp } from './app.js';
 import type { Config } from './config.js';
 import { loggableMessage } from './db/loggable-error.js';
 import { checkpointWal } from './db/orm.js';
+import { loggedUrl, requestIdFrom } from './http/request-log.js';
+import { createLogger, type Logger } from './logger.js';
 import { deleteExpiredSessions } from './http/auth/session-store.js';
 import { deleteExpiredHostedSessions } from './services/hosted/hosted-sessions.js';
 import { startingProbeAnswer } from './http/health.js';
@@ -40,10 +42,34 @@ function listenFailure(err: NodeJS.ErrnoException, config: Pick<Config, 'host' |
   return err;
 }
 
+/**
+ * The request line of an answer given while the app is being built (src/http/request-log.ts
+ * writes the others), with the client address read as Koa reads it for the app.
+ */
+function logStartingAnswer(req: IncomingMessage, res: ServerResponse, logger: Logger, trustProxy: boolean): void {
+  const started = performance.now();
+  res.once('finish', () => {
+    const [path, query = ''] = (req.url ?? '/').split('?', 2);
+    const forwarded = trustProxy ? String(req.headers['x-forwarded-for'] ?? '').split(',').at(-1)?.trim() : '';
+    logger.info('request', {
+      request_id: res.getHeader('x-request-id'),
+      method: req.method,
+      path: loggedUrl(path!, query),
+      status: res.statusCode,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      actor: 'anonymous',
+      client_ip: forwarded || req.socket.remoteAddress || 'unknown',
+    });
+  });
+}
+
 export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
   // Until the app is built (migrations, contract compilation), answer 503 at once rather than
   // leave early requests — a health check, a gateway notification — hanging with no handler.
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
   let handle: RequestListener = (req, res) => {
+    res.setHeader('x-request-id', requestIdFrom(req.headers['x-request-id'] as string | undefined));
+    if (config.logRequests) logStartingAnswer(req, res, logger, config.trustProxy);
     const probe = startingProbeAnswer(req.url ?? '/');
     if (probe) {
       res.writeHead(probe.status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
@@ -77,7 +103,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
   let billing: BillingApp;
   try {
     // Hosted links are made on PUBLIC_URL only; without it (never in production) on this address.
-    billing = await createApp({ ...config, port, hosted: { ...config.hosted, publicUrl: config.hosted.publicUrl ?? url } }, { selfUrl: url, ...options });
+    billing = await createApp({ ...config, port, hosted: { ...config.hosted, publicUrl: config.hosted.publicUrl ?? url } }, { selfUrl: url, ...options, logger });
   } catch (err) {
     server.close();
     throw err;

@@ -4,11 +4,7 @@ import { loggableError } from '../db/loggable-error.js';
 import { operatorLine } from '../domain/failure.js';
 import { classifyFailure } from '../services/common/classify-failure.js';
 import { problem, problemOf, sendProblem } from './problem.js';
-
-/** A path as logs show it: a hosted page's link secret is left out. */
-export function loggedPath(path: string): string {
-  return path.replace(/^\/(pay|portal)\/[^/]+/, '/$1/[link]');
-}
+import { loggedPath } from './request-log.js';
 
 /**
  * The outermost middleware: every failure becomes problem+json; an unexpected one is logged
@@ -24,20 +20,11 @@ export function errorBoundary(logger: Logger): Middleware {
         const p = problemOf(failure);
         // The operator's line, not the driver's message: that one carries the failing SQL with
         // its values (customers' emails, password hashes).
-        if (p.status >= 500) logger.warn('request failed', { method: ctx.method, path: loggedPath(ctx.path), status: p.status, error: operatorLine(failure) });
+        if (p.status >= 500) logger.warn('request failed', { request_id: ctx.state.requestId, method: ctx.method, path: loggedPath(ctx.path), status: p.status, error: operatorLine(failure) });
         return sendProblem(ctx, p);
       }
-      logger.error('unexpected error', { method: ctx.method, path: loggedPath(ctx.path), error: loggableError(err) });
+      logger.error('unexpected error', { request_id: ctx.state.requestId, method: ctx.method, path: loggedPath(ctx.path), error: loggableError(err) });
       sendProblem(ctx, { ...problem('service_unavailable', 'An unexpected error occurred; it has been logged.'), status: 500, title: 'Internal error' });
     }
-  };
-}
-
-export function requestLogger(logger: Logger): Middleware {
-  return async (ctx, next) => {
-    const started = process.hrtime.bigint();
-    await next();
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    logger.info('request', { method: ctx.method, path: loggedPath(ctx.path), status: ctx.status, ms: Math.round(ms * 10) / 10 });
   };
 }

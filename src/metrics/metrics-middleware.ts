@@ -3,6 +3,7 @@ import type { Middleware } from 'koa';
 import { API_ROOT, WEBHOOK_PATH } from '../http/api.js';
 import { servedSpellings } from '../http/canonical-path.js';
 import { problem, sendProblem } from '../http/problem.js';
+import { processMetrics } from './process-metrics.js';
 import { WEBHOOK_OUTCOMES, type ServiceMetrics, type WebhookOutcome } from './service-metrics.js';
 
 /** Where Prometheus scrapes: the host's root, outside the API mount (openapi.yaml `getMetrics`). */
@@ -41,11 +42,14 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /**
  * GET /metrics in the Prometheus text format, for a scraper holding METRICS_TOKEN as a bearer
- * token. With no token configured the endpoint does not exist (404): metrics name operations
- * and volumes, which are not for the public.
+ * token: the service's metrics and the process's own (src/metrics/process-metrics.ts). With no
+ * token configured the endpoint does not exist (404): metrics name operations and volumes,
+ * which are not for the public.
  */
 export function metricsEndpoint(metrics: ServiceMetrics, token: string | null): Middleware {
   const expected = token ? digest(token) : null;
+  // Only a process that serves metrics watches its heap, pauses and event loop.
+  const processRegistry = expected ? processMetrics() : null;
   return async (ctx, next) => {
     if (ctx.path !== METRICS_PATH && ctx.path !== `${METRICS_PATH}/`) return next();
     if (!expected) return sendProblem(ctx, problem('not_found', 'Metrics are off: set METRICS_TOKEN to serve them.'));
@@ -60,6 +64,7 @@ export function metricsEndpoint(metrics: ServiceMetrics, token: string | null): 
     }
     ctx.set('Cache-Control', 'no-store');
     ctx.type = metrics.registry.contentType;
-    ctx.body = await metrics.registry.metrics();
+    // Both registries write the same text format: the service's metrics, then the process's.
+    ctx.body = (await metrics.registry.metrics()) + (await processRegistry!.metrics());
   };
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/knex';
 import type { Context, Next } from 'koa';
 import type { ApiKeyScope } from '../../db/entities/api-key.js';
@@ -34,13 +33,8 @@ declare module 'koa' {
     onBehalfOf?: OnBehalfOf;
     /** The Billing-Customer a key sent names no customer (the API answers 404 on a customer operation). */
     onBehalfUnknown?: string;
-    /** The request's id on staff routes (X-Request-Id), kept with its audit events. */
-    requestId?: string;
   }
 }
-
-/** A client's X-Request-Id is kept when it is a plain token; otherwise one is made. */
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
 export function isStaffPath(apiRoot: string, path: string): boolean {
   return path === `${apiRoot}/admin` || path.startsWith(`${apiRoot}/admin/`);
@@ -79,12 +73,6 @@ export function staffGate(orm: Orm, clock: Clock, apiRoot: string) {
     return true;
   }
 
-  const identifyRequest = (ctx: Context): void => {
-    const given = ctx.get('x-request-id');
-    ctx.state.requestId = REQUEST_ID.test(given) ? given : randomUUID();
-    ctx.set('X-Request-Id', ctx.state.requestId);
-  };
-
   /**
    * A key outside the staff API: it acts for the customer the Billing-Customer header names,
    * as that customer's own request would (the same `user` for everything after this gate, the
@@ -93,7 +81,6 @@ export function staffGate(orm: Orm, clock: Clock, apiRoot: string) {
    */
   async function customerRequest(ctx: Context, next: Next): Promise<void> {
     if (!bearerOf(ctx)) return next();
-    identifyRequest(ctx);
     if (!(await keyAccepted(ctx))) return;
     ctx.state.user = null;
     ctx.state.userFields = undefined;
@@ -123,7 +110,6 @@ export function staffGate(orm: Orm, clock: Clock, apiRoot: string) {
     if (!isApiPath(apiRoot, ctx.path)) return next();
     if (!isStaffPath(apiRoot, ctx.path)) return customerRequest(ctx, next);
     // NOTE: Billing-Customer means nothing on a staff route, which names its customers itself: ignored.
-    identifyRequest(ctx);
 
     if (bearerOf(ctx)) return (await keyAccepted(ctx)) ? next() : undefined;
     const user = ctx.state.userFields ?? ctx.state.user;

@@ -53,6 +53,16 @@ export interface paths {
          *       `billing_wallet_verify_timestamp_seconds`: the check of `billing-admin wallet verify`,
          *       re-run by a scrape at most every `METRICS_WALLET_VERIFY_SECONDS` (default 300).
          *     - `billing_metrics_database_up`: whether the scrape could read the database.
+         *     - The process's own metrics, under the Prometheus Node.js client's usual names:
+         *       `process_cpu_seconds_total`, `process_resident_memory_bytes`, `process_heap_bytes`,
+         *       `process_open_fds`, `process_start_time_seconds`; the V8 heap
+         *       (`nodejs_heap_size_used_bytes`, `nodejs_heap_size_total_bytes`,
+         *       `nodejs_heap_space_size_used_bytes{space}`, and `nodejs_heap_size_limit_bytes`, the
+         *       limit `--max-old-space-size` sets); garbage-collection pauses
+         *       (`nodejs_gc_duration_seconds{kind}`, a histogram); the event loop's lag
+         *       (`nodejs_eventloop_lag_seconds`, and `nodejs_eventloop_lag_p50_seconds`, `…_p90_…`,
+         *       `…_p99_…`, `…_max_…` since the previous scrape); `nodejs_active_handles`,
+         *       `nodejs_version_info`.
          *
          *     A sample Grafana dashboard is in `docs/grafana-dashboard.json`.
          */
