@@ -6,7 +6,7 @@ import { invoicePdfByNumber } from '../../src/services/documents/invoice-pdf.js'
 import { findStaffInvoice } from '../../src/services/staff-queries/staff-lookups.js';
 import { listStaffInvoices } from '../../src/services/staff-queries/staff-lists.js';
 import { describeRecord, registerList, ownedRecord, writePdf } from '../lookups.js';
-import { globalOptions, output, table, withServices } from '../runtime.js';
+import { cliConfig, globalOptions, output, table, withServices } from '../runtime.js';
 
 const STATUSES = ['open', 'paid', 'void', 'uncollectible'] as const satisfies readonly InvoiceStatus[];
 
@@ -18,7 +18,7 @@ export function registerInvoiceCommands(program: Command): void {
     statuses: STATUSES,
     extra: ['number'],
     list: listStaffInvoices,
-    serialize: serializeInvoice,
+    serialize: (i) => serializeInvoice(i, cliConfig()),
     columns: ['number', 'username', 'status', 'issue_date', 'due_date', 'total_amount', 'currency', 'paid_at', 'amount_refunded'],
   });
 
@@ -29,7 +29,7 @@ export function registerInvoiceCommands(program: Command): void {
       const shown = await withServices(async (s) => {
         const invoice = await findStaffInvoice(s, ref);
         const notes = await creditNotesOfInvoice(s, invoice);
-        return ownedRecord(s.em, invoice, (i) => serializeInvoiceDetail(i, notes));
+        return ownedRecord(s.em, invoice, (i) => serializeInvoiceDetail(i, notes, s.config));
       });
       output(globalOptions(cmd), shown, () => {
         const { lines, credit_notes: notes, ...fields } = shown;
