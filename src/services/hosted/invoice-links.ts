@@ -61,10 +61,10 @@ export function invoiceOfToken(config: Pick<Config, 'sessionSecrets' | 'database
   const m = INVOICE_TOKEN.exec(token);
   if (!m) return null;
   const id = Buffer.from(m[1]!, 'base64url');
-  // One spelling per invoice: a last character with other unused bits names no page.
+  // One spelling per link: a last character differing only in its unused bits names no page.
   if (id.length !== 16 || id.toString('base64url') !== m[1]) return null;
   const given = Buffer.from(m[2]!, 'base64url');
-  if (given.length !== 16) return null;
+  if (given.length !== 16 || given.toString('base64url') !== m[2]) return null;
   const valid = secretsOf(config).some((secret) => timingSafeEqual(mac(secret, id), given));
   if (!valid) return null;
   const hex = id.toString('hex');
