@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Config } from '../../src/config.js';
 import type { Invoice, InvoiceStatus } from '../../src/db/entities/invoice.js';
 import { serializeInvoice, serializeInvoiceDetail } from '../../src/http/serializers.js';
 import { creditNotesOfInvoice } from '../../src/services/credit-notes/list-credit-notes.js';
@@ -12,13 +13,15 @@ const STATUSES = ['open', 'paid', 'void', 'uncollectible'] as const satisfies re
 
 export function registerInvoiceCommands(program: Command): void {
   const invoices = program.command('invoices').description('invoices');
+  // Read once, when a list is first serialized: each invoice's hosted_url is made on it.
+  let config: Config | null = null;
 
   registerList<Invoice>(invoices, {
     noun: 'invoices',
     statuses: STATUSES,
     extra: ['number'],
     list: listStaffInvoices,
-    serialize: (i) => serializeInvoice(i, cliConfig()),
+    serialize: (i) => serializeInvoice(i, (config ??= cliConfig())),
     columns: ['number', 'username', 'status', 'issue_date', 'due_date', 'total_amount', 'currency', 'paid_at', 'amount_refunded'],
   });
 
