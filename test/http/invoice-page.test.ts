@@ -175,6 +175,27 @@ describe.each(DATABASES)('an open invoice\'s hosted page (%s)', { timeout: 120_0
     expect((await h.server.request('GET', portalPath, { headers: { cookie: portalCookie } })).text).not.toContain('class="invoice-pay"');
   });
 
+  it('a voided invoice\'s link answers 200, says nothing is due, offers no form and charges nothing', async () => {
+    const created = await api('POST', '/subscriptions/', { plan_id: 'basic-monthly', payment_type: 'qris' });
+    expect(created.status, created.text).toBe(201);
+    const invoiceId = created.body.payment.invoice_id as string;
+    const url = (await api('GET', `/invoices/${invoiceId}/`)).body.hosted_url as string;
+    const { post, get } = await openPage(url);
+    // The never-paid subscription is canceled: its first invoice is voided.
+    expect((await api('POST', `/subscriptions/${created.body.subscription.id}/cancel/`, { immediate: true })).status).toBe(200);
+    expect((await dbOf(h.server).findOneOrFail(Invoice, invoiceId)).status).toBe('void');
+    const before = charges();
+    const page = await get();
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Tidak ada yang perlu dibayar');
+    expect(page.text).not.toContain('id="checkout-form"');
+    expect((await get('?lang=en')).text).toContain('Nothing is due');
+    expect((await get('status')).body).toMatchObject({ state: 'nothing_due' });
+    expect((await post({ payment_type: 'bank_transfer', bank: 'bni' })).status).toBe(303);
+    expect(charges()).toBe(before);
+    expect((await paymentsOf(invoiceId)).filter((p) => p.status === 'pending')).toEqual([]);
+  });
+
   it('a forged link, one altered by a character, or another invoice\'s id under this one\'s seal answers 404 and charges nothing', async () => {
     const created = await api('POST', '/subscriptions/', { plan_id: 'basic-monthly', payment_type: 'qris' });
     const mine = (await api('GET', `/invoices/${created.body.payment.invoice_id}/`)).body.hosted_url as string;
