@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Config } from '../../src/config.js';
 import type { Invoice, InvoiceStatus } from '../../src/db/entities/invoice.js';
 import { serializeInvoice, serializeInvoiceDetail } from '../../src/http/serializers.js';
 import { creditNotesOfInvoice } from '../../src/services/credit-notes/list-credit-notes.js';
@@ -6,19 +7,21 @@ import { invoicePdfByNumber } from '../../src/services/documents/invoice-pdf.js'
 import { findStaffInvoice } from '../../src/services/staff-queries/staff-lookups.js';
 import { listStaffInvoices } from '../../src/services/staff-queries/staff-lists.js';
 import { describeRecord, registerList, ownedRecord, writePdf } from '../lookups.js';
-import { globalOptions, output, table, withServices } from '../runtime.js';
+import { cliConfig, globalOptions, output, table, withServices } from '../runtime.js';
 
 const STATUSES = ['open', 'paid', 'void', 'uncollectible'] as const satisfies readonly InvoiceStatus[];
 
 export function registerInvoiceCommands(program: Command): void {
   const invoices = program.command('invoices').description('invoices');
+  // Read once, when a list is first serialized: each invoice's hosted_url is made on it.
+  let config: Config | null = null;
 
   registerList<Invoice>(invoices, {
     noun: 'invoices',
     statuses: STATUSES,
     extra: ['number'],
     list: listStaffInvoices,
-    serialize: serializeInvoice,
+    serialize: (i) => serializeInvoice(i, (config ??= cliConfig())),
     columns: ['number', 'username', 'status', 'issue_date', 'due_date', 'total_amount', 'currency', 'paid_at', 'amount_refunded'],
   });
 
@@ -29,7 +32,7 @@ export function registerInvoiceCommands(program: Command): void {
       const shown = await withServices(async (s) => {
         const invoice = await findStaffInvoice(s, ref);
         const notes = await creditNotesOfInvoice(s, invoice);
-        return ownedRecord(s.em, invoice, (i) => serializeInvoiceDetail(i, notes));
+        return ownedRecord(s.em, invoice, (i) => serializeInvoiceDetail(i, notes, s.config));
       });
       output(globalOptions(cmd), shown, () => {
         const { lines, credit_notes: notes, ...fields } = shown;

@@ -12,6 +12,8 @@ import type { WebhookLog } from '../db/entities/webhook-log.js';
 import type { Schemas } from './operations.js';
 import { subtract } from '../domain/money.js';
 import { serializeInvoiceCreditNote } from './credit-note-serializers.js';
+import type { Config } from '../config.js';
+import { invoicePageUrl } from '../services/hosted/invoice-links.js';
 
 /**
  * The wire shape of every resource, in one place: the API and `billing-admin --json` print
@@ -201,7 +203,8 @@ export function serializeRefund(r: Refund) {
   };
 }
 
-export function serializeInvoice(i: Invoice): Schemas['Invoice'] {
+/** `config` makes the invoice's hosted page link (hosted_url), on PUBLIC_URL. */
+export function serializeInvoice(i: Invoice, config: Config): Schemas['Invoice'] {
   return {
     id: i.id,
     number: i.number,
@@ -223,6 +226,7 @@ export function serializeInvoice(i: Invoice): Schemas['Invoice'] {
     tax_rounding: i.taxRounding,
     tax_invoice_number: i.taxInvoiceNumber,
     tax_exported_at: iso(i.taxExportedAt),
+    hosted_url: i.subscription ? invoicePageUrl(config, i.id) : null,
     created_at: isoRequired(i.createdAt),
   };
 }
@@ -255,9 +259,9 @@ function usageOfLine(l: InvoiceLine): Schemas['InvoiceLineUsage'] | null {
 }
 
 /** The detail view: the invoice, its lines (which must be loaded) and its credit notes. */
-export function serializeInvoiceDetail(i: Invoice, creditNotes: CreditNote[]): Schemas['InvoiceDetail'] {
+export function serializeInvoiceDetail(i: Invoice, creditNotes: CreditNote[], config: Config): Schemas['InvoiceDetail'] {
   return {
-    ...serializeInvoice(i),
+    ...serializeInvoice(i, config),
     buyer_tax_profile: completeTaxProfile(i.buyerTaxProfile),
     lines: i.lines.getItems().map(serializeInvoiceLine),
     credit_notes: creditNotes.map(serializeInvoiceCreditNote),

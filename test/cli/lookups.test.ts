@@ -47,7 +47,8 @@ describe.each(DATABASES)('billing-admin look-ups on %s', (kind) => {
   /** Bob's subscription, canceled before payment with NASTY as its reason, and its payment. */
   let canceled: { subscription: any; payment: any };
 
-  const env = () => ({ DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'cli-test' });
+  // The server's own PUBLIC_URL and SESSION_SECRET, as a deployment gives both: an invoice's hosted_url is made on them.
+  const env = () => ({ DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'test-session-secret', PUBLIC_URL: server.url });
   const cli = (...args: string[]) => runCli(args, env());
   const services = () => {
     const { orm, config, gateway, clock } = server.running.billing;

@@ -5,7 +5,8 @@ import { startTestServer, type TestServer } from './server.js';
 
 /** What `billing-admin` needs to reach a test server and its database. */
 export function cliEnv(server: TestServer): Record<string, string> {
-  return { DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'cli-test' };
+  // The server's PUBLIC_URL and SESSION_SECRET, as a deployment gives both: links the CLI prints (an invoice's hosted_url) are the server's.
+  return { DATABASE_URL: server.db.url, BILLING_URL: server.url, SESSION_SECRET: 'test-session-secret', PUBLIC_URL: server.url };
 }
 
 export interface CliStage {

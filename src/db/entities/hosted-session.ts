@@ -6,7 +6,11 @@ import { Subscription } from './subscription.js';
 import { Topup } from './topup.js';
 import { User } from './user.js';
 
-export type HostedSessionKind = 'checkout' | 'portal';
+/**
+ * `invoice`: not a link (an invoice's page link is derived from the invoice, never stored) but
+ * the claim its page's submits take (`choosingAt`), made by the first submit.
+ */
+export type HostedSessionKind = 'checkout' | 'portal' | 'invoice';
 
 /**
  * A link to a hosted page (docs/hosted.md), made by the client's backend for one user. Only the

@@ -3976,6 +3976,7 @@ export interface components {
          *       "tax_rounding": "0.00",
          *       "tax_invoice_number": null,
          *       "tax_exported_at": null,
+         *       "hosted_url": "https://billing.example.com/pay/inv_57HT9ZosTmuNDxo8XnudLwbhJTXmN4UHuhaVSh_Gc0_2X/",
          *       "created_at": "2026-01-15T03:10:00Z"
          *     }
          */
@@ -4028,6 +4029,11 @@ export interface components {
              * @description When `billing-admin tax export` first wrote the invoice's faktur into a Coretax import file; null until then. Credits after it are corrected in Coretax (`billing-admin tax corrections`, `docs/tax.md`).
              */
             tax_exported_at: string | null;
+            /**
+             * Format: uri
+             * @description The invoice's own hosted page (`/pay/inv_…/`, docs/hosted.md), where the customer pays it by any method the hosted checkout offers: any bank's virtual account, QRIS, GoPay, ShopeePay or a card. The link is the same on every read and needs no login; opening it never charges anything. Once the invoice is paid it says so, once void that nothing is due. Null on an invoice no subscription owns (nothing the page could charge).
+             */
+            hosted_url: string | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -4089,6 +4095,7 @@ export interface components {
          *       "tax_rounding": "0.00",
          *       "tax_invoice_number": null,
          *       "tax_exported_at": null,
+         *       "hosted_url": "https://billing.example.com/pay/inv_8qTG6AstT2qcjgosTrZrDwQ2o1fXb7gR4kLm9NpQsUvW/",
          *       "buyer_tax_profile": null,
          *       "created_at": "2026-01-30T03:12:45Z",
          *       "lines": [
@@ -4152,6 +4159,7 @@ export interface components {
          *           "tax_rounding": "0.00",
          *           "tax_invoice_number": null,
          *           "tax_exported_at": null,
+         *           "hosted_url": "https://billing.example.com/pay/inv_57HT9ZosTmuNDxo8XnudLwbhJTXmN4UHuhaVSh_Gc0_2X/",
          *           "created_at": "2026-01-15T03:10:00Z"
          *         }
          *       ]

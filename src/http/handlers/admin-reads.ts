@@ -84,13 +84,13 @@ export const adminReadHandlers: OperationHandlers = {
   },
 
   async adminListInvoices(req) {
-    return ownedPage(req, listStaffInvoices, serializeInvoice);
+    return ownedPage(req, listStaffInvoices, (i) => serializeInvoice(i, req.services.config));
   },
 
   async adminGetInvoice(req) {
     const invoice = await getStaffInvoice(req.services, req.path.id);
     const notes = await creditNotesOfInvoice(req.services, invoice);
-    return { status: 200, body: await ownedRecord(req.services.em, invoice, (i) => serializeInvoiceDetail(i, notes)) };
+    return { status: 200, body: await ownedRecord(req.services.em, invoice, (i) => serializeInvoiceDetail(i, notes, req.services.config)) };
   },
 
   async adminListPayments(req) {

@@ -10,11 +10,11 @@ export const invoiceHandlers: OperationHandlers = {
     const page = pageRequest(req.query);
     const { status, ordering } = req.query;
     const result = await listInvoices(req.services, requireUser(req), { status, ordering }, page);
-    return { status: 200, body: envelope(req.koa, result, page, serializeInvoice) };
+    return { status: 200, body: envelope(req.koa, result, page, (i) => serializeInvoice(i, req.services.config)) };
   },
 
   async getInvoice(req) {
     const invoice = await getInvoice(req.services, requireUser(req), req.path.id);
-    return { status: 200, body: serializeInvoiceDetail(invoice, await creditNotesOfInvoice(req.services, invoice)) };
+    return { status: 200, body: serializeInvoiceDetail(invoice, await creditNotesOfInvoice(req.services, invoice), req.services.config) };
   },
 };

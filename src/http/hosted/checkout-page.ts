@@ -1,5 +1,4 @@
 import type { Context } from 'koa';
-import type { PaymentType } from '../../db/entities/subscription.js';
 import { BANKS, GATEWAY_PAYMENT_TYPES, type Bank, type GatewayPaymentType } from '../../gateway/types.js';
 import {
   checkoutChoose,
@@ -21,6 +20,7 @@ import { pricedAsSubmitted, pricedFields, pricedTerms, termsRefusal, typedTerms,
 import { firstPeriodAmount } from '../../services/subscriptions/authorize-trial-card.js';
 import { classifyFailure } from '../../services/common/classify-failure.js';
 import { failureMessage, formIsGenuine, openPage, readForm, withLang, type PageDeps, type PageRequest } from './page-kit.js';
+import type { Translate } from './language.js';
 
 /** The payment types this checkout offers: the one the client chose, else all; card only with a way to tokenize it. */
 function offeredTypes(page: PageRequest, cardForm: boolean): GatewayPaymentType[] {
@@ -99,7 +99,7 @@ function itemSummary(page: PageRequest, offer: TrialOffer | null, priced: Checko
 }
 
 /** The gateway's card script: Midtrans's own in production, the simulator's under development. */
-function cardScript(deps: PageDeps): { src: string; clientKey: string; environment: string } | null {
+export function cardScript(deps: PageDeps): { src: string; clientKey: string; environment: string } | null {
   const { gateway, hosted } = deps.config;
   if (gateway.baseUrl === null) {
     return deps.simulator ? { src: '/_simulator/v2/assets/js/midtrans-new-3ds.min.js', clientKey: hosted.clientKey ?? 'simulator', environment: 'sandbox' } : null;
@@ -126,6 +126,22 @@ interface RenderOptions {
   values?: { quantity?: string; promotion_code?: string };
   /** The method (and bank) the customer had chosen, kept chosen when the page is shown again. */
   chosen?: { paymentType: string; bank?: string };
+}
+
+/** The radio buttons of the offered methods: the one chosen before kept chosen, the card's after a card error. */
+export function methodChoices(t: Translate, offered: GatewayPaymentType[], opts: { cardError: string | null; chosen?: { paymentType: string } }) {
+  const kept = offered.find((type) => type === opts.chosen?.paymentType);
+  const preferred = opts.cardError && offered.includes('credit_card') ? 'credit_card' : kept ?? offered[0];
+  return offered.map((value, _i, all) => ({ value, label: t(`method.${value}`), checked: all.length === 1 || value === preferred }));
+}
+
+/** A form's method and bank, when they are offered ('payment_type' or 'bank' naming what is not). */
+export function chosenMethod(form: Record<string, string>, offered: GatewayPaymentType[]): { paymentType: GatewayPaymentType; bank: Bank | undefined } | 'payment_type' | 'bank' {
+  const paymentType = form.payment_type as GatewayPaymentType;
+  if (!(offered as string[]).includes(paymentType)) return 'payment_type';
+  const bank = paymentType === 'bank_transfer' ? (form.bank || 'bca') : undefined;
+  if (bank !== undefined && !(BANKS as readonly string[]).includes(bank)) return 'bank';
+  return { paymentType, bank: bank as Bank | undefined };
 }
 
 /** A charge waiting for the customer may be replaced by another method (its order canceled first). */
@@ -157,10 +173,7 @@ async function renderCheckout(page: PageRequest, progress: CheckoutProgress, opt
     : null;
   const card = cardScript(page.deps);
   const cardError = opts.cardError ?? (progress.failure === 'card_declined' ? t('card.declined') : null);
-  const offered = offeredTypes(page, card !== null);
-  const kept = offered.find((type) => type === opts.chosen?.paymentType);
-  const preferred = cardError && offered.includes('credit_card') ? 'credit_card' : kept ?? offered[0];
-  const methods = offered.map((value, _i, all) => ({ value, label: t(`method.${value}`), checked: all.length === 1 || value === preferred }));
+  const methods = methodChoices(t, offeredTypes(page, card !== null), { cardError, chosen: opts.chosen });
   // Waiting for a trial card's 3-D Secure without its page (a reload): the card can be given again.
   const cardCheck = progress.state === 'card_check';
   const chooses = progress.state === 'choose' || progress.state === 'failed' || (cardCheck && !opts.threeDsUrl);
@@ -236,15 +249,9 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
   const current = () => checkoutProgress(page.services, page.session);
   if (!formIsGenuine(page, form)) return renderCheckout(page, await current(), { error: page.t('error.csrf_failed'), status: 403 });
   if (form.apply !== undefined) return applyTerms(page, form, await current());
-  const card = cardScript(deps);
-  const paymentType = form.payment_type as PaymentType;
-  if (!(offeredTypes(page, card !== null) as string[]).includes(paymentType)) {
-    return renderCheckout(page, await current(), { error: page.t('error.validation_error', { detail: 'payment_type' }), status: 400 });
-  }
-  const bank = paymentType === 'bank_transfer' ? (form.bank || 'bca') : undefined;
-  if (bank !== undefined && !(BANKS as readonly string[]).includes(bank)) {
-    return renderCheckout(page, await current(), { error: page.t('error.validation_error', { detail: 'bank' }), status: 400 });
-  }
+  const method = chosenMethod(form, offeredTypes(page, cardScript(deps) !== null));
+  if (typeof method === 'string') return renderCheckout(page, await current(), { error: page.t('error.validation_error', { detail: method }), status: 400 });
+  const { paymentType, bank } = method;
   // Units and a promotion code: checked before anything is claimed or charged; refused next to their fields.
   const typed = typedTerms(page, form);
   const values = { quantity: form.quantity, promotion_code: form.promotion_code };
@@ -270,8 +277,8 @@ export async function chooseCheckout(ctx: Context, deps: PageDeps, token: string
   try {
     result = await checkoutChoose(page.services, page.session, {
       terms,
-      paymentType: paymentType as GatewayPaymentType,
-      bank: bank as Bank | undefined,
+      paymentType,
+      bank,
       token: paymentType === 'credit_card' ? form.token : undefined,
       replaces: form.replaces || undefined,
     });
@@ -330,7 +337,7 @@ function seeThePage(page: PageRequest): void {
 }
 
 /** The bank's words in a card_declined message ("The card was declined: REASON."), else all of it. */
-function declineReason(message: string): string {
+export function declineReason(message: string): string {
   const m = /declined:\s*(.+?)\.?$/s.exec(message);
   return m ? m[1]! : message;
 }

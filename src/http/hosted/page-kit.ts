@@ -56,7 +56,7 @@ export async function readForm(ctx: Context): Promise<Record<string, string>> {
   return fields;
 }
 
-function frameFor(ctx: Context, deps: PageDeps, lang: Language, t: Translate, title: string): PageFrame {
+export function frameFor(ctx: Context, deps: PageDeps, lang: Language, t: Translate, title: string): PageFrame {
   const other = lang === 'id' ? 'en' : 'id';
   return { lang, t, company: deps.config.documents.companyName, title, switchUrl: `${ctx.path}?lang=${other}` };
 }
@@ -220,7 +220,7 @@ export function failureMessage(t: Translate, err: unknown): string {
 }
 
 /** One of the page's URLs with `params`, keeping the page's `?lang=` choice when one was made. */
-export function withLang(page: PageRequest, path: string, params: Record<string, string> = {}): string {
+export function withLang(page: Pick<PageRequest, 'ctx' | 'lang'>, path: string, params: Record<string, string> = {}): string {
   const query = new URLSearchParams(params);
   if (page.ctx.query.lang === 'en' || page.ctx.query.lang === 'id') query.set('lang', page.lang);
   const text = query.toString();

@@ -6,6 +6,8 @@ import { PROJECT_ROOT } from '../../project-root.js';
 import { checkoutStatus, chooseCheckout, showCheckout } from './checkout-page.js';
 import { claimPortalPage, sendRefusal, type PageDeps } from './page-kit.js';
 import { portalAction, portalDocument, showPortal } from './portal-page.js';
+import { chooseInvoicePayment, invoicePageStatus, showInvoicePage } from './invoice-page.js';
+import { INVOICE_TOKEN } from '../../services/hosted/invoice-links.js';
 
 const ASSETS: Record<string, string> = {
   'hosted.css': 'text/css; charset=utf-8',
@@ -17,7 +19,7 @@ const ASSETS: Record<string, string> = {
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
 /**
- * The hosted checkout (`/pay/TOKEN/`) and customer portal (`/portal/TOKEN/`), and their
+ * The hosted checkout (`/pay/TOKEN/`), open invoices' pages (`/pay/inv_…/`) and customer portal (`/portal/TOKEN/`), and their
  * stylesheet and scripts (`/hosted-assets/`), at the server's root. GET also answers HEAD,
  * and neither ever claims a link: a portal is claimed by its landing page's POST.
  */
@@ -34,9 +36,13 @@ export function hostedPages(deps: PageDeps): Middleware {
   type PageContext = Context & { params: Record<string, string | undefined> };
   const page = (handle: (ctx: PageContext, deps: PageDeps, token: string) => Promise<void>) => async (ctx: PageContext) =>
     TOKEN.test(ctx.params.token ?? '') ? handle(ctx, deps, ctx.params.token!) : sendRefusal(ctx, deps, 'unknown');
-  router.get('/pay/:token/', page(showCheckout));
-  router.post('/pay/:token/', page(chooseCheckout));
-  router.get('/pay/:token/status', page(checkoutStatus));
+  // `/pay/` holds checkouts (a stored link's secret) and open invoices' pages (INVOICE_TOKEN).
+  type Handle = (ctx: PageContext, deps: PageDeps, token: string) => Promise<void>;
+  const pay = (checkout: Handle, invoice: Handle) => async (ctx: PageContext) =>
+    INVOICE_TOKEN.test(ctx.params.token ?? '') ? invoice(ctx, deps, ctx.params.token!) : page(checkout)(ctx);
+  router.get('/pay/:token/', pay(showCheckout, showInvoicePage));
+  router.post('/pay/:token/', pay(chooseCheckout, chooseInvoicePayment));
+  router.get('/pay/:token/status', pay(checkoutStatus, invoicePageStatus));
   router.get('/portal/:token/', page(showPortal));
   router.post('/portal/:token/', page(claimPortalPage));
   router.post('/portal/:token/:action', page((ctx, d, token) => portalAction(ctx, d, token, String(ctx.params.action))));

@@ -9,6 +9,7 @@ import { taxInvoice } from '../../domain/tax.js';
 import { parseTypedAmount } from '../../domain/typed-amount.js';
 import { creditNotePdf } from '../../services/documents/credit-note-pdf.js';
 import { lineWordsFor } from '../../services/documents/line-words.js';
+import { portalInvoiceRows } from './portal-invoices.js';
 import { ledgerDescription } from '../../services/wallet/ledger-words.js';
 import { invoicePdf, type PdfFile } from '../../services/documents/invoice-pdf.js';
 import { createCheckoutSession } from '../../services/hosted/hosted-sessions.js';
@@ -319,13 +320,7 @@ async function renderPortal(page: PageRequest, opts: RenderOptions = {}): Promis
       usage: usageView(page, overview),
       otherPlans,
       plansTaxNote: otherPlans.some((p) => p.taxed) ? t('portal.plans_tax_note') : null,
-      invoices: overview.invoices.map((inv) => ({
-        number: inv.number,
-        status: t(`invoice.${inv.status}`),
-        date: format.date(new Date(`${inv.issueDate}T00:00:00Z`)),
-        total: format.money(inv.totalAmount, inv.currency),
-        pdf: `${page.path}invoices/${inv.id}/pdf`,
-      })),
+      invoices: portalInvoiceRows(page, overview.invoices),
       creditNotes: overview.creditNotes.map((note) => ({
         number: note.number,
         date: format.date(note.createdAt),

@@ -10,9 +10,8 @@ import type { PaymentType } from '../../db/entities/subscription.js';
 import { Topup } from '../../db/entities/topup.js';
 import { Subscription } from '../../db/entities/subscription.js';
 import type { ServiceContext } from '../context.js';
-import { applyStatusAnswer } from '../gateway-events/gateway-answers.js';
 import { eventFromTransaction } from '../gateway-events/gateway-event.js';
-import { previewGatewayEvent, recordAndApplyGatewayEvent } from '../gateway-events/process-notification.js';
+import { recordAndApplyGatewayEvent } from '../gateway-events/process-notification.js';
 import { firstPeriodAmount } from '../subscriptions/authorize-trial-card.js';
 import { chargeSubscription } from '../subscriptions/charge-subscription.js';
 import { confirmTrialCard } from '../subscriptions/confirm-trial-card.js';
@@ -22,17 +21,18 @@ import { discountCoversNewPeriod } from '../../domain/discount.js';
 import { checkPromotionCode, discountOf } from '../coupons/redeem.js';
 import { priceInvoice, type InvoicePricing } from '../invoices/create-invoice.js';
 import { periodLine } from '../invoices/subscription-lines.js';
-import { cancelOrAskGateway } from '../subscriptions/resolve-unknown-charges.js';
 import { createTopup } from '../topups/create-topup.js';
 import { extendCheckoutLink } from './hosted-sessions.js';
+import { applyPaymentStatus, cancelWaitingPayment, dueToAsk, gatewayNews } from './waiting-payment.js';
 
 /**
  * Where a checkout stands, as its page shows it. `processing`: a submit of the page is charging
  * right now (another tab, a double click); `confirming`: the gateway's answer to the charge was
  * lost, and whether it was taken is being asked; `card_check`: a trial subscribed with a card
- * waits for the card's 3-D Secure step (the card is pre-authorised, nothing is charged).
+ * waits for the card's 3-D Secure step (the card is pre-authorised, nothing is charged);
+ * `nothing_due`: an invoice's page whose invoice was voided or written off.
  */
-export type CheckoutState = 'choose' | 'processing' | 'confirming' | 'pending' | 'card_check' | 'paid' | 'trialing' | 'failed';
+export type CheckoutState = 'choose' | 'processing' | 'confirming' | 'pending' | 'card_check' | 'paid' | 'trialing' | 'failed' | 'nothing_due';
 
 /** Why a checkout failed, when the page can say more than "it did not go through". */
 export type CheckoutFailure = 'card_declined';
@@ -55,7 +55,7 @@ export interface CheckoutProgress {
   cardSaved: boolean;
 }
 
-const nothingYet: CheckoutProgress = {
+export const nothingYet: CheckoutProgress = {
   state: 'choose', paymentType: null, details: {}, amount: null, currency: null, expiresAt: null, orderId: null, failure: null, trialEnd: null, cardSaved: false,
 };
 
@@ -65,7 +65,7 @@ type Charge = { paymentType: PaymentType; paymentDetails: Record<string, unknown
  * A waiting charge: `pending` with its instructions, or `confirming` while they are unknown
  * because the gateway's answer to the charge was lost (it may or may not have been made).
  */
-function chargeProgress(charge: Charge, amount: string): CheckoutProgress {
+export function chargeProgress(charge: Charge, amount: string): CheckoutProgress {
   return {
     ...nothingYet,
     state: Object.keys(charge.paymentDetails).length === 0 ? 'confirming' : 'pending',
@@ -83,7 +83,7 @@ function chargeProgress(charge: Charge, amount: string): CheckoutProgress {
  * makes (a cancel, a status, a charge, each up to the gateway timeout), so that only a claim
  * left behind by a process that died is ever taken over.
  */
-function claimMs(ctx: Pick<ServiceContext, 'config'>): number {
+export function claimMs(ctx: Pick<ServiceContext, 'config'>): number {
   return Math.max(2 * 60_000, 4 * ctx.config.gateway.timeoutMs);
 }
 
@@ -138,23 +138,6 @@ async function madeProgress(ctx: Pick<ServiceContext, 'em'>, session: HostedSess
   return nothingYet;
 }
 
-/** When we last asked the gateway about a session's waiting charge (ms), so polling asks at most every few seconds. */
-const lastAsk = new Map<string, number>();
-/** Every few seconds while the link is young (a customer at the screen), then less often (a virtual account paid later). */
-const ASK_EVERY_MS = 4000;
-const ASK_LATER_EVERY_MS = 30_000;
-const YOUNG_LINK_MS = 30 * 60_000;
-
-function dueToAsk(ctx: Pick<ServiceContext, 'clock'>, session: HostedSession): boolean {
-  const now = Date.now();
-  const young = ctx.clock.now().getTime() - session.createdAt.getTime() < YOUNG_LINK_MS;
-  if (now - (lastAsk.get(session.id) ?? 0) < (young ? ASK_EVERY_MS : ASK_LATER_EVERY_MS)) return false;
-  lastAsk.set(session.id, now);
-  // Bounded: forget asks older than a day.
-  if (lastAsk.size > 10_000) for (const [id, at] of lastAsk) if (now - at > 24 * 60 * 60_000) lastAsk.delete(id);
-  return true;
-}
-
 /**
  * The checkout's progress, as its polling page asks for it. A waiting charge is also asked
  * about at the gateway (at most every few seconds per page): its notification normally moves
@@ -164,7 +147,7 @@ function dueToAsk(ctx: Pick<ServiceContext, 'clock'>, session: HostedSession): b
 export async function followCheckout(ctx: ServiceContext, session: HostedSession): Promise<CheckoutProgress> {
   const progress = await checkoutProgress(ctx, session);
   if (progress.state !== 'card_check' && progress.state !== 'pending' && progress.state !== 'confirming') return progress;
-  if (!dueToAsk(ctx, session)) return progress;
+  if (!dueToAsk(ctx, session.id, session.createdAt)) return progress;
   try {
     if (progress.state === 'card_check') await confirmTrialCard(ctx, session.subscription!.id);
     else await askGatewayAbout(ctx, session, progress);
@@ -184,22 +167,10 @@ export async function followCheckout(ctx: ServiceContext, session: HostedSession
  */
 async function askGatewayAbout(ctx: ServiceContext, session: HostedSession, progress: CheckoutProgress): Promise<void> {
   const orderId = progress.orderId!;
-  let answer: GatewayTransaction;
-  try {
-    answer = await ctx.gateway.status(orderId);
-  } catch (err) {
-    // Never made at the gateway: `payments sync` closes it once nobody can still be sending it.
-    if (err instanceof GatewayError && err.kind === 'not_found') return;
-    throw err;
-  }
+  const answer = await gatewayNews(ctx, orderId, progress.state === 'pending');
+  if (!answer) return;
   const event = eventFromTransaction(answer);
-  // A waiting charge the gateway says still waits: nothing to record on every poll.
-  if (progress.state === 'pending' && (await previewGatewayEvent(ctx, event)).result === 'duplicate') return;
-  if (session.subscription) {
-    const payment = await ctx.em.fork().findOneOrFail(Payment, { orderId }, { fields: ['id'] });
-    await applyStatusAnswer(ctx, payment.id, answer);
-    return;
-  }
+  if (session.subscription) return applyPaymentStatus(ctx, orderId, answer);
   await keepTopupInstructions(ctx, orderId, answer);
   await recordAndApplyGatewayEvent(ctx, { event, source: 'sync' });
 }
@@ -350,13 +321,7 @@ async function madeProgressNow(ctx: ServiceContext, session: HostedSession): Pro
  * not be asked (the customer may still pay it).
  */
 async function cancelWaitingOrder(ctx: ServiceContext, session: HostedSession, orderId: string): Promise<'canceled' | 'paid' | 'unsure'> {
-  if (session.subscription) {
-    await cancelOrAskGateway(ctx, [orderId]);
-    const payment = await ctx.em.fork().findOneOrFail(Payment, { orderId });
-    if (['settled', 'partially_refunded', 'refunded'].includes(payment.status)) return 'paid';
-    // Failed, expired or withdrawn, or canceled at the gateway now: nothing of it can be paid any more.
-    return payment.status !== 'pending' || payment.gatewayStatus === 'cancel' ? 'canceled' : 'unsure';
-  }
+  if (session.subscription) return cancelWaitingPayment(ctx, orderId);
   // A top-up has no payment row for cancelOrAskGateway to stamp: the same steps, its answer
   // applied to the top-up as a status answer is (a cancel fails the top-up, a settlement credits it).
   let answer: GatewayTransaction;

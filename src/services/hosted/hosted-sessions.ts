@@ -24,7 +24,7 @@ export const KEEP_AFTER_END_HOURS = 24;
 const KEEP_AFTER_END_MS = KEEP_AFTER_END_HOURS * 3_600_000;
 
 /** Where each kind of page lives, at the server's root. */
-export const HOSTED_ROOTS: Record<HostedSessionKind, string> = { checkout: '/pay', portal: '/portal' };
+export const HOSTED_ROOTS: Record<HostedSessionKind, string> = { checkout: '/pay', portal: '/portal', invoice: '/pay' };
 
 /** A secret for a link or a browser: 32 random bytes, base64url. */
 export const newSecret = (): string => randomBytes(32).toString('base64url');

@@ -272,6 +272,16 @@ export const en: Messages = {
   'portal.tax_note_inclusive': 'The {plan} price of {total} includes PPN (Indonesian VAT) of {tax}: 12% of the other tax base (DPP nilai lain), which is 11/12 of the price before tax {dpp} ({base}).',
   'portal.plans_tax_note': 'Prices of plans that carry PPN are shown with it: 12% of 11/12 of the price before tax, the same as 11% of that price.',
 
+  'invoice_page.title': 'Invoice {number}',
+  'invoice_page.heading': 'Invoice',
+  'invoice_page.issued': 'Issued {date}, due {due}',
+  'invoice_page.paid': 'Paid. This invoice has been paid; nothing more is due. Thank you!',
+  'invoice_page.nothing_due': 'Nothing is due: this invoice was voided.',
+  'invoice_page.paid_badge': 'Paid',
+  'invoice_page.switch_earlier_paid': 'The earlier payment was received, so nothing new was charged.',
+  'portal.pay_invoice': 'Pay',
+  'portal.pay_invoice_of': 'Pay invoice {number}',
+
   'error.csrf_failed': 'This form has expired. Reload the page and try again.',
   'error.subscription_exists': 'You already have a running subscription. Change plans in the customer portal.',
   'error.insufficient_funds': 'Your wallet balance is not enough.',

@@ -274,6 +274,16 @@ export const id = {
   'portal.tax_note_inclusive': 'Harga {plan} {total} sudah termasuk PPN {tax}: 12% dari DPP nilai lain, yaitu 11/12 dari harga sebelum pajak {dpp} ({base}).',
   'portal.plans_tax_note': 'Harga paket yang dikenai PPN ditampilkan sudah termasuk PPN: 12% dari 11/12 harga sebelum pajak, sama dengan 11% dari harga itu.',
 
+  'invoice_page.title': 'Tagihan {number}',
+  'invoice_page.heading': 'Tagihan',
+  'invoice_page.issued': 'Terbit {date}, jatuh tempo {due}',
+  'invoice_page.paid': 'Lunas. Tagihan ini sudah dibayar; tidak ada lagi yang perlu dibayar. Terima kasih!',
+  'invoice_page.nothing_due': 'Tidak ada yang perlu dibayar: tagihan ini sudah dibatalkan.',
+  'invoice_page.paid_badge': 'Lunas',
+  'invoice_page.switch_earlier_paid': 'Pembayaran sebelumnya sudah diterima, jadi tidak ada tagihan baru.',
+  'portal.pay_invoice': 'Bayar',
+  'portal.pay_invoice_of': 'Bayar tagihan {number}',
+
   'error.csrf_failed': 'Formulir ini sudah tidak berlaku. Muat ulang halaman lalu coba lagi.',
   'error.subscription_exists': 'Anda sudah punya langganan yang berjalan. Ubah paket lewat portal pelanggan.',
   'error.insufficient_funds': 'Saldo dompet tidak cukup.',
