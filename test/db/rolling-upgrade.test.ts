@@ -13,7 +13,7 @@ import { pdfText } from '../helpers/pdf.js';
 import { checkoutRelease, type Release, type ReleaseServer } from '../helpers/previous-release.js';
 
 /*
- * docs/operations.md, 'Upgrading': a database made by the previous release is migrated by this
+ * docs/operations.md, 'Upgrades and rolling deploys': a database made by the previous release is migrated by this
  * one while the previous release keeps running and writing (the rolling upgrade the docs
  * describe: `db migrate` first, then the processes replaced one at a time). Every row is kept,
  * the events the previous release writes during that window are chained (docs/audit.md),
