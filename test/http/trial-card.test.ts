@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Subscription } from '../../src/db/entities/subscription.js';
 import { TrialGrant } from '../../src/db/entities/trial-grant.js';
+import { PromotionCode } from '../../src/db/entities/coupon.js';
+import type { EntityManager } from '@mikro-orm/knex';
 import { WebhookLog } from '../../src/db/entities/webhook-log.js';
 import { DAY, startBilling, type BillingHarness } from '../helpers/billing.js';
+import { makePromotionCode } from '../helpers/coupons.js';
 import { DATABASES } from '../helpers/database.js';
 import { storedCounts, type TestUser } from '../helpers/subscriptions.js';
 import { completeThreeDs } from '../helpers/three-ds.js';
@@ -180,6 +183,29 @@ describe.each(DATABASES)('a card given for a trial, with 3-D Secure (%s)', (kind
     expect((await stored(id)).cancelReason).toBe('card_declined');
     expect(await h.server.running.billing.orm.em.fork().count(TrialGrant, { user: user.id })).toBe(0);
     expect((await storedCounts(h.server, user)).invoices).toBe(0);
+  });
+
+  it('a one-use promotion code given with a trial whose 3-D Secure failed, or that was canceled while it waited, is given back', async () => {
+    const em = () => h.server.running.billing.orm.em.fork() as unknown as EntityManager;
+    const code = await makePromotionCode(em(), { maxRedemptions: 1 });
+    const withCode = (user: TestUser) =>
+      h.server.api('POST', '/subscriptions/', { auth: user, body: { plan_id: 'pro-trial', payment_type: 'credit_card', token: 'tok-3ds-481111-1114', promotion_code: code.code } });
+    const used = async () => (await em().findOneOrFail(PromotionCode, code.id)).timesRedeemed;
+
+    const declined = await withCode(await h.server.createUser());
+    expect(declined.status, declined.text).toBe(201);
+    expect(await used()).toBe(1);
+    expect(await completeThreeDs(declined.body.card_authorization.redirect_url, 'fail')).toBe('deny');
+    await vi.waitFor(async () => expect((await stored(declined.body.subscription.id)).status).toBe('canceled'), { timeout: 10_000, interval: 50 });
+    expect(await used()).toBe(0);
+
+    const user = await h.server.createUser();
+    const waiting = await withCode(user);
+    expect(waiting.status, waiting.text).toBe(201);
+    expect(await used()).toBe(1);
+    const canceled = await h.server.api('POST', `/subscriptions/${waiting.body.subscription.id}/cancel/`, { auth: user, body: { immediate: true } });
+    expect(canceled.status, canceled.text).toBe(200);
+    expect(await used()).toBe(0);
   });
 
   it('a 3-D Secure page left unanswered expires at the gateway: the waiting subscription is canceled, nothing else was made', async () => {

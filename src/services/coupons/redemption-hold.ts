@@ -40,13 +40,29 @@ async function creationRedemptions(ctx: DataContext, sub: Subscription): Promise
  */
 export async function releaseUnheldRedemption(ctx: DataContext, sub: Subscription): Promise<string[]> {
   const invoice = await firstInvoiceWithCode(ctx, sub);
-  if (!invoice) return [];
+  if (!invoice) return releaseNeverStartedTrial(ctx, sub);
   // The payments as this transaction has them (a status changed here and not yet written counts).
   const payments = await ctx.em.find(Payment, { invoice: invoice.id });
   if (payments.some((p) => HOLDING.includes(p.status))) return [];
   const given: string[] = [];
   for (const redemption of await creationRedemptions(ctx, sub)) {
     if (await undoRedemption(ctx, redemption.id)) given.push(`promotion code ${sub.discount!.promotion_code} given back: no payment of ${invoice.number} holds it`);
+  }
+  return given;
+}
+
+/**
+ * NOTE: a trial waiting for its card (3-D Secure) holds its code without a payment; when it ends
+ * before it started (the card declined, its 3-D Secure failed or expired, or the customer
+ * canceled while it waited), nothing was ever due, so the code is given back. A trial that
+ * started keeps its code: it is the first paid period's discount.
+ */
+async function releaseNeverStartedTrial(ctx: DataContext, sub: Subscription): Promise<string[]> {
+  if (!sub.discount?.promotion_code || sub.trialEnd !== null || sub.status !== 'canceled') return [];
+  if ((await ctx.em.count(Invoice, { subscription: sub.id })) > 0) return [];
+  const given: string[] = [];
+  for (const redemption of await creationRedemptions(ctx, sub)) {
+    if (await undoRedemption(ctx, redemption.id)) given.push(`promotion code ${sub.discount.promotion_code} given back: the trial never started`);
   }
   return given;
 }

@@ -10,6 +10,7 @@ import { rememberSavedCard, type SavedCard } from '../gateway-events/saved-card.
 import { notify } from '../notifications/notify.js';
 import { subscriptionData } from '../notifications/payloads.js';
 import { retryingTransaction } from '../common/retrying-transaction.js';
+import { releaseUnheldRedemption } from '../coupons/redemption-hold.js';
 import { cardCheckOrderId, readCardCheck, releaseCardAuthorization, subscriptionOfCardCheck, type CardCheck } from './authorize-trial-card.js';
 import { beginTrial } from './begin-trial.js';
 import { trialAllowed } from './create-subscription.js';
@@ -89,6 +90,7 @@ export async function confirmTrialCard(ctx: ServiceContext, subscriptionId: stri
     subscriptionStates.apply(sub, 'cancel', ctx.clock.now());
     sub.cancelReason = check ? 'trial_unavailable' : 'card_declined';
     sub.nextBillingDate = null;
+    await releaseUnheldRedemption(tctx, sub);
     return 'card_declined' as const;
   });
   // Approved at the gateway (now, or long ago for a trial already running): release the hold.

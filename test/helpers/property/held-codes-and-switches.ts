@@ -23,7 +23,9 @@ const skipped = (rule: string) => (process.env.PROPERTY_SKIP_RULES ?? '').split(
  * the customer stands on a payment of its subscription that is pending or was paid (a first
  * invoice of nothing is paid at once); a redemption whose payments all expired, were canceled
  * or failed unpaid was to be given back. A trial holds its code without a payment (nothing is
- * due until it ends), so its redemptions are left out.
+ * due until it ends), so its redemptions are left out, and so are a trial's still waiting for
+ * its card; a trial that ended before it started (its card refused, or canceled while it
+ * waited) must have given its code back.
  */
 export async function heldCodeProblems(em: EntityManager, userId: string): Promise<string[]> {
   if (skipped('held_codes')) return [];
@@ -32,6 +34,8 @@ export async function heldCodeProblems(em: EntityManager, userId: string): Promi
     const sub = r.subscription as Subscription | null;
     if (!sub || sub.trialEnd) continue;
     const payments = await em.find(Payment, { subscription: sub.id });
+    // A trial still waiting for its card (3-D Secure) holds its code as a started trial does.
+    if (sub.status === 'pending' && payments.length === 0) continue;
     if (payments.some((p) => p.status === 'pending' || p.paidAt !== null)) continue;
     problems.push(`promotion code ${r.promotionCode?.code ?? r.coupon.id} is still counted for subscription ${sub.id}, whose payments [${payments.map((p) => `${p.orderId} ${p.status}`).join(', ')}] hold none of it`);
   }
