@@ -1,10 +1,17 @@
 import type { Middleware } from 'koa';
+import { isUuid } from '../domain/ids.js';
 import { RenderRefusedError, type DocumentRenderer } from '../services/documents/document-renderer.js';
 import { API_ROOT } from './api.js';
 import { problem, sendProblem } from './problem.js';
 
-/** The PDF operations (getInvoicePdf, getCreditNotePdf), on the canonical path. */
-const DOCUMENT_PATH = new RegExp(`^${API_ROOT}/(?:invoices|credit-notes)/[^/]+/pdf/?$`);
+/** The PDF operations (getInvoicePdf, getCreditNotePdf), on the canonical path, with the id. */
+const DOCUMENT_PATH = new RegExp(`^${API_ROOT}/(?:invoices|credit-notes)/([^/]+)/pdf/?$`);
+
+/** A PDF request that could find a document: one whose id is a UUID (anything else is a 404 that reads nothing). */
+function documentRequest(path: string): boolean {
+  const id = DOCUMENT_PATH.exec(path)?.[1];
+  return id !== undefined && isUuid(id);
+}
 
 /**
  * NOTE: a refusal is sent after this pause (its Retry-After, 1 s), which costs the server a
@@ -22,7 +29,7 @@ const REFUSAL_PAUSE_MS = 1000;
  */
 export function documentBurstLimit(documents: DocumentRenderer): Middleware {
   return async (ctx, next) => {
-    if (ctx.method !== 'GET' || !DOCUMENT_PATH.test(ctx.path) || !ctx.state.authMethod) return next();
+    if (ctx.method !== 'GET' || !documentRequest(ctx.path) || !ctx.state.authMethod) return next();
     const userId = ctx.state.userFields?.id ?? ctx.state.user?.id;
     if (!userId) return next();
     try {

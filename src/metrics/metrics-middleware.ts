@@ -65,6 +65,12 @@ export function metricsEndpoint(metrics: ServiceMetrics, token: string | null): 
     ctx.set('Cache-Control', 'no-store');
     ctx.type = metrics.registry.contentType;
     // Both registries write the same text format: the service's metrics, then the process's.
-    ctx.body = (await metrics.registry.metrics()) + (await processRegistry!.metrics());
+    ctx.body = (await metrics.registry.metrics()) + standardNaN(await processRegistry!.metrics());
   };
 }
+
+/**
+ * prom-client writes an empty summary's value (the event-loop lag before its first sample) as
+ * `Nan`; the text format spells it `NaN`, and strict parsers refuse anything else.
+ */
+const standardNaN = (text: string): string => text.replace(/ Nan$/gm, ' NaN');
